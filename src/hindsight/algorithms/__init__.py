@@ -1,0 +1,50 @@
+"""Pure math of the RL methods (ALGORITHMS.md section 6): advantages, returns, anchor-state
+groups, token-level losses and their aggregation. No model, environment or I/O here.
+
+Step samples are flattened (one entry per step sample); token-level tensors are [B, T] over
+response tokens with a mask. Files:
+
+- ``advantages.py``: ``group_normalized_advantages`` (GRPO), ``gigpo_advantages``,
+  ``step_group_advantages``, ``opid_advantages``, ``empo_advantages``;
+- ``returns.py``: ``discounted_returns`` (with EMPO breaks);
+- ``grouping.py``: ``anchor_state_groups`` (exact or fuzzy);
+- ``losses.py``: ``ppo_clip_loss``, ``opd_loss``, ``kl_low_var``;
+- ``aggregation.py``: ``aggregate_loss``, ``masked_mean``;
+- ``weighting.py``: STEPO ``stepo_trajectory_weights``, ``zero_variance_groups``;
+- ``rewards.py``: ``empo_action_score``, ``empo_step_rewards``, ``wm_r1_length_rewards``.
+"""
+
+from hindsight.algorithms.advantages import (
+    empo_advantages,
+    gigpo_advantages,
+    group_normalized_advantages,
+    opid_advantages,
+    step_group_advantages,
+)
+from hindsight.algorithms.aggregation import AGGREGATION_MODES, aggregate_loss, masked_mean
+from hindsight.algorithms.grouping import anchor_state_groups
+from hindsight.algorithms.losses import kl_low_var, opd_loss, ppo_clip_loss
+from hindsight.algorithms.returns import discounted_returns
+from hindsight.algorithms.rewards import empo_action_score, empo_step_rewards, wm_r1_length_rewards
+from hindsight.algorithms.weighting import stepo_trajectory_weights, zero_variance_groups
+
+__all__ = [
+    "AGGREGATION_MODES",
+    "aggregate_loss",
+    "anchor_state_groups",
+    "discounted_returns",
+    "empo_action_score",
+    "empo_advantages",
+    "empo_step_rewards",
+    "gigpo_advantages",
+    "group_normalized_advantages",
+    "kl_low_var",
+    "masked_mean",
+    "opd_loss",
+    "opid_advantages",
+    "ppo_clip_loss",
+    "step_group_advantages",
+    "stepo_trajectory_weights",
+    "wm_r1_length_rewards",
+    "zero_variance_groups",
+]

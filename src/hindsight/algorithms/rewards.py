@@ -1,0 +1,93 @@
+"""Reward shaping of the sibling methods: EMPO step rewards (section 3) and WM-R1 adaptive
+length budgets (section 4) of ALGORITHMS.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from hindsight.algorithms._inputs import as_float_tensor, check_lengths, group_index, ids_to_list
+
+
+def empo_action_score(action: str | None, expert_action: str) -> float:
+    """EMPO action score: 1 exact match, 0.5 same action type, 0.1 parsed but another type,
+    0 unparsable (``None`` or empty).
+
+    The action type is the first word (the verb), compared case-insensitively; exact match
+    compares whitespace-normalised, lower-cased text.
+
+    Args:
+        action: The policy's parsed action, or None if it could not be parsed.
+        expert_action: The expert's action at this state.
+
+    Returns:
+        The score.
+    """
+    if action is None or not action.strip():
+        return 0.0
+    predicted = " ".join(action.lower().split())
+    expert = " ".join(expert_action.lower().split())
+    if predicted == expert:
+        return 1.0
+    if expert and predicted.split()[0] == expert.split()[0]:
+        return 0.5
+    return 0.1
+
+
+def empo_step_rewards(
+    format_ok: Any, action_scores: Any, *, format_weight: float = 0.1, action_weight: float = 0.9
+) -> torch.Tensor:
+    """EMPO step reward ``format_weight * format_ok + action_weight * action_score``.
+
+    Args:
+        format_ok: [N] booleans: the response had the expected format.
+        action_scores: [N] scores from ``empo_action_score``.
+        format_weight: Weight of the format term (0.1).
+        action_weight: Weight of the action term (0.9).
+
+    Returns:
+        [N] float tensor.
+    """
+    scores = as_float_tensor(action_scores, "action_scores")
+    formats = as_float_tensor([float(bool(x)) for x in ids_to_list(format_ok, "format_ok")], "format_ok", like=scores)
+    check_lengths(len(scores), format_ok=formats)
+    return format_weight * formats.to(scores.dtype) + action_weight * scores
+
+
+def wm_r1_length_rewards(lengths: Any, successes: Any, group_ids: Any, *, max_length: float) -> torch.Tensor:
+    """WM-R1 adaptive-budget length reward, one value per trajectory.
+
+    Per group: ``p`` = success rate; ``L_ref`` = mean length of the group's successes (when
+    there is none, p = 0 and ``L_ref`` has no effect); ``L_budget = p * L_ref + (1 - p) *
+    max_length``; ``lam = (length - L_budget) / L_budget``. Success:
+    ``max(0.5 - 0.5 lam, 0.1)``; failure: ``min(0.9 lam - 0.1, -0.1)``. The same shape scores
+    world-model calls (pass call counts and the call limit as ``lengths`` / ``max_length``).
+
+    Args:
+        lengths: [M] trajectory lengths (or world-model call counts).
+        successes: [M] booleans.
+        group_ids: [M] task id of each trajectory.
+        max_length: The step limit (or call limit).
+
+    Returns:
+        [M] float tensor ``R_len``.
+    """
+    if max_length <= 0:
+        raise ValueError(f"max_length must be positive, got {max_length}")
+    length = as_float_tensor(lengths, "lengths")
+    won = as_float_tensor([float(bool(x)) for x in ids_to_list(successes, "successes")], "successes")
+    groups = ids_to_list(group_ids, "group_ids")
+    check_lengths(len(length), successes=won, group_ids=groups)
+    index, unique = group_index(groups)
+    count = torch.zeros(len(unique)).index_add_(0, index, torch.ones(len(length)))
+    wins = torch.zeros(len(unique)).index_add_(0, index, won)
+    win_length = torch.zeros(len(unique)).index_add_(0, index, won * length.float().cpu())
+    rate = wins / count
+    reference = torch.where(wins > 0, win_length / wins.clamp(min=1.0), torch.full_like(wins, float(max_length)))
+    budget = (rate * reference + (1.0 - rate) * max_length)[index]
+    lam = (length.float().cpu() - budget) / budget
+    success_reward = torch.clamp(0.5 - 0.5 * lam, min=0.1)
+    failure_reward = torch.clamp(0.9 * lam - 0.1, max=-0.1)
+    return torch.where(won > 0, success_reward, failure_reward).to(length.device)

@@ -1,0 +1,53 @@
+"""STEPO helpers (our reading, ALGORITHMS.md section 5): per-trajectory sample weights and
+the zero-variance group filter.
+
+- ``stepo_trajectory_weights``: each step sample weighs ``1 / T_i`` (T_i = number of samples
+  of its trajectory in the batch), so every trajectory contributes the same total weight.
+- ``zero_variance_groups``: groups whose outcomes are all equal carry no group-relative
+  signal (every advantage is 0); policy-aware filtering drops them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Hashable
+
+import torch
+
+from hindsight.algorithms._inputs import as_float_tensor, check_lengths, group_index, ids_to_list
+
+
+def stepo_trajectory_weights(traj_ids: Any) -> torch.Tensor:
+    """Weight ``1 / T_i`` of every step sample.
+
+    Args:
+        traj_ids: [N] trajectory id of each sample.
+
+    Returns:
+        [N] float32 tensor; the weights of one trajectory sum to 1.
+    """
+    index, unique = group_index(ids_to_list(traj_ids, "traj_ids"))
+    counts = torch.bincount(index, minlength=len(unique)).to(torch.float32)
+    return 1.0 / counts[index]
+
+
+def zero_variance_groups(scores: Any, group_ids: Any) -> list[Hashable]:
+    """Groups whose scores are all equal (a group of one sample included).
+
+    Args:
+        scores: [N] episode score carried by each step sample.
+        group_ids: [N] group id of each sample.
+
+    Returns:
+        The ids of those groups, in order of first appearance.
+    """
+    values = as_float_tensor(scores, "scores")
+    groups = ids_to_list(group_ids, "group_ids")
+    check_lengths(len(values), group_ids=groups)
+    index, unique = group_index(groups)
+    index = index.to(values.device)
+    low = torch.full((len(unique),), float("inf"), dtype=values.dtype, device=values.device)
+    high = torch.full((len(unique),), float("-inf"), dtype=values.dtype, device=values.device)
+    low = low.scatter_reduce(0, index, values, reduce="amin")
+    high = high.scatter_reduce(0, index, values, reduce="amax")
+    constant = (high == low).tolist()
+    return [group for group, is_constant in zip(unique, constant) if is_constant]

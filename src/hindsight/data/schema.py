@@ -1,0 +1,300 @@
+"""The trajectory table and the episode summary: their columns, types, and the check that
+runs wherever data enters the project.
+
+The trajectory table has one row per step sample (columns in ``TRAJECTORY_COLUMNS``; the
+contract is in the project brief). ``validate_trajectories`` checks a table that came from
+outside (a file, another process) and returns it with canonical column order and dtypes;
+the first problem raises ``TrajectoryValidationError`` naming the origin, the row (or the
+file line, when the caller passes ``row_labels``) and the field. Episode-level facts
+(success, length, return) are derived by ``hindsight.data.episodes``, never stored.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from numbers import Integral, Real
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from hindsight.envs.base import SPLITS
+
+logger = logging.getLogger(__name__)
+
+SOURCES = ("expert", "rollout", "patched", "world_model")
+ENV_FAMILIES = ("textworldexpress", "scienceworld", "textworld", "alfworld", "external")
+
+
+class TrajectoryValidationError(ValueError):
+    """Data that does not follow the trajectory schema; the message names file, row, field."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a table: its kind and what it means."""
+
+    kind: str
+    """One of "str", "int", "float", "bool", "str_list"."""
+    meaning: str
+
+
+TRAJECTORY_COLUMNS: dict[str, Column] = {
+    "episode_id": Column("str", "unique per episode"),
+    "group_id": Column("str", 'the task instance, "env/game/split/seed"'),
+    "env": Column("str", "environment family"),
+    "task_type": Column("str", "game or task family (twc, cookingworld, boil, ...)"),
+    "task": Column("str", "task text"),
+    "split": Column("str", "train / dev / test"),
+    "seed": Column("int", "task seed / variation inside the split"),
+    "step": Column("int", "0-based step index within the episode"),
+    "observation": Column("str", "observation the agent acted on at this step"),
+    "anchor_observation": Column("str", "raw env observation of this state, without history"),
+    "valid_actions": Column("str_list", "the valid actions at this step"),
+    "action": Column("str", "the action played (parsed from response)"),
+    "response": Column("str", "raw model output (== action for experts)"),
+    "reward": Column("float", "step reward used for RL"),
+    "score": Column("float", "the env's own progress score after this step"),
+    "done": Column("bool", "episode ended after this step"),
+    "won": Column("bool", "the task was solved by this step (True only on the winning step)"),
+    "action_valid": Column("bool", "the env accepted the action"),
+    "source": Column("str", "expert / rollout / patched / world_model"),
+    "policy_version": Column("int", "version of the acting policy (-1 for experts / external)"),
+}
+
+EPISODE_SUMMARY_COLUMNS: dict[str, Column] = {
+    "episode_id": Column("str", "unique per episode"),
+    "group_id": Column("str", "the task instance"),
+    "env": Column("str", "environment family"),
+    "task_type": Column("str", "game or task family"),
+    "split": Column("str", "train / dev / test"),
+    "source": Column("str", "expert / rollout / patched / world_model"),
+    "length": Column("int", "number of steps"),
+    "return": Column("float", "sum of step rewards"),
+    "success": Column("bool", "any step won"),
+    "invalid_actions": Column("int", "steps whose action the env did not accept"),
+}
+
+EPISODE_CONSTANT_FIELDS = ("group_id", "env", "task_type", "task", "split", "seed", "source")
+"""Fields every row of one episode must share."""
+
+_DTYPES = {"str": "str", "int": "int64", "float": "float64", "bool": "bool", "str_list": "object"}
+
+
+def make_group_id(env: str, game: str, split: str, seed: int) -> str:
+    """The group id of a task instance: ``"env/game/split/seed"``."""
+    return f"{env}/{game}/{split}/{int(seed)}"
+
+
+def _empty_table(columns: dict[str, Column]) -> pd.DataFrame:
+    return pd.DataFrame({name: pd.Series([], dtype=_DTYPES[column.kind]) for name, column in columns.items()})
+
+
+def empty_trajectory_table() -> pd.DataFrame:
+    """A trajectory table with every column, its dtype, and no rows."""
+    return _empty_table(TRAJECTORY_COLUMNS)
+
+
+def empty_episode_summary() -> pd.DataFrame:
+    """An episode summary table with every column, its dtype, and no rows."""
+    return _empty_table(EPISODE_SUMMARY_COLUMNS)
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text[:60] + '...' if len(text) > 60 else text}"
+
+
+def _coerce_str(value: Any) -> str:
+    if isinstance(value, str):
+        return str(value)
+    raise TypeError("expected a string")
+
+
+def _coerce_int(value: Any) -> int:
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError("expected an integer")
+    if isinstance(value, Integral):
+        return int(value)
+    if isinstance(value, Real) and float(value).is_integer():
+        return int(value)
+    raise TypeError("expected an integer")
+
+
+def _coerce_float(value: Any) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
+        raise TypeError("expected a number")
+    if not math.isfinite(float(value)):
+        raise TypeError("expected a finite number")
+    return float(value)
+
+
+def _coerce_bool(value: Any) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError("expected true/false")
+
+
+def _coerce_str_list(value: Any) -> list[str]:
+    if isinstance(value, (list, tuple, np.ndarray)) and all(isinstance(item, str) for item in value):
+        return [str(item) for item in value]
+    raise TypeError("expected a list of strings")
+
+
+_COERCERS: dict[str, Callable[[Any], Any]] = {
+    "str": _coerce_str,
+    "int": _coerce_int,
+    "float": _coerce_float,
+    "bool": _coerce_bool,
+    "str_list": _coerce_str_list,
+}
+
+
+def _label(row_labels: Sequence[str] | None, position: int) -> str:
+    return row_labels[position] if row_labels is not None else f"row {position}"
+
+
+def _where(origin: str, row_labels: Sequence[str] | None, position: int) -> str:
+    return f"{origin}, {_label(row_labels, position)}"
+
+
+def coerce_columns(
+    df: pd.DataFrame, columns: dict[str, Column], origin: str, row_labels: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """Check that ``df`` has ``columns`` with values of the right kind; return a copy with
+    exactly those columns, in order, with canonical dtypes.
+
+    Args:
+        df: The table to check.
+        columns: The schema (e.g. ``TRAJECTORY_COLUMNS``).
+        origin: Where the table came from (a file path), for messages.
+        row_labels: How to name each row in messages (e.g. "line 7"); default "row i"
+            (0-based position).
+
+    Raises:
+        TrajectoryValidationError: A column is missing, or a value is missing or of the wrong type.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise TrajectoryValidationError(f"{origin}: expected a table (DataFrame), got {type(df).__name__}.")
+    missing = [name for name in columns if name not in df.columns]
+    if missing:
+        raise TrajectoryValidationError(
+            f"{origin}: missing field(s) {', '.join(repr(name) for name in missing)} "
+            f"(the table needs: {', '.join(columns)})."
+        )
+    extra = [str(name) for name in df.columns if name not in columns]
+    if extra:
+        logger.info("%s: ignoring column(s) outside the schema: %s", origin, ", ".join(extra))
+    coerced: dict[str, Any] = {}
+    for name, column in columns.items():
+        convert = _COERCERS[column.kind]
+        values = df[name].tolist()
+        converted = []
+        for position, value in enumerate(values):
+            if _is_missing(value):
+                raise TrajectoryValidationError(
+                    f"{_where(origin, row_labels, position)}, field {name!r}: missing value "
+                    f"(expected {column.kind})."
+                )
+            try:
+                converted.append(convert(value))
+            except TypeError as error:
+                raise TrajectoryValidationError(
+                    f"{_where(origin, row_labels, position)}, field {name!r}: {error}, got {_describe(value)}."
+                ) from None
+        series = pd.Series(converted, dtype=_DTYPES[column.kind], index=range(len(converted)))
+        coerced[name] = series
+    return pd.DataFrame(coerced, index=range(len(df)))
+
+
+def _check_values(table: pd.DataFrame, origin: str, row_labels: Sequence[str] | None) -> None:
+    rules: list[tuple[str, Callable[[Any], bool], str]] = [
+        ("split", lambda value: value in SPLITS, f"must be one of {list(SPLITS)}"),
+        ("source", lambda value: value in SOURCES, f"must be one of {list(SOURCES)}"),
+        ("step", lambda value: value >= 0, "must be >= 0"),
+        ("policy_version", lambda value: value >= -1, "must be >= -1"),
+        ("episode_id", lambda value: value.strip() != "", "must not be empty"),
+        ("group_id", lambda value: value.strip() != "", "must not be empty"),
+        ("env", lambda value: value.strip() != "", "must not be empty"),
+    ]
+    for name, is_ok, rule in rules:
+        for position, value in enumerate(table[name].tolist()):
+            if not is_ok(value):
+                raise TrajectoryValidationError(
+                    f"{_where(origin, row_labels, position)}, field {name!r}: {value!r} {rule}."
+                )
+
+
+def _check_episodes(table: pd.DataFrame, origin: str, row_labels: Sequence[str] | None) -> None:
+    first_row: dict[str, int] = {}
+    seen_steps: dict[str, set[int]] = {}
+    constants = {name: table[name].tolist() for name in EPISODE_CONSTANT_FIELDS}
+    for position, (episode, step) in enumerate(zip(table["episode_id"].tolist(), table["step"].tolist())):
+        if episode not in first_row:
+            first_row[episode], seen_steps[episode] = position, set()
+        reference = first_row[episode]
+        for name in EPISODE_CONSTANT_FIELDS:
+            here, there = constants[name][position], constants[name][reference]
+            if here != there:
+                raise TrajectoryValidationError(
+                    f"{_where(origin, row_labels, position)}, field {name!r}: episode {episode!r} has "
+                    f"{here!r} here but {there!r} at {_label(row_labels, reference)}; it must be the "
+                    "same on every step of an episode."
+                )
+        if step in seen_steps[episode]:
+            raise TrajectoryValidationError(
+                f"{_where(origin, row_labels, position)}, field 'step': episode {episode!r} has step {step} twice."
+            )
+        seen_steps[episode].add(step)
+    for episode, steps in seen_steps.items():
+        if steps != set(range(len(steps))):
+            missing = sorted(set(range(max(steps) + 1)) - steps)[:5]
+            raise TrajectoryValidationError(
+                f"{_where(origin, row_labels, first_row[episode])}, field 'step': episode {episode!r} "
+                f"skips step(s) {missing} (steps must run 0, 1, 2, ... without gaps)."
+            )
+
+
+def validate_trajectories(
+    df: pd.DataFrame, origin: str, row_labels: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """Check a trajectory table and return it with canonical columns and dtypes.
+
+    Checks: every column present; no missing values; each value of its column's kind
+    (integral floats pass as int; lists, tuples and arrays of strings as ``valid_actions``);
+    ``split``, ``source`` from their sets; ``step >= 0``, ``policy_version >= -1``; ids
+    not empty; per episode, the fields of ``EPISODE_CONSTANT_FIELDS`` constant and steps
+    0..n-1 each once (in any row order). Columns outside the schema are dropped.
+
+    Args:
+        df: The table.
+        origin: Where it came from (a file path or a name), used in messages.
+        row_labels: Message label of each row (e.g. "line 12"); default "row i", 0-based.
+
+    Returns:
+        A new DataFrame: the schema's columns in order, canonical dtypes, index 0..n-1.
+
+    Raises:
+        TrajectoryValidationError: The first problem found, naming origin, row and field.
+    """
+    table = coerce_columns(df, TRAJECTORY_COLUMNS, origin, row_labels)
+    _check_values(table, origin, row_labels)
+    _check_episodes(table, origin, row_labels)
+    return table
+
+
+def validate_episode_summary(df: pd.DataFrame, origin: str) -> pd.DataFrame:
+    """Check an episode summary table (``EPISODE_SUMMARY_COLUMNS``); return it canonical."""
+    table = coerce_columns(df, EPISODE_SUMMARY_COLUMNS, origin)
+    if table["episode_id"].duplicated().any():
+        position = int(np.flatnonzero(table["episode_id"].duplicated().to_numpy())[0])
+        raise TrajectoryValidationError(
+            f"{origin}, row {position}, field 'episode_id': {table['episode_id'][position]!r} appears twice."
+        )
+    return table

@@ -1,0 +1,93 @@
+"""One Gymnasium-style interface for every text environment the project trains on.
+
+An environment holds one task at a time. ``reset(seed, split)`` loads the task instance
+``seed`` of the fold ``split`` ("train", "dev" or "test") and returns the first observation
+and an info dict; ``step(action)`` plays one text action. Every adapter fills the same info
+keys, so the rollout engine, the expert collector and the tests never look at which
+environment they drive:
+
+    task               the task text shown to the agent ("Your task is to ...")
+    task_type          the game / task family (e.g. "twc", "cookingworld", "boil")
+    valid_actions      list[str], the actions the environment accepts now
+    anchor_observation the raw environment observation of this state, without history
+                       (GiGPO groups step samples by it)
+    won                True once the task is solved
+    action_valid       whether the last action was accepted (True after reset)
+    score              the environment's own progress score, in [0, 1] where it has one
+    inventory          what the agent carries, as text ("" where the env has no inventory)
+
+An invalid action is a normal step: ``action_valid=False``, the reward minus the invalid-action
+penalty (``hindsight.envs.reward``), the state unchanged.
+It never raises. Errors the user can fix (unknown game, bad parameters, no Java) raise
+``EnvironmentConfigError``; a dead backend (crashed JVM) raises ``EnvironmentCrashedError``
+and ``restart()`` brings the environment back without restarting Python.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+SPLITS = ("train", "dev", "test")
+
+StepResult = tuple[str, float, bool, bool, dict[str, Any]]
+
+
+class EnvironmentConfigError(ValueError):
+    """A problem the user can fix: unknown game, bad parameter, missing Java runtime."""
+
+
+class EnvironmentCrashedError(RuntimeError):
+    """The environment backend died (e.g. the JVM); call ``restart()``."""
+
+
+@dataclass(frozen=True)
+class EnvironmentSpec:
+    """What to build: the environment family, the game inside it, and its parameters.
+
+    ``env`` is one of "textworldexpress", "scienceworld", "textworld" (or "alfworld").
+    ``game`` is the game / task name inside it. ``params`` are game parameters
+    (e.g. ``{"numLocations": 1, "numItemsToPutAway": 2}`` for TextWorldExpress twc).
+    """
+
+    env: str
+    game: str
+    params: dict[str, Any] = field(default_factory=dict)
+    max_steps: int = 30
+
+
+class TextEnvironment(ABC):
+    """A text environment holding one task at a time (see the module docstring)."""
+
+    spec: EnvironmentSpec
+
+    @abstractmethod
+    def reset(self, seed: int, split: str = "train") -> tuple[str, dict[str, Any]]:
+        """Load task instance ``seed`` of fold ``split``; return (observation, info)."""
+
+    @abstractmethod
+    def step(self, action: str) -> StepResult:
+        """Play ``action``; return (observation, reward, terminated, truncated, info)."""
+
+    @abstractmethod
+    def gold_actions(self) -> list[str]:
+        """The expert action sequence that solves the current task (after ``reset``)."""
+
+    @abstractmethod
+    def seeds(self, split: str, count: int, offset: int = 0) -> list[int]:
+        """``count`` task seeds of fold ``split`` starting at position ``offset``."""
+
+    @abstractmethod
+    def restart(self) -> None:
+        """Bring a crashed backend back (new process / JVM); the next call is ``reset``."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the backend."""
+
+    def __enter__(self) -> "TextEnvironment":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,73 @@
+"""Build an environment from its spec: the one place that maps family names to adapters.
+
+Adapters are imported only when their family is asked for, so importing ``hindsight.envs``
+does not start a JVM or import TextWorld, and a missing optional package (ALFWorld) only
+matters to the user who asks for it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+
+from hindsight.envs.base import EnvironmentConfigError, EnvironmentSpec, TextEnvironment
+from hindsight.envs.reward import RewardConfig
+
+logger = logging.getLogger(__name__)
+
+ENV_FAMILIES: dict[str, tuple[str, str]] = {
+    "textworldexpress": ("hindsight.envs.textworldexpress", "TextWorldExpressEnvironment"),
+    "scienceworld": ("hindsight.envs.scienceworld", "ScienceWorldEnvironment"),
+    "textworld": ("hindsight.envs.textworld_env", "TextWorldEnvironment"),
+    "alfworld": ("hindsight.envs.alfworld", "AlfWorldEnvironment"),
+}
+"""Environment family name -> (module, adapter class)."""
+
+SUPPORTED_ENVS: tuple[str, ...] = tuple(ENV_FAMILIES)
+
+
+def make_env(spec: EnvironmentSpec, reward: RewardConfig | None = None) -> TextEnvironment:
+    """Build the environment ``spec`` describes.
+
+    Args:
+        spec: Family (``spec.env``), game, parameters and step limit.
+        reward: Step reward settings (default ``RewardConfig()``).
+
+    Returns:
+        A ready environment; call ``reset(seed, split)`` before ``step``.
+
+    Raises:
+        EnvironmentConfigError: Unknown family, game or parameter, or a missing dependency.
+    """
+    if spec.env not in ENV_FAMILIES:
+        raise EnvironmentConfigError(
+            f"Unknown environment family {spec.env!r}; supported: {', '.join(SUPPORTED_ENVS)}."
+        )
+    if not isinstance(spec.max_steps, int) or isinstance(spec.max_steps, bool) or spec.max_steps < 1:
+        raise EnvironmentConfigError(f"max_steps must be a positive integer, got {spec.max_steps!r}.")
+    module_name, class_name = ENV_FAMILIES[spec.env]
+    adapter = getattr(importlib.import_module(module_name), class_name)
+    return adapter(spec, reward=reward)
+
+
+def spec_from_params(params: dict) -> EnvironmentSpec:
+    """An ``EnvironmentSpec`` from a parameters dict (``env``, ``game``, ``params``,
+    ``max_steps``), as written in ``parameters_*.yml``.
+
+    Raises:
+        EnvironmentConfigError: A key is missing or unknown.
+    """
+    known = {"env", "game", "params", "max_steps"}
+    unknown = sorted(set(params) - known)
+    missing = sorted({"env", "game"} - set(params))
+    if unknown or missing:
+        problems = ([f"missing {missing}"] if missing else []) + ([f"unknown {unknown}"] if unknown else [])
+        raise EnvironmentConfigError(
+            f"Bad environment spec {params!r}: {'; '.join(problems)} (keys: env, game, params, max_steps)."
+        )
+    return EnvironmentSpec(
+        env=params["env"],
+        game=params["game"],
+        params=dict(params.get("params") or {}),
+        max_steps=params.get("max_steps", 30),
+    )

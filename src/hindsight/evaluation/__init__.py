@@ -1,0 +1,1 @@
+"""Held-out evaluation: success rates with confidence intervals, tables and plots."""

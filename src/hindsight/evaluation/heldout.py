@@ -1,0 +1,93 @@
+"""Held-out evaluation: play a policy (and the random-valid-action floor) on tasks never
+trained on, in two splits like ALFWorld's seen/unseen.
+
+- "seen": train-fold seeds from position ``seen_seed_offset`` of the fold on (never used for training; same
+  object vocabulary as training);
+- "unseen": the environment's test fold (new object names).
+
+Used by the evaluation pipeline and, every K updates, by the RL loop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import pandas as pd
+
+from hindsight.config import dataclass_from_params
+from hindsight.envs.base import EnvironmentSpec
+from hindsight.rollout.engine import RolloutConfig, run_rollouts
+from hindsight.rollout.tasks import TaskRef, split_tasks
+from hindsight.rollout.random_agent import run_random_agent
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class HeldoutConfig:
+    """Which held-out tasks, and how the policy decodes on them."""
+
+    episodes_per_game: int = 25
+    """Tasks per game and split (one episode each)."""
+    seen_seed_offset: int = 500
+    """First train-fold seed of the "seen" split; must exceed every training seed."""
+    splits: tuple[str, ...] = ("seen", "unseen")
+    """Which held-out splits to play."""
+    decodings: dict = dataclasses.field(default_factory=lambda: {"sampled": 0.4, "greedy": 0.0})
+    """Agent name suffix -> sampling temperature (0 = greedy)."""
+    random_floor: bool = True
+    """Also play the random-valid-action agent on the same tasks."""
+    seed: int = 1234
+    """Seed of sampling during evaluation."""
+
+    @classmethod
+    def from_params(cls, params: dict | None) -> "HeldoutConfig":
+        config = dataclass_from_params(cls, params, "evaluation.heldout")
+        config.splits = tuple(config.splits)
+        unknown = set(config.splits) - {"seen", "unseen"}
+        if unknown:
+            raise ValueError(f"evaluation.heldout.splits: unknown split(s) {sorted(unknown)}; use seen / unseen")
+        return config
+
+
+def heldout_tasks(specs: Sequence[EnvironmentSpec], config: HeldoutConfig) -> dict[str, list[TaskRef]]:
+    """The held-out task list of each split (``seen`` / ``unseen``)."""
+    fold = {"seen": ("train", config.seen_seed_offset), "unseen": ("test", 0)}
+    tasks: dict[str, list[TaskRef]] = {}
+    for split in config.splits:
+        env_split, offset = fold[split]
+        tasks[split] = [
+            task for spec in specs for task in split_tasks(spec, env_split, config.episodes_per_game, offset)
+        ]
+    return tasks
+
+
+def evaluate_agents(
+    policy,
+    specs: Sequence[EnvironmentSpec],
+    env_factory: Callable,
+    rollout_config: RolloutConfig,
+    config: HeldoutConfig,
+    policy_label: str = "policy",
+    include_random: bool | None = None,
+) -> pd.DataFrame:
+    """Play every agent on every held-out split.
+
+    Returns:
+        The step table of all evaluation episodes with two extra columns: ``agent``
+        (e.g. "policy-sampled", "policy-greedy", "random") and ``eval_split``.
+    """
+    tables = []
+    include_random = config.random_floor if include_random is None else include_random
+    for split, tasks in heldout_tasks(specs, config).items():
+        for name, temperature in config.decodings.items():
+            settings = dataclasses.replace(rollout_config, group_size=1, temperature=float(temperature), seed=config.seed)
+            result = run_rollouts(policy, env_factory, tasks, settings, policy_version=getattr(policy, "version", 0))
+            tables.append(result.table.assign(agent=f"{policy_label}-{name}", eval_split=split))
+        if include_random:
+            table = run_random_agent(env_factory, tasks, rollout_config, seed=config.seed)
+            tables.append(table.assign(agent="random", eval_split=split))
+    return pd.concat(tables, ignore_index=True)

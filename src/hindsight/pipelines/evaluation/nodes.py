@@ -1,0 +1,58 @@
+"""Nodes of the evaluation pipeline: thin wrappers over ``hindsight.evaluation``."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pandas as pd
+
+from hindsight import tracking
+from hindsight.config import environment_specs, rollout_config
+from hindsight.envs import make_env
+from hindsight.evaluation.heldout import HeldoutConfig, evaluate_agents
+from hindsight.evaluation.metrics import success_summary
+from hindsight.evaluation.report import markdown_table, success_plot
+
+logger = logging.getLogger(__name__)
+
+
+def _evaluate(policy, label: str, include_random: bool, params: dict[str, Any]) -> pd.DataFrame:
+    specs = environment_specs(params["environment"])
+    settings = rollout_config(params["rollout"], params["prompt"], params["reward"], params["environment"])
+    heldout = HeldoutConfig.from_params(params["evaluation"].get("heldout"))
+    return evaluate_agents(policy, specs, make_env, settings, heldout, policy_label=label, include_random=include_random)
+
+
+def evaluate_stage1_policy(policy, environment, evaluation, rollout, prompt, reward) -> pd.DataFrame:
+    """Held-out episodes of the Stage-1 checkpoint (agent "stage1-*") and of the random floor."""
+    params = dict(environment=environment, evaluation=evaluation, rollout=rollout, prompt=prompt, reward=reward)
+    return _evaluate(policy, "stage1", True, params)
+
+
+def evaluate_rl_policy(policy, environment, evaluation, rollout, prompt, reward) -> pd.DataFrame:
+    """Held-out episodes of the RL checkpoint (agent "rl-*")."""
+    params = dict(environment=environment, evaluation=evaluation, rollout=rollout, prompt=prompt, reward=reward)
+    return _evaluate(policy, "rl", False, params)
+
+
+def report_evaluation(stage1_episodes: pd.DataFrame, rl_episodes: pd.DataFrame):
+    """Success table (markdown), summary (parquet) and plot; metrics to MLflow; a summary
+    printed at the end of the run.
+
+    Returns:
+        (episodes of all agents, summary table, markdown text, matplotlib figure).
+    """
+    episodes = pd.concat([stage1_episodes, rl_episodes], ignore_index=True)
+    summary = success_summary(episodes)
+    text = markdown_table(summary, title="Held-out success (TextWorldExpress)")
+    figure = success_plot(summary)
+    tracking.log_metrics(
+        {
+            f"eval/{row.agent}/{row.eval_split}/{row.task_type}/success_rate": row.success_rate
+            for row in summary.itertuples(index=False)
+        }
+    )
+    logger.info("\n%s", text)
+    print("\n" + text, flush=True)
+    return episodes, summary, text, figure

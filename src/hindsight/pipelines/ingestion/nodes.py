@@ -1,0 +1,82 @@
+"""Nodes of the ingestion pipeline: thin wrappers over ``hindsight.data``.
+
+Every row that enters the project is validated here, at the boundary. A bad file raises
+before any output is saved, so a failed run writes no dataset version.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from hindsight import tracking
+from hindsight.config import environment_specs, reward_config
+from hindsight.data import expert, external
+from hindsight.data.episodes import ingestion_counts, summarize_episodes
+from hindsight.data.schema import empty_trajectory_table, validate_trajectories
+
+logger = logging.getLogger(__name__)
+
+
+def collect_expert_trajectories(
+    environment: dict[str, Any], ingestion: dict[str, Any], reward: dict[str, Any]
+) -> pd.DataFrame:
+    """Play the gold action sequence on N tasks per game and fold.
+
+    Args:
+        environment: The shared ``environment`` parameters (env family, games, max steps).
+        ingestion: ``expert_episodes``: episodes per fold, e.g. ``{"train": 100}``.
+        reward: The shared ``reward`` parameters.
+
+    Returns:
+        The expert trajectory table (``source="expert"``).
+    """
+    table = expert.collect_expert_trajectories(
+        environment_specs(environment),
+        episodes_per_split=dict(ingestion.get("expert_episodes") or {}),
+        reward=reward_config(reward),
+    )
+    logger.info("Collected %d expert episodes (%d steps)", table["episode_id"].nunique(), len(table))
+    return table
+
+
+def load_external_trajectories(ingestion: dict[str, Any]) -> pd.DataFrame:
+    """Load and validate every external trajectory file named in the parameters.
+
+    Args:
+        ingestion: ``external_files``: paths (JSONL / JSON / parquet); ``external_source``:
+            the ``source`` given to conversation-format episodes.
+
+    Returns:
+        The concatenated external trajectories (empty when no file is named).
+    """
+    tables = []
+    for path in ingestion.get("external_files") or []:
+        table = external.load_external_trajectories(Path(path))
+        logger.info("Loaded %d steps from %s", len(table), path)
+        tables.append(table)
+    if not tables:
+        return empty_trajectory_table()
+    return pd.concat(tables, ignore_index=True)
+
+
+def combine_trajectories(expert_table: pd.DataFrame, external_table: pd.DataFrame) -> pd.DataFrame:
+    """Concatenate the sources into one validated trajectory table and log its counts."""
+    parts = [table for table in (expert_table, external_table) if len(table)]
+    combined = pd.concat(parts, ignore_index=True) if parts else empty_trajectory_table()
+    clashing = set(expert_table["episode_id"]) & set(external_table["episode_id"])
+    if clashing:
+        raise ValueError(
+            f"external trajectories reuse expert episode ids (field 'episode_id'): {sorted(clashing)[:5]}"
+        )
+    combined = validate_trajectories(combined, origin="trajectories")
+    tracking.log_metrics(ingestion_counts(combined))
+    return combined
+
+
+def summarize_trajectories(trajectories: pd.DataFrame) -> pd.DataFrame:
+    """One row per episode (length, return, success), derived from the step table."""
+    return summarize_episodes(trajectories)

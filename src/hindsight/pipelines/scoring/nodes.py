@@ -1,0 +1,78 @@
+"""Nodes of the scoring pipeline: thin wrappers over ``hindsight.training.distillation``."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from hindsight import tracking  # noqa: E402
+from hindsight.config import prompt_config  # noqa: E402
+from hindsight.training.distillation import response_logprobs, scores_table, skill_augmented_logprobs  # noqa: E402
+from hindsight.training.samples import samples_from_table  # noqa: E402
+
+logger = logging.getLogger(__name__)
+
+
+def score_distillation_signals(
+    trajectories: pd.DataFrame,
+    skills: pd.DataFrame,
+    policy,
+    scoring: dict[str, Any],
+    prompt: dict[str, Any],
+    rollout: dict[str, Any],
+) -> pd.DataFrame:
+    """Token-level ``logp_plain``, ``logp_skill``, gap and gate of every step whose episode
+    has a parsed skill, under the same decoding rule the actor used.
+
+    Returns:
+        The scores table (DESIGN.md): episode_id, step, token_index, token, logp_plain,
+        logp_skill, gap, gate.
+    """
+    parsed = skills[skills["parse_ok"]]
+    skill_of = dict(zip(parsed["episode_id"], parsed["skill"]))
+    table = trajectories[trajectories["episode_id"].isin(skill_of)]
+    if table.empty:
+        raise ValueError("scoring: no trajectory of the table has a parsed skill (check 'skills' against the trajectories)")
+    samples = samples_from_table(
+        table,
+        policy.tokenizer,
+        prompt_config(prompt),
+        constrained=bool(rollout.get("constrained", True)),
+        max_length=int(scoring.get("max_length", 1024)),
+    )
+    batch_size = int(scoring.get("batch_size", 32))
+    plain = response_logprobs(policy.model, samples, batch_size, policy.tokenizer.pad_token_id)
+    skill = skill_augmented_logprobs(policy.model, policy.tokenizer, samples, skill_of, batch_size)
+    scores = scores_table(samples, plain, skill, policy.tokenizer, gate_beta=float(scoring.get("gate_beta", 5.0)))
+    tracking.log_metrics(
+        {
+            "scoring/gate_mean": float(scores["gate"].mean()),
+            "scoring/gate_active_ratio": float((scores["gate"] > 0.5).mean()),
+            "scoring/teacher_gap_mean": float(scores["gap"].mean()),
+            "scoring/tokens": float(len(scores)),
+        }
+    )
+    logger.info("Scored %d tokens of %d steps: gate mean %.3f", len(scores), len(samples), scores["gate"].mean())
+    return scores
+
+
+def plot_gate_distribution(scores: pd.DataFrame, trajectories: pd.DataFrame):
+    """Histogram of the gate per task type."""
+    task_type = trajectories.drop_duplicates("episode_id").set_index("episode_id")["task_type"]
+    scores = scores.assign(task_type=scores["episode_id"].map(task_type))
+    types = sorted(scores["task_type"].dropna().unique())
+    figure, axes = plt.subplots(1, max(len(types), 1), figsize=(4.5 * max(len(types), 1), 3.4), squeeze=False, sharey=True)
+    for axis, kind in zip(axes[0], types):
+        values = scores.loc[scores["task_type"] == kind, "gate"]
+        axis.hist(values, bins=20, range=(0, 1))
+        axis.set_title(f"{kind}: gate (mean {values.mean():.2f}, n={len(values)})")
+        axis.set_xlabel("sigmoid(beta * (logp_skill - logp_plain))")
+    axes[0][0].set_ylabel("tokens")
+    figure.tight_layout()
+    return figure

@@ -1,0 +1,42 @@
+"""The policy: model + tokenizer building/loading, prompts, encoding, batched generation, log-probs.
+
+Names are imported lazily (``from hindsight.policy import Policy`` works), so that a module
+needing only ``hindsight.policy.prompts`` does not pay for importing transformers.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Policy": "model",
+    "LoraSettings": "model",
+    "MODEL_PRESETS": "model",
+    "build_policy": "model",
+    "load_policy": "model",
+    "save_policy": "model",
+    "train_tokenizer": "tokenizer",
+    "TokenBatch": "encoding",
+    "EncodedSample": "encoding",
+    "encode_sample": "encoding",
+    "encode_ids": "encoding",
+    "collate": "encoding",
+    "ActionTrie": "constrained",
+    "token_logprobs": "logprobs",
+    "SamplingConfig": "generation",
+    "Generation": "generation",
+    "generate": "generation",
+    "generate_text": "generation",
+    "PromptConfig": "prompts",
+    "build_prompt": "prompts",
+    "parse_action": "prompts",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'hindsight.policy' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"hindsight.policy.{_EXPORTS[name]}"), name)

@@ -1,0 +1,98 @@
+"""Per-token log-probabilities of the response tokens of a ``TokenBatch``.
+
+``token_logprobs`` is THE log-prob of the project: the rollout engine records it while
+sampling (old log-probs), the scorer computes it under plain and skill-augmented prompts,
+the trainer differentiates it. All of them describe the same quantity:
+
+- temperature 1 always. The actor may SAMPLE at temperature T (0.4 by default), but what it
+  records is the policy's own distribution at T=1, the same thing the trainer recomputes;
+  the PPO ratio compares like with like.
+- restricted when the batch carries ``allowed_ids`` (constrained decoding): the log-softmax
+  is renormalised over the allowed ids of each position (a gather of A logits and a
+  logsumexp over them, never a [B, L, V] mask: real LLMs have 150k-token vocabularies). A
+  response position whose allowed row is all -1 is unrestricted (plain log-softmax).
+
+Only the last ``max response length + 1`` positions are pushed through the LM head
+(``logits_to_keep``): with left padding every response ends at the last column, and the
+prompt's logits are never needed. Positions follow ``TokenBatch.position_ids`` (counted from
+each row's first real token), as in generation, so the two agree to float precision.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+
+import torch
+
+from hindsight.policy.encoding import TokenBatch
+
+logger = logging.getLogger(__name__)
+
+
+def accepts_logits_to_keep(model) -> bool:
+    """Whether the (base) model's forward takes ``logits_to_keep`` (HF causal LMs do)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return "logits_to_keep" in inspect.signature(base.forward).parameters
+
+
+def response_logits(model, batch: TokenBatch) -> tuple[torch.Tensor, int]:
+    """Logits predicting the last R tokens of every row, R = the longest response.
+
+    Args:
+        model: A causal LM (HF or peft), on the batch's device.
+        batch: The left-padded batch.
+
+    Returns:
+        (logits [B, R, V] where logits[:, j] predicts input_ids[:, L - R + j], R).
+    """
+    length = batch.input_ids.shape[1]
+    span = int(batch.response_mask.sum(dim=-1).max().item()) if batch.response_mask.numel() else 0
+    span = max(min(span, length - 1), 1)
+    kwargs = {"logits_to_keep": span + 1} if accepts_logits_to_keep(model) else {}
+    output = model(
+        input_ids=batch.input_ids,
+        attention_mask=batch.attention_mask,
+        position_ids=batch.position_ids,
+        use_cache=False,
+        **kwargs,
+    )
+    logits = output.logits[:, -(span + 1) : -1]
+    return logits, span
+
+
+def token_logprobs(model, batch: TokenBatch) -> torch.Tensor:
+    """Log-prob of the token at each position, predicted from the position before.
+
+    Args:
+        model: A causal LM (HF or peft). Works with and without ``torch.no_grad``.
+        batch: The batch (moved to the model's device here).
+
+    Returns:
+        Float32 [B, L]: log pi(token_t | tokens_<t) at T=1, restricted to
+        ``batch.allowed_ids`` where given; 0 outside ``response_mask``.
+    """
+    device = next(model.parameters()).device
+    batch = batch.to(device)
+    logits, span = response_logits(model, batch)
+    logits = logits.float()
+    targets = batch.input_ids[:, -span:]
+    mask = batch.response_mask[:, -span:].bool()
+    target_logits = torch.gather(logits, -1, targets.unsqueeze(-1)).squeeze(-1)
+
+    if batch.allowed_ids is None:
+        normaliser = torch.logsumexp(logits, dim=-1)
+    else:
+        allowed = batch.allowed_ids[:, -span:, :]
+        restricted = (allowed >= 0).any(dim=-1)
+        allowed_logits = torch.gather(logits, -1, allowed.clamp(min=0))
+        # Padding ids get -inf only on restricted positions: an all -1 row must stay finite,
+        # or the logsumexp backward would turn a zero gradient into NaN.
+        padding = (allowed < 0) & restricted.unsqueeze(-1)
+        normaliser = torch.logsumexp(allowed_logits.masked_fill(padding, float("-inf")), dim=-1)
+        if bool((mask & ~restricted).any()):
+            normaliser = torch.where(restricted, normaliser, torch.logsumexp(logits, dim=-1))
+
+    logprobs = torch.where(mask, target_logits - normaliser, torch.zeros_like(target_logits))
+    full = torch.zeros(batch.input_ids.shape, dtype=logprobs.dtype, device=device)
+    return torch.cat([full[:, :-span], logprobs], dim=1)

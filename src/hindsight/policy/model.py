@@ -1,0 +1,320 @@
+"""Build, load and save the policy: a causal LM plus its tokenizer.
+
+Two ways to get a policy:
+
+- ``build_policy(preset, tokenizer, seed)``: a small Qwen2-architecture causal LM built from
+  a config (no weights downloaded), sized by one of ``MODEL_PRESETS``: "tiny" (~1M
+  parameters, tests), "small" (~4M, the default run), "base" (~30M, longer runs). Parameter
+  counts are for a 2048-token vocabulary; the embedding grows with the tokenizer's.
+- ``load_policy(model_dir)``: any local Hugging Face causal-LM directory (its own tokenizer
+  and chat template), always with ``local_files_only=True``: nothing is downloaded. A peft
+  LoRA adapter can be added (``lora=LoraSettings(...)``) or loaded (``adapter_dir=...``, or a
+  ``model_dir`` that is itself an adapter directory written by ``save_policy``).
+
+``save_policy`` writes an ordinary HF directory with ``save_pretrained`` (for a LoRA policy:
+the adapter directory, which names its base model) plus ``hindsight_policy.json`` holding
+the policy's version.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    PreTrainedModel,
+    PreTrainedTokenizerFast,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+)
+
+logger = logging.getLogger(__name__)
+
+META_FILE = "hindsight_policy.json"
+ADAPTER_CONFIG_FILE = "adapter_config.json"
+
+MODEL_PRESETS: dict[str, dict[str, int]] = {
+    "tiny": dict(hidden_size=128, intermediate_size=384, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2),
+    "small": dict(hidden_size=256, intermediate_size=768, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2),
+    "base": dict(hidden_size=512, intermediate_size=1792, num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=4),
+}
+"""Qwen2 sizes: ~1M ("tiny"), ~4M ("small"), ~30M ("base") parameters with a 2048-token vocabulary."""
+
+
+@dataclass
+class LoraSettings:
+    """A LoRA adapter to put on a loaded model (peft ``LoraConfig``)."""
+
+    rank: int = 8
+    """Rank r of the low-rank update."""
+    alpha: int = 16
+    """Scaling numerator: the update is scaled by alpha / rank."""
+    dropout: float = 0.05
+    """Dropout on the adapter's input."""
+    target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    """Names of the linear layers that get an adapter."""
+
+    @classmethod
+    def from_params(cls, params: "LoraSettings | dict | None") -> "LoraSettings | None":
+        """Build from a parameters dict (``None`` or an empty dict: no LoRA)."""
+        if params is None or isinstance(params, LoraSettings):
+            return params
+        return cls(**params) if params else None
+
+
+@dataclass
+class Policy:
+    """A causal LM, its tokenizer and the version of the weights (the RL update count)."""
+
+    model: PreTrainedModel
+    tokenizer: Any
+    version: int = 0
+
+    @property
+    def device(self) -> torch.device:
+        """The device the model's parameters live on."""
+        return next(self.model.parameters()).device
+
+    @property
+    def is_lora(self) -> bool:
+        """Whether the model is a peft model (only the adapter is trained and saved)."""
+        return hasattr(self.model, "peft_config")
+
+
+def count_parameters(model: torch.nn.Module, trainable_only: bool = False) -> int:
+    """Number of (trainable) parameters, tied weights counted once."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """``None`` means CUDA when available, else CPU."""
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def _resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
+    if dtype is None:
+        return torch.float32
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    resolved = getattr(torch, str(dtype), None)
+    if not isinstance(resolved, torch.dtype):
+        raise ValueError(f"Unknown dtype {dtype!r}: use e.g. 'float32' or 'bfloat16'.")
+    return resolved
+
+
+def build_policy(
+    preset: str,
+    tokenizer,
+    seed: int = 0,
+    *,
+    max_position_embeddings: int = 2048,
+    device: str | torch.device | None = None,
+) -> Policy:
+    """Build a freshly initialised Qwen2 causal LM sized by ``preset`` for ``tokenizer``.
+
+    Args:
+        preset: A key of ``MODEL_PRESETS`` ("tiny", "small", "base").
+        tokenizer: The tokenizer (``tokenizer.train_tokenizer``); its length is the vocab size.
+        seed: Seed of the weight initialisation (the global RNG state is left untouched).
+        max_position_embeddings: Longest sequence the model is configured for.
+        device: Where to put the model (``None``: CUDA when available).
+
+    Returns:
+        A ``Policy`` at version 0 with tied input/output embeddings.
+    """
+    if preset not in MODEL_PRESETS:
+        raise ValueError(f"Unknown model preset {preset!r}; choose one of {sorted(MODEL_PRESETS)}.")
+    if tokenizer.pad_token_id is None or tokenizer.eos_token_id is None:
+        raise ValueError("build_policy: the tokenizer needs a pad and an eos token.")
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        max_position_embeddings=max_position_embeddings,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=tokenizer.eos_token_id,
+        use_cache=True,
+        **MODEL_PRESETS[preset],
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = Qwen2ForCausalLM(config)
+    model.to(resolve_device(device))
+    model.eval()
+    logger.info("Built a %r Qwen2 policy with %d parameters.", preset, count_parameters(model))
+    return Policy(model=model, tokenizer=tokenizer, version=0)
+
+
+def _prepare_tokenizer(tokenizer):
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def _read_meta(directory: Path) -> dict[str, Any]:
+    path = directory / META_FILE
+    if not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"Unreadable policy metadata '{path}': {error}") from error
+
+
+def _lora_config(settings: LoraSettings):
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=settings.rank,
+        lora_alpha=settings.alpha,
+        lora_dropout=settings.dropout,
+        target_modules=list(settings.target_modules),
+        task_type="CAUSAL_LM",
+    )
+
+
+def load_policy(
+    model_dir: str | Path,
+    *,
+    lora: LoraSettings | dict | None = None,
+    adapter_dir: str | Path | None = None,
+    dtype: str | torch.dtype | None = None,
+    device: str | torch.device | None = None,
+    trainable: bool = True,
+) -> Policy:
+    """Load a policy from a local HF causal-LM directory (never from the hub).
+
+    Args:
+        model_dir: A directory with ``config.json``, weights and tokenizer files, or a LoRA
+            adapter directory written by ``save_policy`` (its base model is loaded from the
+            path recorded in ``adapter_config.json``).
+        lora: Put a new LoRA adapter on the model (only its parameters are trainable).
+        adapter_dir: Load a saved LoRA adapter on top of ``model_dir``.
+        dtype: Parameter dtype ("float32", "bfloat16", a ``torch.dtype``; default float32).
+        device: Where to put the model (``None``: CUDA when available).
+        trainable: Whether a loaded adapter's parameters require gradients.
+
+    Returns:
+        The ``Policy``; its version comes from ``hindsight_policy.json`` when present.
+
+    Raises:
+        FileNotFoundError: ``model_dir`` (or ``adapter_dir``, or an adapter's base) is missing.
+        ValueError: The directory is not a readable HF model or adapter directory.
+    """
+    directory = Path(model_dir)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"Policy directory '{directory}' does not exist.")
+    meta = _read_meta(directory)
+    if not (directory / "config.json").is_file() and (directory / ADAPTER_CONFIG_FILE).is_file():
+        if adapter_dir is not None:
+            raise ValueError(f"'{directory}' is an adapter directory; do not also pass adapter_dir.")
+        base_dir = _adapter_base(directory)
+        policy = load_policy(base_dir, dtype=dtype, device=device)
+        policy = _attach_adapter(policy, directory, trainable)
+        policy.tokenizer = _load_tokenizer(directory)
+        policy.version = int(meta.get("version", 0))
+        return policy
+    if not (directory / "config.json").is_file():
+        raise ValueError(f"'{directory}' is not a Hugging Face model directory (no config.json).")
+
+    tokenizer = _load_tokenizer(directory)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(directory, local_files_only=True, dtype=_resolve_dtype(dtype))
+    except (OSError, ValueError, KeyError) as error:
+        raise ValueError(f"Could not load a causal LM from '{directory}': {error}") from error
+    model.to(resolve_device(device))
+    model.eval()
+    policy = Policy(model=model, tokenizer=tokenizer, version=int(meta.get("version", 0)))
+    if adapter_dir is not None:
+        policy = _attach_adapter(policy, Path(adapter_dir), trainable)
+    settings = LoraSettings.from_params(lora)
+    if settings is not None:
+        if policy.is_lora:
+            raise ValueError(f"'{directory}' already carries a LoRA adapter; do not also pass lora.")
+        from peft import get_peft_model
+
+        policy.model = get_peft_model(policy.model, _lora_config(settings))
+    logger.info("Loaded policy from '%s' (version %d, LoRA: %s).", directory, policy.version, policy.is_lora)
+    return policy
+
+
+_GENERIC_TOKENIZER_CLASSES = {"TokenizersBackend", "PreTrainedTokenizerFast"}
+
+
+def _load_tokenizer(directory: Path):
+    """The directory's tokenizer. A generic fast tokenizer (ours) is loaded as saved:
+    ``AutoTokenizer`` would rebuild it as the model type's tokenizer class instead."""
+    config_path = directory / "tokenizer_config.json"
+    try:
+        saved_class = json.loads(config_path.read_text()).get("tokenizer_class") if config_path.is_file() else None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"Unreadable tokenizer config '{config_path}': {error}") from error
+    loader = PreTrainedTokenizerFast if saved_class in _GENERIC_TOKENIZER_CLASSES else AutoTokenizer
+    try:
+        tokenizer = loader.from_pretrained(directory, local_files_only=True)
+    except (OSError, ValueError, KeyError) as error:
+        raise ValueError(f"Could not load a tokenizer from '{directory}': {error}") from error
+    return _prepare_tokenizer(tokenizer)
+
+
+def _adapter_base(directory: Path) -> Path:
+    config_path = directory / ADAPTER_CONFIG_FILE
+    try:
+        base = json.loads(config_path.read_text()).get("base_model_name_or_path")
+    except json.JSONDecodeError as error:
+        raise ValueError(f"Unreadable adapter config '{config_path}': {error}") from error
+    if not base:
+        raise ValueError(f"'{config_path}' names no base model (base_model_name_or_path).")
+    base_dir = Path(base)
+    if not base_dir.is_absolute() and not base_dir.is_dir():
+        base_dir = directory / base
+    if not base_dir.is_dir():
+        raise FileNotFoundError(f"The base model '{base}' of adapter '{directory}' does not exist.")
+    return base_dir
+
+
+def _attach_adapter(policy: Policy, adapter_dir: Path, trainable: bool) -> Policy:
+    from peft import PeftModel
+
+    if not (adapter_dir / ADAPTER_CONFIG_FILE).is_file():
+        raise FileNotFoundError(f"No LoRA adapter at '{adapter_dir}' ({ADAPTER_CONFIG_FILE} missing).")
+    policy.model = PeftModel.from_pretrained(policy.model, adapter_dir, is_trainable=trainable)
+    return policy
+
+
+def save_policy(policy, tokenizer_or_directory, directory: str | Path | None = None) -> Path:
+    """Write a policy as an HF directory with ``save_pretrained``.
+
+    Call as ``save_policy(policy, directory)`` or ``save_policy(model, tokenizer, directory)``.
+    A LoRA (peft) model writes its adapter only; the adapter config names the base model
+    directory, which must stay where it is.
+
+    Args:
+        policy: A ``Policy``, or a model when the tokenizer is the second argument.
+        tokenizer_or_directory: The target directory, or the tokenizer.
+        directory: The target directory when the tokenizer is the second argument.
+
+    Returns:
+        The directory written.
+    """
+    if directory is None:
+        if not isinstance(policy, Policy):
+            raise TypeError("save_policy(policy, directory) needs a Policy; or call save_policy(model, tokenizer, directory).")
+        model, tokenizer, version, target = policy.model, policy.tokenizer, policy.version, Path(tokenizer_or_directory)
+    else:
+        model, tokenizer, version, target = policy, tokenizer_or_directory, 0, Path(directory)
+    target.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(target)
+    tokenizer.save_pretrained(target)
+    (target / META_FILE).write_text(json.dumps({"version": int(version)}, indent=2) + "\n")
+    logger.info("Saved policy (version %d) to '%s'.", version, target)
+    return target

@@ -1,0 +1,90 @@
+"""The random-valid-action agent: the floor every evaluation is compared with.
+
+At every step it plays one of the listed valid actions uniformly at random (seeded), on the
+same environments, tasks, step limit and reward as the policy's rollouts, and writes the
+same table (``Episode`` rows; ``response == action``, ``response_logprobs`` empty,
+``policy_version = -1``). Episodes run one after another: there is no model to batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from typing import Any, Sequence
+
+import pandas as pd
+
+from hindsight.envs.reward import RewardConfig
+from hindsight.policy.prompts import PromptConfig
+from hindsight.rollout.engine import RolloutResult
+from hindsight.rollout.env_pool import EnvFactory, EnvPool
+from hindsight.rollout.episode import TABLE_COLUMNS, Episode
+from hindsight.rollout.stats import rollout_stats
+from hindsight.rollout.tasks import as_task_refs
+
+logger = logging.getLogger(__name__)
+
+RANDOM_AGENT_VERSION = -1
+
+
+def run_random_agent(
+    env_factory: EnvFactory,
+    tasks: Sequence[Any],
+    *,
+    group_size: int = 1,
+    max_steps: int | None = None,
+    reward: RewardConfig | None = None,
+    prompt: PromptConfig | None = None,
+    seed: int = 0,
+    source: str = "rollout",
+) -> RolloutResult:
+    """Play ``group_size`` random-valid-action episodes per task.
+
+    Args:
+        env_factory: Builds an environment for a spec (e.g. ``hindsight.envs.make_env``).
+        tasks: Task references (``TaskRef`` or ``(spec, seed, split)``).
+        group_size: Episodes per task.
+        max_steps: Step limit (None: each task spec's ``max_steps``).
+        reward: Step reward settings.
+        prompt: Prompt settings (only the pinned facts depend on it; no prompt is read).
+        seed: Seed of the action choices.
+        source: The table's ``source`` value.
+
+    Returns:
+        A ``RolloutResult`` with the table, no samples, and the stats.
+    """
+    reward = reward or RewardConfig()
+    prompt = prompt or PromptConfig()
+    chooser = random.Random(seed)
+    rows: list[dict] = []
+    started = time.perf_counter()
+    with EnvPool(env_factory, max_size=1) as pool:
+        for task in as_task_refs(tasks):
+            for member in range(group_size):
+                env = pool.acquire(task.spec)
+                limit = max_steps if max_steps is not None else task.spec.max_steps
+                episode = Episode(
+                    episode_id=f"random/{task.group_id}/r{seed}/{member}",
+                    task=task,
+                    env=env,
+                    max_steps=int(limit),
+                    prompt_config=prompt,
+                )
+                try:
+                    episode.start()
+                    while not episode.done:
+                        valid = episode.valid_actions
+                        action = chooser.choice(valid) if valid else "look"
+                        episode.play(
+                            action, action, reward_config=reward, source=source, policy_version=RANDOM_AGENT_VERSION
+                        )
+                finally:
+                    pool.release(env)
+                rows.extend(episode.rows)
+    wall = time.perf_counter() - started
+    table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    stats = rollout_stats(table)
+    stats.update(wall_seconds=wall, env_steps_per_s=len(table) / wall if wall > 0 else 0.0)
+    logger.info("Random agent: %d episodes, success %.3f.", stats["episodes"], stats["success_rate"])
+    return RolloutResult(table=table, samples=[], stats=stats)

@@ -1,0 +1,87 @@
+"""Task references: which task instance an episode plays, and its group id.
+
+A task is one environment instance: an ``EnvironmentSpec`` (environment, game, parameters),
+a fold (``split``) and a seed inside it. All rollouts of one task in one iteration form a
+group, identified by ``group_id = "env/game/split/seed"`` (the trajectory table's
+``group_id``, e.g. ``"textworldexpress/twc/train/17"``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from hindsight.envs.base import SPLITS, EnvironmentSpec
+
+logger = logging.getLogger(__name__)
+
+
+def make_group_id(spec: EnvironmentSpec, split: str, seed: int) -> str:
+    """The group id ``"env/game/split/seed"`` of a task instance."""
+    return f"{spec.env}/{spec.game}/{split}/{int(seed)}"
+
+
+def spec_key(spec: EnvironmentSpec) -> str:
+    """A hashable, stable key of a spec (its params dict makes the spec itself unhashable)."""
+    return json.dumps([spec.env, spec.game, spec.params, spec.max_steps], sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class TaskRef:
+    """One task instance: what to build, which fold, which seed."""
+
+    spec: EnvironmentSpec
+    """Environment family, game and parameters."""
+    seed: int
+    """Task seed inside the fold."""
+    split: str = "train"
+    """Fold: train / dev / test."""
+
+    def __post_init__(self) -> None:
+        if self.split not in SPLITS:
+            raise ValueError(f"TaskRef: split must be one of {SPLITS}, got {self.split!r}.")
+
+    @property
+    def group_id(self) -> str:
+        """``"env/game/split/seed"``."""
+        return make_group_id(self.spec, self.split, self.seed)
+
+
+def as_task_ref(task: Any) -> TaskRef:
+    """Accept a ``TaskRef``, an object with ``spec``/``seed``/``split`` attributes, a dict
+    with those keys, or a ``(spec, seed, split)`` tuple."""
+    if isinstance(task, TaskRef):
+        return task
+    if isinstance(task, dict):
+        return TaskRef(spec=task["spec"], seed=int(task["seed"]), split=task.get("split", "train"))
+    if isinstance(task, (tuple, list)) and len(task) in (2, 3):
+        return TaskRef(spec=task[0], seed=int(task[1]), split=task[2] if len(task) == 3 else "train")
+    if hasattr(task, "spec") and hasattr(task, "seed"):
+        return TaskRef(spec=task.spec, seed=int(task.seed), split=getattr(task, "split", "train"))
+    raise TypeError(f"Not a task reference (spec, seed, split): {task!r}")
+
+
+def make_tasks(spec: EnvironmentSpec, split: str, seeds: Iterable[int]) -> list[TaskRef]:
+    """One ``TaskRef`` per seed of ``split``."""
+    return [TaskRef(spec=spec, seed=int(seed), split=split) for seed in seeds]
+
+
+def as_task_refs(tasks: Sequence[Any]) -> list[TaskRef]:
+    """``as_task_ref`` over a list."""
+    return [as_task_ref(task) for task in tasks]
+
+
+def split_tasks(spec: EnvironmentSpec, split: str, count: int, offset: int = 0, env_factory=None) -> list[TaskRef]:
+    """``count`` tasks of fold ``split`` from position ``offset`` of that fold's seed list,
+    as the environment itself numbers them (``TextEnvironment.seeds``): TextWorldExpress
+    test seeds, ScienceWorld variations and TextWorld seed ranges all differ."""
+    if env_factory is None:
+        from hindsight.envs import make_env as env_factory
+    env = env_factory(spec)
+    try:
+        seeds = env.seeds(split, count, offset)
+    finally:
+        env.close()
+    return make_tasks(spec, split, seeds)

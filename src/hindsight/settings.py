@@ -1,0 +1,13 @@
+"""Kedro project settings: configuration environments and project hooks."""
+
+from hindsight.hooks import EnvironmentCheckHooks, ReportArtifactHooks, ReproducibilityHooks
+
+HOOKS = (EnvironmentCheckHooks(), ReproducibilityHooks(), ReportArtifactHooks())
+
+CONFIG_LOADER_ARGS = {
+    "base_env": "base",
+    "default_run_env": "local",
+    "config_patterns": {
+        "mlflow": ["mlflow*", "mlflow*/**"],
+    },
+}

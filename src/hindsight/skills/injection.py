@@ -1,0 +1,52 @@
+"""Skill injection into a step prompt (ALGORITHMS.md section 1, "Skill injection").
+
+The block
+
+    **Episode-Level Skill**
+    Refer to this episode-level skill when deciding what action to take in the current episode:
+    [<episode_skill>]
+
+goes right after the task line (the first line starting with ``prompts.TASK_PREFIX``); when
+there is no task line, right before the turn line (``prompts.TURN_LINE``); when there is
+neither, at the end. It works on the plain prompt text, before any chat template is applied
+(``prompts.render_for_model``), so the plain and the skill-augmented prompt differ by this
+block only.
+"""
+
+from __future__ import annotations
+
+from hindsight.policy.prompts import TASK_PREFIX, TURN_LINE
+
+SKILL_HEADER = "**Episode-Level Skill**"
+SKILL_INSTRUCTION = "Refer to this episode-level skill when deciding what action to take in the current episode:"
+
+
+def skill_block(skill: str) -> str:
+    """The three injected lines (no trailing newline); the skill is put on one line."""
+    return f"{SKILL_HEADER}\n{SKILL_INSTRUCTION}\n[{' '.join(skill.split())}]"
+
+
+def inject_skill(prompt: str, skill: str) -> str:
+    """Insert the episode-level skill block into a step prompt.
+
+    Args:
+        prompt: The plain step prompt (as built by ``hindsight.policy.prompts.build_prompt``).
+        skill: The episode skill; whitespace (newlines included) is collapsed to single
+            spaces so the prompt stays line-structured. An empty skill leaves the prompt as is.
+
+    Returns:
+        The skill-augmented prompt.
+    """
+    if not skill or not skill.strip():
+        return prompt
+    block = skill_block(skill)
+    lines = prompt.split("\n")
+    for position, line in enumerate(lines):
+        if line.startswith(TASK_PREFIX):
+            return "\n".join([*lines[: position + 1], block, *lines[position + 1 :]])
+    for position, line in enumerate(lines):
+        if line.strip().startswith(TURN_LINE):
+            return "\n".join([*lines[:position], block, *lines[position:]])
+    body = prompt.rstrip("\n")
+    ending = prompt[len(body) :]
+    return f"{body}\n{block}{ending}" if body else f"{block}{ending}"

@@ -1,0 +1,58 @@
+"""The policy as its own analyzer (SEED Stage 2): greedy generation on analysis prompts.
+
+``PolicyTeacher`` takes a batched generate function (the trainer wires it to the policy's
+greedy generation, ``list[str] -> list[str]``), builds one analysis prompt per episode,
+generates all answers in one call and parses them. No retry: an answer that does not parse
+gives ``parse_ok=False`` and the trajectory keeps only its RL loss (ALGORITHMS.md 1, Stage 2).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable, Sequence
+
+from hindsight.skills.analysis_prompt import DEFAULT_MAX_CHARS
+from hindsight.skills.episodes import EpisodeView
+from hindsight.skills.records import SkillRecord, parse_rate, record_from_output
+from hindsight.skills.teacher import Teacher, episode_analysis_prompt
+
+logger = logging.getLogger(__name__)
+
+
+class PolicyTeacher(Teacher):
+    """Teacher that asks a generate function (the policy, greedy) for every skill."""
+
+    name = "policy"
+
+    def __init__(self, generate: Callable[[list[str]], list[str]], max_prompt_chars: int = DEFAULT_MAX_CHARS) -> None:
+        """Wrap a batched generate function.
+
+        Args:
+            generate: Maps prompts to completions, one per prompt, in order (greedy decoding).
+            max_prompt_chars: Cap on each analysis prompt's length.
+        """
+        self.generate = generate
+        self.max_prompt_chars = max_prompt_chars
+
+    def prompts(self, episodes: Sequence[EpisodeView]) -> list[str]:
+        """The analysis prompts of ``episodes``, in order."""
+        return [episode_analysis_prompt(episode, max_chars=self.max_prompt_chars) for episode in episodes]
+
+    def write_skills(self, episodes: Sequence[EpisodeView]) -> list[SkillRecord]:
+        """Generate and parse one skill per episode.
+
+        Args:
+            episodes: Finished episodes.
+
+        Returns:
+            One record per episode, in order.
+        """
+        if not episodes:
+            return []
+        prompts = self.prompts(episodes)
+        outputs = list(self.generate(prompts))
+        if len(outputs) != len(prompts):
+            raise ValueError(f"generate returned {len(outputs)} completions for {len(prompts)} prompts")
+        records = [record_from_output(episode, output, self.name) for episode, output in zip(episodes, outputs)]
+        logger.info("policy teacher: %d skills, parse rate %.3f", len(records), parse_rate(records))
+        return records

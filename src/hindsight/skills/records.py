@@ -1,0 +1,67 @@
+"""What a teacher produces for one episode (``SkillRecord``) and the shared path from a raw
+teacher output to a record: every teacher's text goes through ``parse_skill_json``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Sequence
+
+from hindsight.skills.episodes import EpisodeView
+from hindsight.skills.parsing import parse_skill_json
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SkillRecord:
+    """A teacher's skill for one episode; ``parse_ok`` False means no skill (and empty
+    ``summary`` / ``skill``), never an error."""
+
+    episode_id: str
+    group_id: str
+    success: bool
+    summary: str
+    skill: str
+    teacher: str
+    parse_ok: bool
+    raw_output: str
+
+
+def record_from_output(episode: EpisodeView, raw_output: str | None, teacher: str) -> SkillRecord:
+    """Parse a teacher's raw output into the record of ``episode``.
+
+    Args:
+        episode: The episode the output is about.
+        raw_output: The teacher's text, or None when the teacher produced nothing.
+        teacher: The teacher's name.
+
+    Returns:
+        The record (``parse_ok`` False when the output holds no valid skill JSON).
+    """
+    fields = parse_skill_json(raw_output)
+    if fields is None:
+        logger.debug("teacher %s: no skill parsed for episode %s", teacher, episode.episode_id)
+    return SkillRecord(
+        episode_id=episode.episode_id,
+        group_id=episode.group_id,
+        success=episode.success,
+        summary=fields["episode_summary"] if fields else "",
+        skill=fields["episode_skill"] if fields else "",
+        teacher=teacher,
+        parse_ok=fields is not None,
+        raw_output=raw_output or "",
+    )
+
+
+def parse_rate(records: Sequence[SkillRecord]) -> float:
+    """Fraction of records whose output parsed into a skill (``opd/skill_parse_rate``).
+
+    Args:
+        records: Skill records.
+
+    Returns:
+        The fraction in [0, 1]; 0.0 for no records.
+    """
+    return sum(record.parse_ok for record in records) / len(records) if records else 0.0

@@ -1,0 +1,139 @@
+"""Training checkpoints that an interrupted run resumes from, bit for bit on CPU.
+
+A checkpoint is a directory ``<root>/update_<NNNNNN>/`` holding the policy (an ordinary HF
+directory under ``policy/``) and ``state.pt``: optimizer and scheduler states, the RNG
+states of Python, NumPy and torch (and of any named ``torch.Generator``), the update
+counter, and any extra picklable state (the skill bank, the metric history).
+
+Writes are atomic: the directory is written under a temporary name and renamed when
+complete, so a run killed during a save leaves the previous checkpoint as the latest one.
+``latest_checkpoint`` ignores partial directories.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+CHECKPOINT_PATTERN = re.compile(r"^update_(\d{6})$")
+
+
+@dataclass
+class TrainingState:
+    """What a resumed run needs besides the model weights."""
+
+    update: int
+    optimizer: dict[str, Any]
+    scheduler: dict[str, Any] | None
+    rng: dict[str, Any]
+    extra: dict[str, Any]
+
+
+def capture_rng_state(generators: dict[str, torch.Generator] | None = None) -> dict[str, Any]:
+    """The RNG states of Python, NumPy, torch and the given named generators."""
+    return {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "torch": torch.get_rng_state(),
+        "generators": {name: gen.get_state() for name, gen in (generators or {}).items()},
+    }
+
+
+def restore_rng_state(state: dict[str, Any], generators: dict[str, torch.Generator] | None = None) -> None:
+    """Restore what ``capture_rng_state`` captured."""
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    for name, generator in (generators or {}).items():
+        if name in state["generators"]:
+            generator.set_state(state["generators"][name])
+
+
+def save_checkpoint(
+    root: str | Path,
+    update: int,
+    policy,
+    optimizer: torch.optim.Optimizer,
+    scheduler=None,
+    generators: dict[str, torch.Generator] | None = None,
+    extra: dict[str, Any] | None = None,
+    keep_last: int | None = 2,
+) -> Path:
+    """Write the checkpoint of ``update`` atomically and prune older ones.
+
+    Args:
+        root: Directory holding this run's checkpoints.
+        update: Number of completed updates.
+        policy: The ``hindsight.policy.Policy`` to save (model + tokenizer).
+        optimizer: Its optimizer.
+        scheduler: Its LR scheduler, if any.
+        generators: Named torch generators whose states must be restored too.
+        extra: Any other picklable state (skill bank, metric history).
+        keep_last: How many checkpoints to keep (None keeps all).
+
+    Returns:
+        The checkpoint directory.
+    """
+    from hindsight.policy.model import save_policy
+
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / f"update_{update:06d}"
+    staging = root / f".update_{update:06d}.partial-{uuid.uuid4().hex[:8]}"
+    try:
+        save_policy(policy, staging / "policy")
+        torch.save(
+            {
+                "update": update,
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict() if scheduler is not None else None,
+                "rng": capture_rng_state(generators),
+                "extra": extra or {},
+            },
+            staging / "state.pt",
+        )
+        if final.exists():
+            shutil.rmtree(final)
+        staging.rename(final)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    if keep_last:
+        for old in list_checkpoints(root)[:-keep_last]:
+            shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def list_checkpoints(root: str | Path) -> list[Path]:
+    """Complete checkpoint directories under ``root``, oldest first."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    found = [p for p in root.iterdir() if p.is_dir() and CHECKPOINT_PATTERN.match(p.name) and (p / "state.pt").exists()]
+    return sorted(found, key=lambda p: p.name)
+
+
+def latest_checkpoint(root: str | Path) -> Path | None:
+    """The newest complete checkpoint under ``root``, or None."""
+    checkpoints = list_checkpoints(root)
+    return checkpoints[-1] if checkpoints else None
+
+
+def load_training_state(checkpoint: str | Path) -> TrainingState:
+    """Read ``state.pt`` of a checkpoint directory (the policy is loaded separately)."""
+    state = torch.load(Path(checkpoint) / "state.pt", weights_only=False)
+    return TrainingState(
+        update=int(state["update"]),
+        optimizer=state["optimizer"],
+        scheduler=state["scheduler"],
+        rng=state["rng"],
+        extra=state["extra"],
+    )

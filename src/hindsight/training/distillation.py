@@ -1,0 +1,92 @@
+"""Teacher scoring for SEED: the log-probs of already sampled response tokens under the
+plain prompt and under the skill-augmented prompt, and the token-level table built from them.
+
+Used by the RL loop (``l_skill`` of every step sample whose episode has a skill) and by the
+scoring pipeline (the versioned scores table), so both compute it one way.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import pandas as pd
+import torch
+
+from hindsight.policy.logprobs import token_logprobs
+from hindsight.skills.injection import inject_skill
+from hindsight.training.samples import ResponseSample, collate_responses
+
+SCORES_COLUMNS = ["episode_id", "step", "token_index", "token", "logp_plain", "logp_skill", "gap", "gate"]
+
+
+@torch.no_grad()
+def response_logprobs(model, samples: Sequence[ResponseSample], batch_size: int, pad_token_id: int) -> list[torch.Tensor]:
+    """Per sample, the log-probs of its response tokens (1-D, response order), no grad.
+
+    Each is taken under the sample's own decoding restriction (its allowed ids)."""
+    was_training = model.training
+    model.eval()
+    out: list[torch.Tensor] = []
+    for start in range(0, len(samples), batch_size):
+        chunk = samples[start : start + batch_size]
+        batch = collate_responses(chunk, pad_token_id)
+        logp = token_logprobs(model, batch.tokens.to(next(model.parameters()).device))[:, -batch.response_width :].float().cpu()
+        for row, sample in zip(logp, chunk):
+            out.append(row[row.shape[0] - len(sample.response_ids) :].clone())
+    if was_training:
+        model.train()
+    return out
+
+
+def skill_augmented_logprobs(
+    model,
+    tokenizer,
+    samples: Sequence[ResponseSample],
+    skill_of_episode: dict[str, str | None],
+    batch_size: int,
+) -> list[torch.Tensor | None]:
+    """``l_skill`` per sample: its response re-scored with its episode's skill injected;
+    None for samples whose episode has no skill (no distillation signal for them)."""
+    with_skill = [i for i, sample in enumerate(samples) if skill_of_episode.get(sample.episode_id)]
+    augmented = [
+        samples[i].with_prompt(tokenizer, inject_skill(samples[i].prompt, skill_of_episode[samples[i].episode_id]))
+        for i in with_skill
+    ]
+    scored = response_logprobs(model, augmented, batch_size, tokenizer.pad_token_id) if augmented else []
+    result: list[torch.Tensor | None] = [None] * len(samples)
+    for i, logp in zip(with_skill, scored):
+        result[i] = logp
+    return result
+
+
+def scores_table(
+    samples: Sequence[ResponseSample],
+    plain: Sequence[torch.Tensor],
+    skill: Sequence[torch.Tensor | None],
+    tokenizer,
+    gate_beta: float = 5.0,
+) -> pd.DataFrame:
+    """One row per response token of every sample that has a skill (DESIGN.md scores table).
+
+    ``gap = logp_skill - logp_plain`` and ``gate = sigmoid(gate_beta * gap)``.
+    """
+    rows = []
+    for sample, logp_plain, logp_skill in zip(samples, plain, skill):
+        if logp_skill is None:
+            continue
+        for index, (token_id, lp, ls) in enumerate(zip(sample.response_ids, logp_plain.tolist(), logp_skill.tolist())):
+            gap = ls - lp
+            rows.append(
+                {
+                    "episode_id": sample.episode_id,
+                    "step": sample.step,
+                    "token_index": index,
+                    "token": tokenizer.convert_ids_to_tokens(int(token_id)),
+                    "logp_plain": lp,
+                    "logp_skill": ls,
+                    "gap": gap,
+                    "gate": 1.0 / (1.0 + math.exp(-gate_beta * gap)),
+                }
+            )
+    return pd.DataFrame(rows, columns=SCORES_COLUMNS)

@@ -1,0 +1,177 @@
+"""Supervised fine-tuning on (prompt, response) pairs: behaviour cloning, skill-conditioned
+behaviour cloning and analyzer SFT all go through this one loop.
+
+The loss is the token-mean negative log-likelihood of the response tokens (the prompt is
+context only). Examples are bucketed by length so that a batch wastes little padding, which
+matters on a CPU where every padded token costs as much as a real one. AdamW with linear
+warm-up and cosine decay; gradient accumulation; optional bf16 autocast on CPU; a
+wall-clock budget that ends training early (the schedule is laid out for the step budget,
+so a run cut by time ends with a higher learning rate: the history records where it
+stopped).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import pandas as pd
+import torch
+
+from hindsight.config import dataclass_from_params
+from hindsight.policy.encoding import collate, encode_sample
+from hindsight.policy.logprobs import token_logprobs
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class SFTConfig:
+    """Settings of one supervised fine-tuning run."""
+
+    learning_rate: float = 1e-3
+    """Peak learning rate (AdamW)."""
+    weight_decay: float = 0.01
+    """AdamW weight decay."""
+    batch_size: int = 16
+    """Examples per micro-batch."""
+    grad_accum_steps: int = 1
+    """Micro-batches per optimizer step."""
+    epochs: float = 3.0
+    """Passes over the examples (fractional allowed); ``max_steps`` wins when set."""
+    max_steps: int | None = None
+    """Optimizer steps; None derives it from ``epochs``."""
+    warmup_ratio: float = 0.05
+    """Fraction of the steps with a linear warm-up."""
+    min_lr_ratio: float = 0.1
+    """The cosine decays to this fraction of the peak."""
+    max_length: int = 1024
+    """Token limit of prompt + response (oldest prompt tokens are dropped beyond it)."""
+    max_grad_norm: float = 1.0
+    """Gradient clipping norm."""
+    bf16_autocast: bool = False
+    """Run the forward pass under bf16 autocast (CPU and GPU)."""
+    time_budget_s: float | None = None
+    """Stop after this many seconds of training, whatever the step count."""
+    log_every: int = 10
+    """Log metrics every this many optimizer steps."""
+    seed: int = 0
+    """Seed of the example order."""
+
+    @classmethod
+    def from_params(cls, params: dict | None) -> "SFTConfig":
+        return dataclass_from_params(cls, params, "sft")
+
+
+def _length_bucketed_batches(lengths: Sequence[int], batch_size: int, rng: random.Random) -> list[list[int]]:
+    """Shuffle, then sort inside windows of 50 batches by length, then shuffle the batches."""
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    window = batch_size * 50
+    batches = []
+    for start in range(0, len(order), window):
+        chunk = sorted(order[start : start + window], key=lambda i: lengths[i])
+        batches.extend(chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size))
+    rng.shuffle(batches)
+    return batches
+
+
+def cosine_schedule(step: int, total: int, warmup: int, min_ratio: float) -> float:
+    """Learning-rate multiplier: linear warm-up to 1, cosine decay to ``min_ratio``."""
+    if warmup > 0 and step < warmup:
+        return (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def response_nll(model, batch) -> tuple[torch.Tensor, int]:
+    """Token-mean negative log-likelihood of the response tokens, and their count."""
+    logp = token_logprobs(model, batch)
+    mask = batch.response_mask.to(logp.dtype)
+    count = int(mask.sum().item())
+    return -(logp * mask).sum() / max(count, 1), count
+
+
+def train_sft(
+    policy,
+    examples: pd.DataFrame,
+    config: SFTConfig,
+    log_metrics: Callable[[dict, int], None] | None = None,
+) -> pd.DataFrame:
+    """Fine-tune ``policy.model`` in place on ``examples`` (columns ``prompt``, ``response``).
+
+    Args:
+        policy: A ``hindsight.policy.Policy`` (its model is trained in place).
+        examples: One row per example; an optional ``kind`` column names its family
+            (bc / skill_bc / analyzer) and is reported in the history.
+        config: Training settings.
+        log_metrics: Called as ``log_metrics(metrics, step)`` every ``log_every`` steps.
+
+    Returns:
+        The history: one row per logged step (step, loss, lr, tokens_per_s, elapsed_s).
+    """
+    if examples.empty:
+        raise ValueError("SFT got no examples")
+    model, tokenizer = policy.model, policy.tokenizer
+    encoded = [
+        encode_sample(tokenizer, prompt, response, max_length=config.max_length)
+        for prompt, response in zip(examples["prompt"], examples["response"])
+    ]
+    lengths = [len(sample.input_ids) for sample in encoded]
+    micro_per_epoch = math.ceil(len(encoded) / config.batch_size)
+    total_steps = config.max_steps or max(1, int(config.epochs * micro_per_epoch / config.grad_accum_steps))
+    warmup = int(config.warmup_ratio * total_steps)
+
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=config.learning_rate, weight_decay=config.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: cosine_schedule(step, total_steps, warmup, config.min_lr_ratio)
+    )
+    rng = random.Random(config.seed)
+    device = next(model.parameters()).device
+    model.train()
+
+    history, batches = [], []
+    started = time.perf_counter()
+    window_tokens, window_start, window_loss, window_micro = 0, started, 0.0, 0
+    step = 0
+    while step < total_steps:
+        optimizer.zero_grad(set_to_none=True)
+        for _ in range(config.grad_accum_steps):
+            if not batches:
+                batches = _length_bucketed_batches(lengths, config.batch_size, rng)
+            batch = collate([encoded[i] for i in batches.pop()], pad_token_id=tokenizer.pad_token_id).to(device)
+            with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=config.bf16_autocast):
+                loss, count = response_nll(model, batch)
+            (loss / config.grad_accum_steps).backward()
+            window_tokens += int(batch.attention_mask.sum().item())
+            window_loss += float(loss.item())
+            window_micro += 1
+        torch.nn.utils.clip_grad_norm_(trainable, config.max_grad_norm)
+        optimizer.step()
+        scheduler.step()
+        step += 1
+        elapsed = time.perf_counter() - started
+        out_of_time = config.time_budget_s is not None and elapsed >= config.time_budget_s
+        if step % config.log_every == 0 or step == total_steps or out_of_time:
+            now = time.perf_counter()
+            metrics = {
+                "loss": window_loss / max(window_micro, 1),
+                "lr": scheduler.get_last_lr()[0],
+                "tokens_per_s": window_tokens / max(now - window_start, 1e-9),
+                "elapsed_s": elapsed,
+            }
+            history.append({"step": step, **metrics})
+            if log_metrics:
+                log_metrics(metrics, step)
+            logger.info("sft step %d/%d loss %.4f lr %.2e %.0f tok/s", step, total_steps, metrics["loss"], metrics["lr"], metrics["tokens_per_s"])
+            window_tokens, window_start, window_loss, window_micro = 0, now, 0.0, 0
+        if out_of_time:
+            logger.info("SFT stopped by its time budget after %d of %d steps", step, total_steps)
+            break
+    model.eval()
+    return pd.DataFrame(history, columns=["step", "loss", "lr", "tokens_per_s", "elapsed_s"])

@@ -1,0 +1,146 @@
+"""Loading external trajectory files: the malformed corpus, conversation sets, round trips."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from hindsight.data import TrajectoryValidationError, load_external_trajectories, validate_trajectories
+from hindsight.envs.reward import RewardConfig
+
+HERE = Path(__file__).parent
+MALFORMED = HERE / "malformed"
+EXAMPLES = HERE / "examples"
+
+# file -> the pieces its message must contain (besides the file name itself)
+EXPECTED_ERRORS = {
+    "bad_json_line.jsonl": ["line 3", "invalid JSON"],
+    "missing_field.jsonl": ["line 2", "missing field(s) 'action'"],
+    "wrong_type_step.jsonl": ["line 2", "field 'step'", "expected an integer, got str 'one'"],
+    "wrong_type_done.jsonl": ["line 3", "field 'done'", "expected true/false, got str 'true'"],
+    "valid_actions_not_list.jsonl": ["line 1", "field 'valid_actions'", "expected a list of strings"],
+    "bad_split.jsonl": ["line 1", "field 'split'", "'validation' must be one of"],
+    "inconsistent_episode.jsonl": ["line 3", "field 'split'", "'test' here but 'train' at line 1"],
+    "step_gap.jsonl": ["line 1", "field 'step'", "skips step(s) [1]"],
+    "empty.jsonl": ["the file is empty"],
+    "non_utf8.jsonl": ["line 2", "not valid UTF-8", "0xff"],
+    "trajectories.csv": ["unknown format", "'.csv'"],
+    "top_level_object.json": ["expected a JSON list", "got dict"],
+    "truncated_array.json": ["line 37", "invalid JSON"],
+    "no_action_line.json": ["item 0", "field 'conversations'", "no assistant turn has an 'Action: ...' line"],
+    "missing_action_later_turn.jsonl": ["line 1", "turn 3", "field 'value'", "without an 'Action: ...' line"],
+    "unknown_role.jsonl": ["line 1", "turn 2", "field 'role'", "unknown role 'robot'"],
+    "turn_missing_value.json": ["item 0", "turn 1", "missing field 'value' (or 'content')"],
+    "success_not_bool.json": ["item 0", "field 'success'", "expected true/false, got str 'yes'"],
+    "not_parquet.parquet": ["not a parquet file"],
+    "corrupt.parquet": ["unreadable parquet file"],
+    "missing_column.parquet": ["missing field(s) 'action'"],
+    "wrong_type_reward.parquet": ["row 0", "field 'reward'", "expected a number, got str '0'"],
+}
+
+
+def test_every_malformed_file_has_an_expectation():
+    files = {path.name for path in MALFORMED.iterdir() if path.name != "README.md"}
+    assert files == set(EXPECTED_ERRORS)
+    assert len(files) >= 10
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_ERRORS))
+def test_malformed_file_fails_with_its_own_message(name):
+    with pytest.raises(TrajectoryValidationError) as error:
+        load_external_trajectories(MALFORMED / name)
+    message = str(error.value)
+    assert name in message
+    for piece in EXPECTED_ERRORS[name]:
+        assert piece in message, f"{piece!r} not in {message!r}"
+
+
+def test_malformed_messages_are_distinct():
+    messages = set()
+    for name in EXPECTED_ERRORS:
+        with pytest.raises(TrajectoryValidationError) as error:
+            load_external_trajectories(MALFORMED / name)
+        messages.add(str(error.value).replace(name, "FILE"))
+    assert len(messages) == len(EXPECTED_ERRORS)
+
+
+def test_missing_file():
+    with pytest.raises(TrajectoryValidationError, match="nowhere.jsonl: no such file"):
+        load_external_trajectories(HERE / "nowhere.jsonl")
+
+
+def test_sharegpt_conversations_with_preamble():
+    table = load_external_trajectories(EXAMPLES / "sharegpt_alfworld.json")
+    first = table[table["episode_id"] == "external/sharegpt_alfworld/alfworld_0"]
+    assert first["action"].tolist() == ["go to fridge 1", "open fridge 1", "take egg 1 from fridge 1"]
+    assert first["step"].tolist() == [0, 1, 2]
+    assert set(first["task"]) == {"Your task is to: put a cool egg in cabinet 1."}
+    assert first["observation"].iloc[0].startswith("You are in the middle of a room")
+    assert first["observation"].iloc[1] == "The fridge 1 is closed."
+    assert first["response"].iloc[0].startswith("Thought: The egg is probably in the fridge.")
+    assert first["won"].tolist() == [False, False, True] and first["done"].tolist() == [False, False, True]
+    assert first["reward"].tolist() == [0.0, 0.0, 10.0]
+    assert set(table["task_type"]) == {"alfworld"} and set(table["env"]) == {"external"}
+    assert set(table["source"]) == {"expert"} and set(table["policy_version"]) == {-1}
+    second = table[table["episode_id"] == "external/sharegpt_alfworld/alfworld_1"]
+    assert not second["won"].any() and second["done"].tolist() == [True]
+
+
+def test_messages_jsonl_with_reward_outcome():
+    table = load_external_trajectories(EXAMPLES / "messages.jsonl", reward=RewardConfig(success_reward=1.0))
+    boil = table[table["task_type"] == "boil"]
+    assert boil["split"].tolist() == ["dev", "dev"] and boil["won"].tolist() == [False, True]
+    assert boil["reward"].tolist() == [0.0, 1.0]
+    assert boil["task"].iloc[0] == "Your task is to boil water."
+    animal = table[table["task_type"] == "find-animal"]
+    assert not animal["won"].any()  # reward 0.25 < 1.0 is not a success
+    assert set(animal["split"]) == {"train"}
+
+
+def test_assume_success_for_episodes_without_outcome(tmp_path):
+    path = tmp_path / "plain.json"
+    path.write_text(json.dumps([[{"from": "human", "value": "Find it."}, {"from": "gpt", "value": "Action: look"}]]))
+    assert not load_external_trajectories(path)["won"].any()
+    assert load_external_trajectories(path, assume_success=True)["won"].tolist() == [True]
+
+
+def test_own_schema_round_trips_in_every_format(tmp_path, make_rows):
+    table = validate_trajectories(pd.DataFrame(make_rows("a", 3) + make_rows("b", 2)), "memory")
+    records = table.to_dict("records")
+    table.to_parquet(tmp_path / "t.parquet")
+    (tmp_path / "t.jsonl").write_text("\n".join(json.dumps(record) for record in records) + "\n")
+    (tmp_path / "t.json").write_text(json.dumps({"rows": records}))
+    (tmp_path / "lines.json").write_text("\n".join(json.dumps(record) for record in records))  # JSON lines named .json
+    (tmp_path / "array.jsonl").write_text(json.dumps(records, indent=2))  # one JSON list named .jsonl
+    before = sorted(path.name for path in tmp_path.iterdir())
+    for name in before:
+        loaded = load_external_trajectories(tmp_path / name)
+        pd.testing.assert_frame_equal(loaded, table, obj=name)
+    assert sorted(path.name for path in tmp_path.iterdir()) == before  # nothing written
+
+
+def test_parquet_with_a_conversations_column(tmp_path):
+    frame = pd.DataFrame(
+        {
+            "id": ["webshop_3"],
+            "conversations": [
+                [
+                    {"from": "human", "value": "Your task is to buy socks."},
+                    {"from": "gpt", "value": "Action: search[socks]"},
+                ]
+            ],
+            "reward": [1.0],
+        }
+    )
+    frame.to_parquet(tmp_path / "sft.parquet")
+    table = load_external_trajectories(tmp_path / "sft.parquet")
+    assert table["action"].tolist() == ["search[socks]"] and table["won"].tolist() == [True]
+    assert table["task_type"].tolist() == ["webshop"]
+
+
+def test_source_of_conversation_episodes_is_a_parameter():
+    table = load_external_trajectories(EXAMPLES / "messages.jsonl", source="rollout")
+    assert set(table["source"]) == {"rollout"}
+    with pytest.raises(ValueError, match="source must be one of"):
+        load_external_trajectories(EXAMPLES / "messages.jsonl", source="teacher")

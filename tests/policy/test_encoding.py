@@ -1,0 +1,71 @@
+"""Prompt/response encoding: the response mask, left padding, truncation, EOS."""
+
+from __future__ import annotations
+
+import pytest
+
+from hindsight.policy.encoding import collate, encode_ids, encode_response, encode_sample
+from hindsight.policy.prompts import PromptConfig, build_prompt
+
+
+def test_mask_covers_exactly_the_response_and_eos(tokenizer, gold_steps):
+    samples = [encode_sample(tokenizer, step["prompt"], step["action"]) for step in gold_steps[:5]]
+    batch = collate(samples, tokenizer.pad_token_id)
+    for row, step in enumerate(gold_steps[:5]):
+        masked = batch.input_ids[row][batch.response_mask[row].bool()].tolist()
+        assert masked == tokenizer(step["action"], add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        assert tokenizer.decode(masked[:-1]) == step["action"]
+        assert batch.input_ids[row, -1].item() == tokenizer.eos_token_id
+        # the prompt part is the prompt tokenized alone
+        prompt_part = batch.input_ids[row][batch.attention_mask[row].bool() & ~batch.response_mask[row].bool()]
+        assert prompt_part.tolist() == tokenizer(step["prompt"], add_special_tokens=False)["input_ids"]
+
+
+def test_left_padding(tokenizer, gold_steps):
+    short, long = gold_steps[0], max(gold_steps, key=lambda step: len(step["prompt"]))
+    batch = collate([encode_sample(tokenizer, s["prompt"], s["action"]) for s in (short, long)], tokenizer.pad_token_id)
+    lengths = batch.attention_mask.sum(dim=1)
+    assert lengths[0] < lengths[1] == batch.input_ids.shape[1]
+    padding = batch.input_ids.shape[1] - lengths[0]
+    assert batch.attention_mask[0, :padding].sum() == 0 and batch.attention_mask[0, padding:].all()
+    assert (batch.input_ids[0, :padding] == tokenizer.pad_token_id).all()
+    assert batch.response_mask[0, :padding].sum() == 0
+    assert batch.position_ids[0, padding].item() == 0 and batch.position_ids[0, -1].item() == lengths[0] - 1
+
+
+def test_truncation_drops_the_oldest_prompt_tokens(tokenizer, gold_steps):
+    long_history = [(step["prompt"].split("Current observation: ")[1][:200], step["action"]) for step in gold_steps[:8]]
+    config = PromptConfig(history_window=8)
+    prompt = build_prompt("put things away", long_history, "You are in the kitchen.", ["look around"], config=config)
+    full = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    sample = encode_sample(tokenizer, prompt, "look around", max_length=64)
+    response = encode_response(tokenizer, "look around")
+    assert len(sample.input_ids) == 64
+    assert sample.response_ids == response
+    assert sample.prompt_ids == full[-(64 - len(response)) :]
+    assert sample.truncated_tokens == len(full) - (64 - len(response))
+    batch = collate([sample], tokenizer.pad_token_id)
+    assert batch.response_mask.sum().item() == len(response)
+
+
+def test_allowed_ids_are_placed_on_response_positions(tokenizer):
+    eos = tokenizer.eos_token_id
+    sample = encode_ids([5, 6, 7], [8, 9, eos], max_length=16, allowed_ids=[[8, 10], [9], [eos]])
+    other = encode_ids([5, 6, 7, 8, 9], [4, eos], max_length=16)
+    batch = collate([sample, other], tokenizer.pad_token_id)
+    assert batch.allowed_ids.shape == (2, 7, 2)
+    assert batch.allowed_ids[0, -3].tolist() == [8, 10]
+    assert batch.allowed_ids[0, -2].tolist() == [9, -1]
+    assert (batch.allowed_ids[0, :-3] == -1).all()
+    assert (batch.allowed_ids[1] == -1).all()  # no allowed ids: unrestricted
+
+
+def test_bad_inputs_raise_clear_errors(tokenizer):
+    with pytest.raises(ValueError, match="max_length=4"):
+        encode_ids([1, 2], [3, 4, 5, 6], max_length=4)
+    with pytest.raises(ValueError, match="allowed_ids has 1 entries for 2"):
+        encode_ids([1, 2], [3, 4], max_length=8, allowed_ids=[[3]])
+    with pytest.raises(ValueError, match="prompt is empty"):
+        encode_ids([], [3, 4], max_length=8)
+    with pytest.raises(ValueError, match="no samples"):
+        collate([], 0)

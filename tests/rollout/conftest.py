@@ -1,0 +1,57 @@
+"""Shared fixtures of the rollout tests: the real TextWorldExpress env factory, a tokenizer
+trained on gold episodes and a tiny policy (built once per session)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
+
+from hindsight.envs import make_env  # noqa: E402
+from hindsight.envs.base import EnvironmentSpec  # noqa: E402
+from hindsight.policy.model import build_policy  # noqa: E402
+from hindsight.policy.prompts import build_prompt  # noqa: E402
+from hindsight.policy.tokenizer import train_tokenizer  # noqa: E402
+from hindsight.rollout.tasks import make_tasks  # noqa: E402
+
+TWC_SPEC = EnvironmentSpec(
+    "textworldexpress", "twc", {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}, max_steps=8
+)
+
+
+@pytest.fixture(scope="session")
+def twc_spec() -> EnvironmentSpec:
+    """twc, one room, two items, 8 steps per episode."""
+    return TWC_SPEC
+
+
+@pytest.fixture(scope="session")
+def rollout_tokenizer():
+    """A tokenizer trained on the prompts and actions of 4 gold twc episodes."""
+    env = make_env(TWC_SPEC)
+    texts = []
+    try:
+        for seed in env.seeds("train", 4):
+            observation, info = env.reset(seed, "train")
+            history = []
+            for action in env.gold_actions():
+                texts += [build_prompt(info["task"], history, observation, info["valid_actions"]), action]
+                history.append((observation, action))
+                observation, _, _, _, info = env.step(action)
+    finally:
+        env.close()
+    return train_tokenizer(texts, vocab_size=1024)
+
+
+@pytest.fixture(scope="session")
+def rollout_policy(rollout_tokenizer):
+    """The "tiny" preset, freshly initialised, on CPU."""
+    return build_policy("tiny", rollout_tokenizer, seed=0, device="cpu")
+
+
+@pytest.fixture(scope="session")
+def twc_tasks(twc_spec):
+    """Three training tasks."""
+    return make_tasks(twc_spec, "train", [0, 1, 2])

@@ -1,0 +1,188 @@
+"""The batched rollout engine on the real TextWorldExpress environment."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from hindsight.envs import make_env
+from hindsight.envs.base import EnvironmentCrashedError
+from hindsight.policy.encoding import collate
+from hindsight.policy.logprobs import token_logprobs
+from hindsight.policy.prompts import episode_prompts
+from hindsight.rollout import RolloutConfig, planned_episode_ids, run_rollouts
+from hindsight.rollout.episode import TABLE_COLUMNS
+from hindsight.skills.injection import SKILL_HEADER
+
+GROUP_SIZE = 3
+
+
+class CountingFactory:
+    """``make_env`` that counts how many environments it built."""
+
+    def __init__(self) -> None:
+        self.built = 0
+
+    def __call__(self, spec):
+        self.built += 1
+        return make_env(spec)
+
+
+@pytest.fixture(scope="module")
+def factory():
+    return CountingFactory()
+
+
+@pytest.fixture(scope="module")
+def result(rollout_policy, twc_tasks, factory):
+    """3 tasks x 3 episodes with only 4 live at once (slots are reused)."""
+    config = RolloutConfig(group_size=GROUP_SIZE, max_parallel=4, temperature=1.0, seed=11, progress=False)
+    return run_rollouts(rollout_policy, factory, twc_tasks, config, policy_version=5)
+
+
+def test_table_shape_and_groups(result, twc_tasks, factory):
+    table = result.table
+    assert list(table.columns) == TABLE_COLUMNS
+    episodes = table.groupby("episode_id")
+    assert episodes.ngroups == len(twc_tasks) * GROUP_SIZE
+    groups = table.groupby("group_id")
+    assert sorted(groups.groups) == sorted(task.group_id for task in twc_tasks)
+    for group_id, rows in groups:
+        assert rows["episode_id"].nunique() == GROUP_SIZE
+        assert rows["seed"].nunique() == 1 and group_id.endswith(f"/train/{rows['seed'].iloc[0]}")
+        assert rows["task"].nunique() == 1 and rows["split"].eq("train").all()
+        # members of a group start from the same state
+        first = rows[rows["step"] == 0]
+        assert first["observation"].nunique() == 1
+    for _, rows in episodes:
+        assert rows["step"].tolist() == list(range(len(rows)))
+        assert rows["done"].tolist() == [False] * (len(rows) - 1) + [True]
+        assert len(rows) == 8 or rows["won"].iloc[-1]
+        assert rows["won"].sum() <= 1
+    assert (table["policy_version"] == 5).all() and (table["source"] == "rollout").all()
+    assert table["episode_id"].unique().tolist() == planned_episode_ids(
+        twc_tasks, RolloutConfig(group_size=GROUP_SIZE, seed=11), policy_version=5
+    )
+    assert factory.built <= 4  # environments are reused across episodes
+
+
+def test_table_passes_the_schema(result):
+    schema = pytest.importorskip("hindsight.data.schema")
+    validated = schema.validate_trajectories(result.table, "rollout test")
+    assert len(validated) == len(result.table)
+
+
+def test_constrained_actions_are_valid_and_rewarded(result):
+    table = result.table
+    assert all(action in valid for action, valid in zip(table["action"], table["valid_actions"]))
+    assert table["action_valid"].all() and (table["action"] == table["response"]).all()
+    expected = 10.0 * table["won"].astype(float)
+    assert (table["reward"] == expected).all()
+    assert result.stats["invalid_action_rate"] == 0.0 and result.stats["off_list_action_rate"] == 0.0
+    assert result.stats["episodes"] == 9 and result.stats["env_steps_per_s"] > 0
+    assert result.stats["generated_tokens"] >= len(table)
+
+
+def test_prompts_carry_the_history(result):
+    table, samples = result.table, result.samples
+    assert [(s.episode_id, s.step) for s in samples] == list(zip(table["episode_id"], table["step"]))
+    for episode_id, rows in table.groupby("episode_id", sort=False):
+        prompts = [s.prompt for s in samples if s.episode_id == episode_id]
+        rebuilt = episode_prompts(
+            rows["task"].iloc[0], rows["observation"].tolist(), rows["action"].tolist(), rows["valid_actions"].tolist()
+        )
+        assert prompts == rebuilt
+        actions = rows["action"].tolist()
+        for step in range(1, len(prompts)):
+            assert f"Action {step - 1}: {actions[step - 1]}\n" in prompts[step]
+        assert "History:" not in prompts[0]
+
+
+def test_old_logprobs_match_a_recomputation(result, rollout_policy):
+    samples = result.samples
+    for sample, logprobs in zip(samples, result.table["response_logprobs"]):
+        assert torch.allclose(sample.old_logprobs, torch.tensor(logprobs))
+        assert sample.allowed_ids is not None and len(sample.allowed_ids) == len(sample.response_ids)
+    batch = collate([sample.encoded(1024) for sample in samples[:40]], rollout_policy.tokenizer.pad_token_id)
+    with torch.no_grad():
+        recomputed = token_logprobs(rollout_policy.model, batch)
+    for row, sample in enumerate(samples[:40]):
+        assert torch.allclose(recomputed[row, -len(sample.response_ids) :], sample.old_logprobs, atol=1e-5)
+
+
+def test_same_seed_same_rollouts(rollout_policy, twc_tasks, result):
+    config = RolloutConfig(group_size=GROUP_SIZE, max_parallel=4, temperature=1.0, seed=11, progress=False)
+    again = run_rollouts(rollout_policy, make_env, twc_tasks, config, policy_version=5)
+    assert again.table["action"].tolist() == result.table["action"].tolist()
+    assert again.table["response_logprobs"].tolist() == result.table["response_logprobs"].tolist()
+    other_seed = RolloutConfig(**{**config.__dict__, "seed": 12})
+    other = run_rollouts(rollout_policy, make_env, twc_tasks, other_seed, policy_version=5)
+    assert other.table["action"].tolist() != result.table["action"].tolist()
+
+
+def test_skills_are_injected_into_every_prompt_of_their_episodes(rollout_policy, twc_tasks):
+    config = RolloutConfig(group_size=2, max_parallel=4, max_steps=3, seed=1, progress=False)
+    skills = {twc_tasks[0].group_id: "take every item before putting anything away"}
+    result = run_rollouts(rollout_policy, make_env, twc_tasks[:2], config, skills=skills)
+    for sample in result.samples:
+        has_skill = SKILL_HEADER in sample.prompt
+        assert has_skill == (sample.group_id == twc_tasks[0].group_id)
+        if has_skill:
+            lines = sample.prompt.split("\n")
+            assert lines[0].startswith("Task: ") and lines[1] == SKILL_HEADER
+            assert "[take every item before putting anything away]" in sample.prompt
+    episode_id = planned_episode_ids(twc_tasks[1:2], config)[0]
+    by_episode = run_rollouts(rollout_policy, make_env, twc_tasks[1:2], config, skills={episode_id: "look first"})
+    assert {SKILL_HEADER in s.prompt for s in by_episode.samples if s.episode_id == episode_id} == {True}
+    assert {SKILL_HEADER in s.prompt for s in by_episode.samples if s.episode_id != episode_id} == {False}
+
+
+def test_free_generation_reports_invalid_actions(rollout_policy, twc_tasks):
+    config = RolloutConfig(
+        group_size=2, constrained=False, max_new_tokens=6, max_steps=4, temperature=1.0, progress=False
+    )
+    result = run_rollouts(rollout_policy, make_env, twc_tasks[:2], config)
+    table = result.table
+    assert result.stats["off_list_action_rate"] > 0.5  # an untrained model rarely spells a valid action
+    invalid = ~table["action_valid"]
+    assert invalid.any() and (table.loc[invalid, "reward"] == -0.1).all()
+    assert result.stats["invalid_action_rate"] == pytest.approx(invalid.mean())
+    assert all(sample.allowed_ids is None for sample in result.samples)
+
+
+class CrashOnceEnvironment:
+    """A real TWX environment whose backend 'dies' once, on its third step."""
+
+    crashed = 0
+    restarted = 0
+
+    def __init__(self, spec) -> None:
+        self.env = make_env(spec)
+        self.spec = spec
+        self.steps = 0
+
+    def reset(self, seed, split="train"):
+        return self.env.reset(seed, split)
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps == 3 and CrashOnceEnvironment.crashed == 0:
+            CrashOnceEnvironment.crashed += 1
+            raise EnvironmentCrashedError("simulated JVM crash")
+        return self.env.step(action)
+
+    def restart(self) -> None:
+        CrashOnceEnvironment.restarted += 1
+        self.env.restart()
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def test_a_crashed_episode_is_replayed(rollout_policy, twc_tasks):
+    config = RolloutConfig(group_size=2, max_steps=4, max_parallel=2, progress=False)
+    result = run_rollouts(rollout_policy, CrashOnceEnvironment, twc_tasks[:1], config)
+    assert CrashOnceEnvironment.crashed == 1 and CrashOnceEnvironment.restarted == 1
+    for _, rows in result.table.groupby("episode_id"):
+        assert rows["step"].tolist() == list(range(len(rows))) and rows["done"].iloc[-1]
+    assert result.table["episode_id"].nunique() == 2 and len(result.samples) == len(result.table)

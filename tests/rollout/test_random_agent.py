@@ -1,0 +1,33 @@
+"""The random-valid-action agent: same table, reward on the winning step."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from hindsight.envs import make_env
+from hindsight.rollout import make_tasks, run_random_agent
+from hindsight.rollout.episode import TABLE_COLUMNS
+
+
+def test_random_agent_writes_the_same_table_and_sometimes_wins(twc_spec):
+    tasks = make_tasks(dataclasses.replace(twc_spec, max_steps=30), "train", range(10))
+    result = run_random_agent(make_env, tasks, group_size=2, max_steps=20, seed=3)
+    table = result.table
+    assert list(table.columns) == TABLE_COLUMNS
+    assert table["episode_id"].nunique() == 20 and (table["policy_version"] == -1).all()
+    assert all(action in valid for action, valid in zip(table["action"], table["valid_actions"]))
+    winning = table[table["won"]]
+    assert len(winning) > 0  # the floor is not zero on one room / two items
+    assert (winning["reward"] == 10.0).all() and winning["done"].all()
+    for episode_id in winning["episode_id"]:
+        rows = table[table["episode_id"] == episode_id]
+        assert rows["won"].iloc[-1] and rows["won"].sum() == 1
+        assert rows["score"].iloc[-1] == pytest.approx(1.0)
+    assert result.stats["success_rate"] == pytest.approx(table.groupby("episode_id")["won"].any().mean())
+    assert table.groupby("episode_id")["step"].count().max() <= 20
+    again = run_random_agent(make_env, tasks, group_size=2, max_steps=20, seed=3)
+    assert again.table["action"].tolist() == table["action"].tolist()
+    schema = pytest.importorskip("hindsight.data.schema")
+    schema.validate_trajectories(table, "random agent")

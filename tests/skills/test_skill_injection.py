@@ -1,0 +1,36 @@
+"""Placement of the episode-level skill block in a step prompt."""
+
+from hindsight.policy.prompts import TURN_LINE, build_prompt
+from hindsight.skills import inject_skill
+
+BLOCK = (
+    "**Episode-Level Skill**\n"
+    "Refer to this episode-level skill when deciding what action to take in the current episode:\n"
+    "[take <object> before put <object> in <container>]"
+)
+
+
+def test_injected_right_after_the_task_line():
+    prompt = build_prompt("Tidy up the room.", [("You see a sock.", "take sock")], "You hold a sock.",
+                          ["put sock in basket", "look around"])
+    injected = inject_skill(prompt, "take <object> before put <object> in <container>")
+    lines = injected.split("\n")
+    assert lines[0] == "Task: Tidy up the room."
+    assert "\n".join(lines[1:4]) == BLOCK
+    assert "\n".join([lines[0], *lines[4:]]) == prompt  # nothing else changes
+    assert injected.endswith(TURN_LINE + "\n")
+
+
+def test_falls_back_to_before_the_turn_line():
+    prompt = f"Current observation: a room\nValid actions: a | b\n{TURN_LINE}\n"
+    injected = inject_skill(prompt, "take <object> before put <object> in <container>")
+    assert injected == f"Current observation: a room\nValid actions: a | b\n{BLOCK}\n{TURN_LINE}\n"
+
+
+def test_appends_when_neither_line_exists_and_flattens_the_skill():
+    injected = inject_skill("Observation: dark\n", "take <object>\nbefore  put <object> in <container>")
+    assert injected == f"Observation: dark\n{BLOCK}\n"
+
+
+def test_empty_skill_leaves_the_prompt_unchanged():
+    assert inject_skill("Task: x\nYour turn.\n", "  ") == "Task: x\nYour turn.\n"
