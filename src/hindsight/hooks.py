@@ -47,6 +47,11 @@ class EnvironmentCheckHooks:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        threads = os.environ.get("HINDSIGHT_TORCH_THREADS")
+        if threads:  # e.g. 1 per run when several runs share a small machine
+            import torch
+
+            torch.set_num_threads(int(threads))
         if _environments_in_use(context.params) & JAVA_ENVIRONMENTS:
             from hindsight.envs.java import check_java
 
@@ -69,6 +74,49 @@ class ReproducibilityHooks:
         np.random.seed(seed)
         torch.manual_seed(seed)
         logger.info("Seeded python, numpy and torch with %d", seed)
+
+
+def _version_of(dataset, save: bool) -> str | None:
+    """The version folder a versioned dataset last read (or wrote), None if unversioned."""
+    if getattr(dataset, "_version", None) is None:
+        return None
+    try:
+        path = Path(dataset._get_save_path() if save else dataset._get_load_path())
+    except Exception:
+        return None
+    return path.parent.name
+
+
+class DataVersionHooks:
+    """Record the version of every versioned dataset a run loads or saves, as MLflow tags
+    ``data_version.<dataset>``, so every number can be traced to the data behind it."""
+
+    def __init__(self) -> None:
+        self._catalog = None
+
+    @hook_impl
+    def after_catalog_created(self, catalog) -> None:
+        self._catalog = catalog
+
+    def _record(self, name: str, save: bool) -> None:
+        if self._catalog is None or name.startswith("params:") or name == "parameters":
+            return
+        try:
+            version = _version_of(self._catalog.get(name), save)
+        except Exception:
+            return
+        if version:
+            from hindsight import tracking
+
+            tracking.record_data_version(name, version)
+
+    @hook_impl
+    def after_dataset_loaded(self, dataset_name: str, data, node) -> None:
+        self._record(dataset_name, save=False)
+
+    @hook_impl
+    def after_dataset_saved(self, dataset_name: str, data, node) -> None:
+        self._record(dataset_name, save=True)
 
 
 class ReportArtifactHooks:

@@ -1,8 +1,8 @@
 """Kedro project settings: configuration environments and project hooks."""
 
-from hindsight.hooks import EnvironmentCheckHooks, ReportArtifactHooks, ReproducibilityHooks
+from hindsight.hooks import DataVersionHooks, EnvironmentCheckHooks, ReportArtifactHooks, ReproducibilityHooks
 
-HOOKS = (EnvironmentCheckHooks(), ReproducibilityHooks(), ReportArtifactHooks())
+HOOKS = (EnvironmentCheckHooks(), ReproducibilityHooks(), DataVersionHooks(), ReportArtifactHooks())
 
 CONFIG_LOADER_ARGS = {
     "base_env": "base",

@@ -14,6 +14,19 @@ from typing import Mapping
 
 logger = logging.getLogger(__name__)
 
+_DATA_VERSIONS: dict[str, str] = {}
+
+
+def record_data_version(dataset: str, version: str) -> None:
+    """Remember (and tag on the active MLflow run) which version of a dataset this run used."""
+    _DATA_VERSIONS[dataset] = version
+    set_tags({f"data_version.{dataset}": version})
+
+
+def data_versions() -> dict[str, str]:
+    """Versions of the versioned datasets this process loaded or saved, by dataset name."""
+    return dict(_DATA_VERSIONS)
+
 
 def _active_run():
     try:

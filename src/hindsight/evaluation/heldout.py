@@ -86,8 +86,17 @@ def evaluate_agents(
         for name, temperature in config.decodings.items():
             settings = dataclasses.replace(rollout_config, group_size=1, temperature=float(temperature), seed=config.seed)
             result = run_rollouts(policy, env_factory, tasks, settings, policy_version=getattr(policy, "version", 0))
-            tables.append(result.table.assign(agent=f"{policy_label}-{name}", eval_split=split))
+            tables.append(_label(result.table, f"{policy_label}-{name}", split))
         if include_random:
-            table = run_random_agent(env_factory, tasks, rollout_config, seed=config.seed)
-            tables.append(table.assign(agent="random", eval_split=split))
+            result = run_random_agent(
+                env_factory, tasks, max_steps=rollout_config.max_steps, reward=rollout_config.reward,
+                prompt=rollout_config.prompt, seed=config.seed,
+            )
+            tables.append(_label(result.table, "random", split))
     return pd.concat(tables, ignore_index=True)
+
+
+def _label(table: pd.DataFrame, agent: str, split: str) -> pd.DataFrame:
+    """Tag an agent's episodes; episode ids get the agent as prefix, since two decodings of
+    one policy on the same tasks would otherwise share ids."""
+    return table.assign(agent=agent, eval_split=split, episode_id=agent + ":" + table["episode_id"].astype(str))

@@ -33,12 +33,18 @@ def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float
 
 
 def episode_outcomes(steps: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """One row per episode: the ``keys`` columns, success, length and invalid actions."""
-    grouped = steps.groupby("episode_id", sort=False)
-    outcomes = grouped[keys].first()
-    outcomes["success"] = grouped["won"].any()
-    outcomes["steps"] = grouped["step"].count()
-    outcomes["invalid_actions"] = grouped["action_valid"].apply(lambda valid: int((~valid.astype(bool)).sum()))
+    """One row per episode: the ``keys`` columns, success, length and invalid actions.
+
+    An episode is identified by its ``keys`` and its id together, so two agents that played
+    the same episode ids (the same tasks) are never merged into one episode."""
+    grouped = steps.groupby([*keys, "episode_id"], sort=False, dropna=False)
+    outcomes = pd.DataFrame(
+        {
+            "success": grouped["won"].any(),
+            "steps": grouped["step"].count(),
+            "invalid_actions": grouped["action_valid"].apply(lambda valid: int((~valid.astype(bool)).sum())),
+        }
+    )
     return outcomes.reset_index()
 
 

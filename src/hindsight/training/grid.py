@@ -73,12 +73,12 @@ class GridSpec:
         unknown = sorted(set(self.methods + self.fraction_methods) - set(METHODS))
         if unknown:
             raise ValueError(f"experiments.grid: unknown method(s) {unknown}; known: {sorted(METHODS)}")
+        # Seed by seed, so a grid stopped early still has every method for the first seeds.
         cells = []
-        for fraction in sorted(set(self.fractions), reverse=True):
-            methods = self.methods if fraction == 1.0 else [m for m in self.methods if m in self.fraction_methods]
-            for method in methods:
-                for seed in self.seeds:
-                    cells.append(Cell(method=method, seed=int(seed), fraction=float(fraction)))
+        for seed in self.seeds:
+            for fraction in sorted(set(self.fractions), reverse=True):
+                methods = self.methods if fraction == 1.0 else [m for m in self.methods if m in self.fraction_methods]
+                cells.extend(Cell(method=method, seed=int(seed), fraction=float(fraction)) for method in methods)
         return cells
 
 

@@ -278,8 +278,14 @@ def train_rl(
         from hindsight.policy.model import load_policy
 
         state = load_training_state(checkpoint)
-        policy = load_policy(checkpoint / "policy", device=policy.device)
-        optimizer = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=config.learning_rate)
+        # Copy the saved weights into the caller's model instead of training the loaded one:
+        # the policy stays trained in place, and its parameters keep their allocator-aligned
+        # memory. Tensors read from safetensors sit at other alignments, where CPU matmul
+        # kernels round differently (1-2 ulp), which broke the bit-exact resume.
+        saved = load_policy(checkpoint / "policy", device=policy.device)
+        policy.model.load_state_dict(saved.model.state_dict())
+        policy.version = saved.version
+        del saved
         optimizer.load_state_dict(state.optimizer)
         restore_rng_state(state.rng, {"minibatch": generator})
         history = list(state.extra.get("history", []))
@@ -330,9 +336,7 @@ def train_rl(
             }
         )
         done = update + 1
-        if evaluate is not None and config.eval_every and done % config.eval_every == 0 and done != config.updates:
-            metrics.update(evaluate(policy, done))
-        if done == config.updates and evaluate is not None:
+        if evaluate is not None and config.eval_every and (done % config.eval_every == 0 or done == config.updates):
             metrics.update(evaluate(policy, done))
         cumulative = (history[-1]["charts/env_steps_total"] if history else 0.0) + metrics["rollout/env_steps"]
         metrics["charts/env_steps_total"] = cumulative

@@ -68,7 +68,8 @@ class RLConfig:
     max_grad_norm: float = 1.0
     """Gradient clipping norm."""
     eval_every: int = 5
-    """Held-out evaluation every this many updates (0: only at the end)."""
+    """Held-out evaluation every this many updates and after the last (0: never; the
+    evaluation pipeline evaluates the final policy anyway)."""
     checkpoint_every: int = 1
     """Checkpoint every this many updates (resume continues from the last one)."""
     seed: int = 0

@@ -5,9 +5,9 @@ The loss is the token-mean negative log-likelihood of the response tokens (the p
 context only). Examples are bucketed by length so that a batch wastes little padding, which
 matters on a CPU where every padded token costs as much as a real one. AdamW with linear
 warm-up and cosine decay; gradient accumulation; optional bf16 autocast on CPU; a
-wall-clock budget that ends training early (the schedule is laid out for the step budget,
-so a run cut by time ends with a higher learning rate: the history records where it
-stopped).
+wall-clock budget that ends training early; the schedule then follows the elapsed
+fraction of that budget, so a run cut by time still anneals (the history records where
+it stopped).
 """
 
 from __future__ import annotations
@@ -128,9 +128,6 @@ def train_sft(
 
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=config.learning_rate, weight_decay=config.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: cosine_schedule(step, total_steps, warmup, config.min_lr_ratio)
-    )
     rng = random.Random(config.seed)
     device = next(model.parameters()).device
     model.train()
@@ -139,7 +136,17 @@ def train_sft(
     started = time.perf_counter()
     window_tokens, window_start, window_loss, window_micro = 0, started, 0.0, 0
     step = 0
+    lr = config.learning_rate
     while step < total_steps:
+        # Schedule progress is the larger of the step and the time-budget fractions, so a run
+        # cut by its time budget still anneals to the end of its cosine.
+        progress_step = step
+        if config.time_budget_s:
+            elapsed_fraction = (time.perf_counter() - started) / config.time_budget_s
+            progress_step = max(step, int(elapsed_fraction * total_steps))
+        lr = config.learning_rate * cosine_schedule(progress_step, total_steps, warmup, config.min_lr_ratio)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
         optimizer.zero_grad(set_to_none=True)
         for _ in range(config.grad_accum_steps):
             if not batches:
@@ -153,7 +160,6 @@ def train_sft(
             window_micro += 1
         torch.nn.utils.clip_grad_norm_(trainable, config.max_grad_norm)
         optimizer.step()
-        scheduler.step()
         step += 1
         elapsed = time.perf_counter() - started
         out_of_time = config.time_budget_s is not None and elapsed >= config.time_budget_s
@@ -161,7 +167,7 @@ def train_sft(
             now = time.perf_counter()
             metrics = {
                 "loss": window_loss / max(window_micro, 1),
-                "lr": scheduler.get_last_lr()[0],
+                "lr": lr,
                 "tokens_per_s": window_tokens / max(now - window_start, 1e-9),
                 "elapsed_s": elapsed,
             }

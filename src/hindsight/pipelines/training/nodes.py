@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import copy
-import hashlib
-import json
 import logging
-from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -14,55 +10,20 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
-import torch  # noqa: E402
 
 from hindsight import tracking  # noqa: E402
 from hindsight.config import environment_specs, rollout_config  # noqa: E402
-from hindsight.envs import make_env  # noqa: E402
-from hindsight.evaluation.heldout import HeldoutConfig, evaluate_agents  # noqa: E402
-from hindsight.evaluation.metrics import success_summary  # noqa: E402
-from hindsight.rollout.tasks import TaskRef, split_tasks  # noqa: E402
-from hindsight.training.rl import train_rl  # noqa: E402
+from hindsight.evaluation.heldout import HeldoutConfig  # noqa: E402
+from hindsight.training.rl_run import (  # noqa: E402
+    check_heldout_disjoint,
+    checkpoint_directory,
+    run_rl,
+    skill_bank_from_table,
+    training_tasks,
+)
 from hindsight.training.rl_config import RLConfig  # noqa: E402
 
 logger = logging.getLogger(__name__)
-
-
-def training_tasks(environment: dict[str, Any], training: dict[str, Any], ingestion: dict[str, Any]) -> list[TaskRef]:
-    """The RL training tasks: the first ``training.tasks_per_game`` train-fold seeds of each
-    game (by default the same tasks the expert episodes came from)."""
-    count = int(training.get("tasks_per_game") or (ingestion.get("expert_episodes") or {}).get("train", 100))
-    return [task for spec in environment_specs(environment) for task in split_tasks(spec, "train", count)]
-
-
-def skill_bank_from_table(skills: pd.DataFrame) -> dict[str, str]:
-    """The fixed skill bank of the "without on-policy skills" ablation: the accepted Stage-1
-    skill of each task (group_id), and per task type the most frequent accepted success
-    skill as a fallback for tasks without one."""
-    accepted = skills[skills["accepted"] & skills["parse_ok"]]
-    bank: dict[str, str] = {}
-    for group_id, group in accepted.groupby("group_id"):
-        successes = group[group["success"]]
-        bank[group_id] = (successes if len(successes) else group)["skill"].iloc[0]
-    for task_type, group in accepted[accepted["success"]].groupby(accepted["group_id"].str.split("/").str[1]):
-        bank.setdefault(task_type, group["skill"].mode().iloc[0])
-    return bank
-
-
-def _weights_fingerprint(model) -> str:
-    digest = hashlib.sha1()
-    for name, tensor in sorted(model.state_dict().items()):
-        digest.update(name.encode())
-        digest.update(tensor.detach().float().cpu().numpy().tobytes())
-    return digest.hexdigest()[:12]
-
-
-def checkpoint_directory(training: dict[str, Any], everything: dict[str, Any], start_model) -> Path:
-    """Checkpoints of a run live under a fingerprint of its settings and starting weights:
-    a killed run restarted with the same inputs resumes; changed inputs start afresh."""
-    settings = json.dumps(everything, sort_keys=True, default=str)
-    fingerprint = hashlib.sha1((settings + _weights_fingerprint(start_model)).encode()).hexdigest()[:12]
-    return Path(training.get("checkpoint_root", "data/06_models/rl_checkpoints")) / fingerprint
 
 
 def train_with_rl(
@@ -91,43 +52,17 @@ def train_with_rl(
     start = {"stage1": warmup_policy, "base": base_policy}.get(training.get("start_from", "stage1"))
     if start is None:
         raise ValueError(f"training.start_from must be 'stage1' or 'base', got {training.get('start_from')!r}")
-    reference = copy.deepcopy(start.model).eval()
-    for parameter in reference.parameters():
-        parameter.requires_grad_(False)
     specs = environment_specs(environment)
     settings = rollout_config(rollout, prompt, reward, environment)
     heldout = HeldoutConfig.from_params({**(evaluation.get("heldout") or {}), **(training.get("heldout") or {})})
-
-    def evaluate(policy, update: int) -> dict[str, float]:
-        steps = evaluate_agents(policy, specs, make_env, settings, heldout, policy_label="policy", include_random=False)
-        summary = success_summary(steps)
-        return {
-            f"eval/{row.eval_split}/{row.task_type}/success_rate": row.success_rate
-            for row in summary.itertuples(index=False)
-            if row.agent == "policy-sampled"
-        }
-
     pool = training_tasks(environment, training, ingestion)
-    per_game = len(pool) // max(len(environment_specs(environment)), 1)
-    if "seen" in heldout.splits and heldout.seen_seed_offset < per_game:
-        raise ValueError(
-            f"evaluation.heldout.seen_seed_offset={heldout.seen_seed_offset} overlaps the {per_game} training "
-            "tasks per game: held-out 'seen' tasks must never be trained on"
-        )
+    check_heldout_disjoint(heldout, len(pool) // max(len(specs), 1))
     everything = dict(algorithm=algorithm, training=training, environment=environment, rollout=rollout, prompt=prompt, reward=reward, evaluation=heldout.__dict__)
-    checkpoints = checkpoint_directory(training, everything, start.model)
+    checkpoints = checkpoint_directory(training.get("checkpoint_root", "data/06_models/rl_checkpoints"), everything, start.model)
     logger.info("RL (%s) checkpoints in %s", config.algorithm, checkpoints)
-    torch.manual_seed(config.seed)
-    result = train_rl(
-        start,
-        reference,
-        pool,
-        make_env,
-        settings,
-        config,
-        checkpoint_dir=checkpoints,
+    result = run_rl(
+        start, config, pool, settings, specs, heldout, checkpoints,
         skill_bank=skill_bank_from_table(skills),
-        evaluate=evaluate,
         log_metrics=lambda metrics, step: tracking.log_metrics(metrics, step=step),
     )
     result.policy.version = config.updates

@@ -1,0 +1,113 @@
+"""Wall time of one SEED update versus one GRPO update on the same rollout batch.
+
+SEED adds two things to a GRPO update: the policy writes a skill for every finished
+episode (greedy generation of up to ``--analyzer-tokens`` tokens from the analysis prompt)
+and re-scores every response under the skill-augmented prompt; its loss adds the gated
+distillation term. Both updates here start from the same weights and use the same batch
+(one rollout of ``--tasks`` x ``--group`` episodes, played once). The rollout itself is
+timed separately and reported, since a whole RL iteration pays it in both methods.
+
+Run from the project root (prints its figures; not a test):
+
+    python benchmarks/seed_overhead.py            # small (~4M) policy, 8 tasks x 4 episodes
+    python benchmarks/seed_overhead.py --preset tiny --repeats 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import statistics
+import time
+
+import torch
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from hindsight.data.expert import collect_expert_trajectories  # noqa: E402
+from hindsight.envs import make_env  # noqa: E402
+from hindsight.envs.base import EnvironmentSpec  # noqa: E402
+from hindsight.policy.model import build_policy  # noqa: E402
+from hindsight.policy.prompts import PromptConfig, episode_prompts  # noqa: E402
+from hindsight.policy.tokenizer import train_tokenizer  # noqa: E402
+from hindsight.rollout.engine import RolloutConfig, run_rollouts  # noqa: E402
+from hindsight.rollout.tasks import make_tasks  # noqa: E402
+from hindsight.training.distillation import skill_augmented_logprobs  # noqa: E402
+from hindsight.training.rl import compute_advantages, update_policy, write_skills  # noqa: E402
+from hindsight.training.rl_config import RLConfig  # noqa: E402
+from hindsight.training.rl_run import frozen_copy  # noqa: E402
+from hindsight.training.samples import samples_from_rollout  # noqa: E402
+
+SPECS = [
+    EnvironmentSpec("textworldexpress", "twc", {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}, max_steps=20),
+    EnvironmentSpec(
+        "textworldexpress", "cookingworld",
+        {"numLocations": 1, "numIngredients": 2, "numDistractorItems": 2, "includeDoors": 0, "limitInventorySize": 0},
+        max_steps=20,
+    ),
+]
+
+
+def build(preset: str):
+    expert = collect_expert_trajectories(SPECS, {"train": 20})
+    texts = []
+    for _, episode in expert.groupby("episode_id"):
+        texts += episode_prompts(episode["task"].iloc[0], episode["observation"].tolist(), episode["action"].tolist(), episode["valid_actions"].tolist())
+        texts += episode["action"].tolist()
+    return build_policy(preset, train_tokenizer(texts, vocab_size=2048), seed=0)
+
+
+def one_update(policy, reference, rollout, config: RLConfig) -> float:
+    """Seconds for one update (everything after the rollout) of ``config.algorithm``."""
+    started = time.perf_counter()
+    samples = samples_from_rollout(rollout.samples, max_length=1024)
+    advantages = compute_advantages(rollout.table, config)
+    old = [s.old_logprobs for s in rollout.samples]
+    teacher = [None] * len(samples)
+    if config.uses_skills:
+        skills = write_skills(policy, rollout.table, config, {})
+        skill_of = dict(zip(skills["episode_id"], skills["skill"]))
+        # An untrained analyzer rarely writes valid JSON; score every episode under its raw
+        # output anyway so the timing includes re-scoring the whole batch (the worst case).
+        fallback = "take each object to its usual place before anything else"
+        skill_of = {e: (s or fallback) for e, s in skill_of.items()}
+        teacher = skill_augmented_logprobs(policy.model, policy.tokenizer, samples, skill_of, config.mini_batch_size)
+    optimizer = torch.optim.AdamW(policy.model.parameters(), lr=config.learning_rate)
+    update_policy(policy, reference, optimizer, samples, advantages, old, teacher, config, torch.Generator().manual_seed(0))
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="small")
+    parser.add_argument("--tasks", type=int, default=8)
+    parser.add_argument("--group", type=int, default=4)
+    parser.add_argument("--analyzer-tokens", type=int, default=96)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+
+    torch.manual_seed(0)
+    policy = build(args.preset)
+    reference = frozen_copy(policy.model)
+    tasks = [t for spec in SPECS for t in make_tasks(spec, "train", range(args.tasks // len(SPECS)))]
+    settings = RolloutConfig(group_size=args.group, progress=False, prompt=PromptConfig())
+    started = time.perf_counter()
+    rollout = run_rollouts(policy, make_env, tasks, settings)
+    rollout_seconds = time.perf_counter() - started
+    grpo = RLConfig(algorithm="grpo", mini_batch_size=64)
+    seed = RLConfig(algorithm="seed", mini_batch_size=64, analyzer_max_new_tokens=args.analyzer_tokens)
+    times = {"grpo": [], "seed": []}
+    for _ in range(args.repeats):  # interleaved, each from the same starting weights
+        for name, config in (("grpo", grpo), ("seed", seed)):
+            times[name].append(one_update(copy.deepcopy(policy), reference, rollout, config))
+    grpo_s, seed_s = statistics.median(times["grpo"]), statistics.median(times["seed"])
+    print(f"batch: {len(rollout.table)} step samples from {int(rollout.stats['episodes'])} episodes ({args.preset} policy)")
+    print(f"rollout (shared by both): {rollout_seconds:.2f} s")
+    print(f"GRPO update: {grpo_s:.2f} s   SEED update: {seed_s:.2f} s   (medians of {args.repeats})")
+    print(f"SEED / GRPO, update only:        {seed_s / grpo_s:.2f}x")
+    print(f"SEED / GRPO, rollout + update:   {(rollout_seconds + seed_s) / (rollout_seconds + grpo_s):.2f}x  (target <= 1.3x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""Tables, curves and the report of the experiment grid (one row per cell in, paper-style
+summaries out). Numbers are mean +- std over seeds of the final held-out success of each
+cell; every row names its cells' MLflow run ids so a number can be traced to its runs."""
+
+from __future__ import annotations
+
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+METHOD_LABELS = {
+    "grpo": "GRPO",
+    "gigpo": "GiGPO",
+    "opid": "OPID",
+    "seed": "SEED",
+    "seed_no_stage1": "SEED w/o Stage 1",
+    "seed_no_distill": "SEED w/o distillation",
+    "seed_fixed_bank": "SEED w/o on-policy skills",
+}
+_METRIC = re.compile(r"^eval/(?P<split>[^/]+)/(?P<task_type>[^/]+)/success_rate$")
+
+
+def _completed(cells: pd.DataFrame) -> pd.DataFrame:
+    return cells[cells["status"].isin(["finished", "skipped"])]
+
+
+def results_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """Long table: method, fraction, split, task_type, mean, std (over seeds), seeds,
+    episodes per seed, run ids."""
+    rows = []
+    done = _completed(cells)
+    for column in sorted(c for c in done.columns if _METRIC.match(str(c))):
+        match = _METRIC.match(column)
+        episodes_column = column.replace("success_rate", "episodes")
+        for (method, fraction), group in done.groupby(["method", "fraction"]):
+            values = group[column].dropna().astype(float)
+            if values.empty:
+                continue
+            rows.append(
+                {
+                    "method": method,
+                    "fraction": float(fraction),
+                    "split": match["split"],
+                    "task_type": match["task_type"],
+                    "mean": values.mean(),
+                    "std": values.std(ddof=1) if len(values) > 1 else 0.0,
+                    "seeds": len(values),
+                    "episodes_per_seed": float(group[episodes_column].mean()) if episodes_column in group else np.nan,
+                    "run_ids": " ".join(str(r) for r in group["run_id"].dropna()),
+                }
+            )
+    return pd.DataFrame(rows, columns=["method", "fraction", "split", "task_type", "mean", "std", "seeds", "episodes_per_seed", "run_ids"])
+
+
+def _wide(results: pd.DataFrame, fraction: float = 1.0) -> str:
+    part = results[results["fraction"] == fraction]
+    if part.empty:
+        return "(no completed cells)\n"
+    columns = sorted({(s, t) for s, t in zip(part["split"], part["task_type"])}, key=lambda st: (st[0], st[1] == "all", st[1]))
+    header = "| method | " + " | ".join(f"{s}: {'average' if t == 'all' else t}" for s, t in columns) + " | seeds |"
+    lines = [header, "|---|" + "---:|" * len(columns) + "---:|"]
+    for method in [m for m in METHOD_LABELS if m in set(part["method"])]:
+        rows = part[part["method"] == method].set_index(["split", "task_type"])
+        cells = []
+        for key in columns:
+            if key in rows.index:
+                row = rows.loc[key]
+                cells.append(f"{100 * row['mean']:.1f} ± {100 * row['std']:.1f}")
+            else:
+                cells.append("-")
+        seeds = int(rows["seeds"].max())
+        lines.append(f"| {METHOD_LABELS[method]} | " + " | ".join(cells) + f" | {seeds} |")
+    return "\n".join(lines) + "\n"
+
+
+def markdown_report(cells: pd.DataFrame, results: pd.DataFrame, preset: str, data_versions: dict | None = None) -> str:
+    """One page: the main table (fraction 1.0), the data-efficiency table, the cells with
+    their status and MLflow run ids, and the data versions behind them."""
+    lines = [f"# Experiment report (preset `{preset}`)", ""]
+    lines += ["Held-out success % (mean ± std over seeds), fraction of training tasks = 100%:", "", _wide(results, 1.0)]
+    fractions = sorted(set(results["fraction"])) if len(results) else []
+    if len(fractions) > 1:
+        lines += ["## Data efficiency (average over task types)", ""]
+        lines.append("| method | " + " | ".join(f"{int(100 * f)}% tasks" for f in fractions) + " |")
+        lines.append("|---|" + "---:|" * len(fractions))
+        average = results[results["task_type"] == "all"]
+        for method in [m for m in METHOD_LABELS if m in set(average["method"])]:
+            row = []
+            for fraction in fractions:
+                values = average[(average["method"] == method) & (average["fraction"] == fraction)]
+                row.append(" / ".join(f"{s}: {100 * v:.1f} ± {100 * d:.1f}" for s, v, d in zip(values["split"], values["mean"], values["std"])) or "-")
+            lines.append(f"| {METHOD_LABELS[method]} | " + " | ".join(row) + " |")
+        lines.append("")
+    lines += ["## Cells", "", "| cell | status | MLflow run | seconds | env steps |", "|---|---|---|---:|---:|"]
+    for row in cells.itertuples(index=False):
+        steps = getattr(row, "env_steps", None)
+        steps_text = f"{steps:.0f}" if isinstance(steps, (int, float)) and pd.notna(steps) else "-"
+        seconds = f"{row.seconds:.0f}" if pd.notna(row.seconds) else "-"
+        lines.append(f"| {row.cell} | {row.status} | {row.run_id or '-'} | {seconds} | {steps_text} |")
+    failed = cells[cells["status"] == "failed"]
+    if len(failed):
+        lines += ["", "Failed cells:", ""] + [f"- {row.cell}: {row.error}" for row in failed.itertuples(index=False)]
+    if data_versions:
+        lines += ["", "## Data versions", ""] + [f"- `{name}`: {version}" for name, version in sorted(data_versions.items())]
+    return "\n".join(lines) + "\n"
+
+
+def learning_curves_plot(histories: pd.DataFrame):
+    """Held-out success (average over task types) against environment steps: one line per
+    method (fraction 1.0), mean over seeds with a min-max band."""
+    splits = sorted({m["split"] for c in histories.columns if (m := _METRIC.match(str(c))) and m["task_type"] == "all"})
+    figure, axes = plt.subplots(1, max(len(splits), 1), figsize=(6 * max(len(splits), 1), 4), squeeze=False)
+    full = histories[histories["fraction"] == 1.0] if "fraction" in histories else histories
+    for axis, split in zip(axes[0], splits):
+        column = f"eval/{split}/all/success_rate"
+        for method in [m for m in METHOD_LABELS if m in set(full.get("method", []))]:
+            points = full[(full["method"] == method) & full[column].notna()]
+            if points.empty:
+                continue
+            by_step = points.groupby("charts/env_steps_total")[column].agg(["mean", "min", "max"])
+            axis.plot(by_step.index, 100 * by_step["mean"], marker="o", label=METHOD_LABELS[method])
+            axis.fill_between(by_step.index, 100 * by_step["min"], 100 * by_step["max"], alpha=0.15)
+        axis.set_title(f"held-out ({split}) success vs environment steps")
+        axis.set_xlabel("environment steps")
+        axis.set_ylabel("success %")
+        axis.legend(fontsize=7)
+    figure.tight_layout()
+    return figure
+
+
+def data_efficiency_plot(cells: pd.DataFrame):
+    """Final held-out success (average over task types) against the fraction of training
+    tasks, per method with more than one fraction; error bars are the std over seeds."""
+    done = _completed(cells)
+    columns = sorted(c for c in done.columns if (m := _METRIC.match(str(c))) and m["task_type"] == "all")
+    figure, axes = plt.subplots(1, max(len(columns), 1), figsize=(6 * max(len(columns), 1), 4), squeeze=False)
+    for axis, column in zip(axes[0], columns):
+        for method, group in done.groupby("method"):
+            if group["fraction"].nunique() < 2:
+                continue
+            stats = group.groupby("fraction")[column].agg(["mean", "std"]).fillna(0)
+            axis.errorbar(100 * stats.index, 100 * stats["mean"], yerr=100 * stats["std"], marker="o", capsize=3, label=METHOD_LABELS.get(method, method))
+        axis.set_title(f"data efficiency: {column.split('/')[1]}")
+        axis.set_xlabel("training tasks used (%)")
+        axis.set_ylabel("held-out success %")
+        axis.legend(fontsize=8)
+    figure.tight_layout()
+    return figure

@@ -1,0 +1,126 @@
+"""Resume: an RL run killed after a checkpoint and restarted ends exactly where the
+uninterrupted run ends (same per-update metrics, same weights), on CPU with the same seeds.
+
+Real TextWorldExpress tasks and a real tiny policy (behaviour-cloned briefly, so that some
+episodes are won and the PPO term is not zero); SEED with a fixed skill bank so that the
+distillation path (teacher scoring, gate) is part of what must replay identically.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pandas as pd
+import pytest
+import torch
+
+from hindsight.envs import make_env
+from hindsight.rollout.engine import RolloutConfig
+from hindsight.training.checkpoint import latest_checkpoint, list_checkpoints, load_training_state
+from hindsight.training.rl import train_rl
+from hindsight.training.rl_config import RLConfig
+
+WALL_CLOCK_COLUMNS = ["charts/update_seconds"]
+SKILL_BANK = {"twc": "Take each object you see, then put it in its usual place before looking around again."}
+
+
+def rl_config() -> RLConfig:
+    return RLConfig(
+        algorithm="seed", updates=3, tasks_per_update=2, group_size=2, learning_rate=1e-3, ppo_epochs=2,
+        mini_batch_size=8, skill_source="fixed_bank", eval_every=0, checkpoint_every=1, seed=3,
+    )
+
+
+def rollout_config() -> RolloutConfig:
+    return RolloutConfig(temperature=1.0, max_length=768, max_parallel=8, progress=False)
+
+
+def frozen_reference(policy):
+    reference = copy.deepcopy(policy.model).eval()
+    for parameter in reference.parameters():
+        parameter.requires_grad_(False)
+    return reference
+
+
+def run(policy, tasks, checkpoint_dir, stop_after_updates=None):
+    return train_rl(
+        policy, frozen_reference(policy), tasks, make_env, rollout_config(), rl_config(),
+        checkpoint_dir=checkpoint_dir, skill_bank=SKILL_BANK, stop_after_updates=stop_after_updates,
+    )
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(warm_policy, twc_tasks, tmp_path_factory):
+    """Three updates in one go (directory A)."""
+    directory = tmp_path_factory.mktemp("run_a")
+    return run(copy.deepcopy(warm_policy), twc_tasks, directory), directory
+
+
+@pytest.fixture(scope="module")
+def resumed(warm_policy, twc_tasks, tmp_path_factory):
+    """One update, "killed", then a restart from a fresh copy of the starting policy
+    (directory B). A partial checkpoint left by a kill during a save lies next to the
+    complete one when the run restarts."""
+    directory = tmp_path_factory.mktemp("run_b")
+    first = run(copy.deepcopy(warm_policy), twc_tasks, directory, stop_after_updates=1)
+    partial = directory / ".update_000002.partial-0badf00d"
+    (partial / "policy").mkdir(parents=True)
+    (partial / "state.pt").write_bytes(b"half written")
+    second = run(copy.deepcopy(warm_policy), twc_tasks, directory)
+    return first, second, directory
+
+
+def without_wall_clock(history: pd.DataFrame) -> pd.DataFrame:
+    return history.drop(columns=[c for c in WALL_CLOCK_COLUMNS if c in history]).reset_index(drop=True)
+
+
+def test_uninterrupted_run_logs_every_update(uninterrupted):
+    result, directory = uninterrupted
+    history = result.history
+    assert history["update"].tolist() == [1, 2, 3]
+    for name in ("ppo/clipfrac", "ppo/approx_kl", "kl/ref", "opd/gate_mean", "opd/skill_parse_rate", "losses/opd"):
+        assert history[name].notna().all(), name
+    assert (history["opd/skill_parse_rate"] == 1.0).all()  # every episode finds its skill in the bank
+    assert (history["rollout/success_rate"] > 0).any() and (history["losses/ppo"] != 0).any()
+    assert [p.name for p in list_checkpoints(directory)] == ["update_000002", "update_000003"]  # keep_last=2
+
+
+def test_killed_run_stops_after_one_update_with_a_checkpoint(resumed):
+    first, _, _ = resumed
+    assert first.history["update"].tolist() == [1]
+
+
+def test_resumed_run_matches_the_uninterrupted_run_exactly(uninterrupted, resumed):
+    full, _ = uninterrupted
+    _, second, _ = resumed
+    assert second.history["update"].tolist() == [1, 2, 3]  # the history before the kill came back
+    pd.testing.assert_frame_equal(without_wall_clock(second.history), without_wall_clock(full.history), check_exact=True)
+    full_state, resumed_state = full.policy.model.state_dict(), second.policy.model.state_dict()
+    assert full_state.keys() == resumed_state.keys()
+    for name, tensor in full_state.items():
+        assert torch.equal(tensor, resumed_state[name]), f"weights differ after resume: {name}"
+
+
+def test_resume_restores_optimizer_state(uninterrupted, resumed):
+    _, directory_a = uninterrupted
+    _, _, directory_b = resumed
+    state_a = load_training_state(latest_checkpoint(directory_a))
+    state_b = load_training_state(latest_checkpoint(directory_b))
+    assert state_a.update == state_b.update == 3
+    for key, moments in state_a.optimizer["state"].items():
+        for moment in ("exp_avg", "exp_avg_sq", "step"):
+            assert torch.equal(moments[moment], state_b.optimizer["state"][key][moment]), (key, moment)
+
+
+def test_partial_checkpoint_directory_is_ignored(tmp_path, resumed):
+    _, _, directory = resumed
+    assert latest_checkpoint(directory).name == "update_000003"
+    root = tmp_path / "checkpoints"
+    (root / "update_000001").mkdir(parents=True)
+    (root / "update_000001" / "state.pt").write_bytes(b"complete")
+    partial = root / ".update_000002.partial-1a2b3c4d"
+    partial.mkdir()
+    (partial / "state.pt").write_bytes(b"half written")
+    assert latest_checkpoint(root) == root / "update_000001"
+    (root / "update_000003").mkdir()  # renamed into place but without its state file
+    assert latest_checkpoint(root) == root / "update_000001"

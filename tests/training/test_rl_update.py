@@ -1,0 +1,100 @@
+"""``update_policy`` on hand-made step samples: a sample whose skill failed to parse
+(teacher log-probs None) keeps its PPO gradient and gets no distillation gradient.
+
+With plain SGD (learning rate 1, no clipping) one mini-batch step moves the weights by minus
+the gradient, and gradients add up: the step of [A distilled, B not] must equal the step of
+"only B's PPO term" plus the step of "only A's distillation term". A distillation term on B
+(e.g. a teacher row of zeros standing in for the missing one) breaks that sum, which the last
+test checks so that the decomposition is known to be able to fail.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from hindsight.policy.constrained import ActionTrie
+from hindsight.policy.encoding import encode_ids, encode_prompt, encode_response
+from hindsight.training.distillation import response_logprobs, skill_augmented_logprobs
+from hindsight.training.rl import update_policy
+from hindsight.training.rl_config import RLConfig
+from hindsight.training.samples import ResponseSample
+
+SKILL = "Take the object first, then put it where it belongs."
+CONFIG = RLConfig(algorithm="seed", kl_coef=0.0, opd_coef=1.0, ppo_epochs=1, mini_batch_size=16, max_grad_norm=1e9)
+
+
+def make_sample(tokenizer, example: dict, episode_id: str) -> ResponseSample:
+    """A constrained step sample built the way ``samples_from_table`` builds one."""
+    response_ids = encode_response(tokenizer, example["response"])
+    allowed = ActionTrie.from_actions(tokenizer, example["valid_actions"]).allowed_along(response_ids)
+    encoded = encode_ids(encode_prompt(tokenizer, example["prompt"]), response_ids, 768, allowed)
+    return ResponseSample(episode_id=episode_id, group_id="g", step=0, prompt=example["prompt"], encoded=encoded, max_length=768)
+
+
+@pytest.fixture(scope="module")
+def setting(warm_policy, gold_examples):
+    """Samples A (its episode has a skill) and B (its skill did not parse), their old and
+    teacher log-probs under the warm policy."""
+    policy = warm_policy
+    tokenizer = policy.tokenizer
+    sample_a = make_sample(tokenizer, gold_examples[1], "episode-a")
+    sample_b = make_sample(tokenizer, gold_examples[2], "episode-b")
+    samples = [sample_a, sample_b]
+    old = response_logprobs(policy.model, samples, 8, tokenizer.pad_token_id)
+    teacher = skill_augmented_logprobs(policy.model, tokenizer, samples, {"episode-a": SKILL, "episode-b": None}, 8)
+    assert teacher[0] is not None and teacher[1] is None
+    assert not torch.allclose(teacher[0], old[0])  # the skill changes the teacher's view
+    return {"samples": samples, "old": old, "teacher": teacher}
+
+
+def sgd_step(policy, samples, advantages, old, teacher, config=CONFIG):
+    """One ``update_policy`` call with SGD(lr=1) on a copy; returns (weight change, metrics)."""
+    policy = copy.deepcopy(policy)
+    before = {name: p.detach().clone() for name, p in policy.model.named_parameters()}
+    optimizer = torch.optim.SGD(policy.model.parameters(), lr=1.0)
+    metrics = update_policy(
+        policy, None, optimizer, samples, torch.tensor(advantages), old, teacher, config, torch.Generator().manual_seed(0)
+    )
+    delta = torch.cat([(p.detach() - before[name]).flatten() for name, p in policy.model.named_parameters()])
+    return delta, metrics
+
+
+def assert_sum(total, first, second):
+    scale = float(total.abs().max())
+    torch.testing.assert_close(total, first + second, rtol=0, atol=1e-4 * scale)
+
+
+def test_unparsed_sample_keeps_ppo_gradient_and_gets_no_distillation(warm_policy, setting):
+    samples, old, teacher = setting["samples"], setting["old"], setting["teacher"]
+    both, metrics = sgd_step(warm_policy, samples, [0.0, 1.0], old, teacher)
+    ppo_only, ppo_metrics = sgd_step(warm_policy, samples, [0.0, 1.0], old, [None, None])
+    distill_only, _ = sgd_step(warm_policy, samples[:1], [0.0], old[:1], teacher[:1])
+
+    assert ppo_only.abs().max() > 0, "B's PPO term moved nothing"
+    assert distill_only.abs().max() > 0, "A's distillation term moved nothing"
+    assert_sum(both, ppo_only, distill_only)
+    assert "losses/opd" in metrics and "losses/opd" not in ppo_metrics and "opd/gate_mean" not in ppo_metrics
+
+
+def test_distillation_metrics_count_only_distilled_tokens(setting, warm_policy):
+    samples, old, teacher = setting["samples"], setting["old"], setting["teacher"]
+    _, metrics = sgd_step(warm_policy, samples, [0.0, 1.0], old, teacher)
+    gap = teacher[0] - old[0]  # the first (only) mini-batch sees the weights of the rollout
+    assert metrics["opd/teacher_gap_mean"] == pytest.approx(float(gap.mean()), abs=1e-5)
+    assert metrics["opd/gate_mean"] == pytest.approx(float(torch.sigmoid(CONFIG.gate_beta * gap).mean()), abs=1e-5)
+    assert metrics["opd/gate_active_ratio"] == pytest.approx(float((gap > 0).float().mean()), abs=1e-6)
+    assert metrics["losses/opd"] == pytest.approx(float((torch.sigmoid(CONFIG.gate_beta * gap) * gap).mean()), abs=1e-5)
+
+
+def test_a_zero_teacher_row_is_not_the_same_as_no_teacher(setting, warm_policy):
+    """The decomposition above can fail: distilling B towards log-prob 0 changes the step."""
+    samples, old, teacher = setting["samples"], setting["old"], setting["teacher"]
+    zero_row = [teacher[0], torch.zeros_like(old[1])]
+    with_zero_row, _ = sgd_step(warm_policy, samples, [0.0, 1.0], old, zero_row)
+    ppo_only, _ = sgd_step(warm_policy, samples, [0.0, 1.0], old, [None, None])
+    distill_only, _ = sgd_step(warm_policy, samples[:1], [0.0], old[:1], teacher[:1])
+    with pytest.raises(AssertionError):
+        assert_sum(with_zero_row, ppo_only, distill_only)
