@@ -138,7 +138,8 @@ def write_skills(
             )
         return pd.DataFrame(rows)
     teacher = PolicyTeacher(
-        lambda prompts: generate_text(policy, prompts, max_new_tokens=config.analyzer_max_new_tokens, temperature=0.0)
+        lambda prompts: generate_text(policy, prompts, max_new_tokens=config.analyzer_max_new_tokens, temperature=0.0),
+        max_prompt_chars=config.analyzer_max_prompt_chars,
     )
     records = teacher.write_skills(episodes_from_table(table))
     return pd.DataFrame(

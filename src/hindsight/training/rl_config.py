@@ -65,6 +65,9 @@ class RLConfig:
     """SEED: False drops the distillation loss (ablation: plain GRPO from Stage 1)."""
     analyzer_max_new_tokens: int = 96
     """Token limit of one skill analysis written by the policy."""
+    analyzer_max_prompt_chars: int = 6000
+    """Cap on the analysis prompt (keep equal to skills.analyzer_max_prompt_chars, which
+    built the analyzer's SFT set)."""
     max_grad_norm: float = 1.0
     """Gradient clipping norm."""
     eval_every: int = 5

@@ -190,6 +190,6 @@ def build_analyzer_sft_set(
     chosen = skills_table_
     if skills.get("analyzer_sft_from", "accepted") == "parsed":
         chosen = skills_table_.assign(accepted=skills_table_["parse_ok"])
-    examples = analyzer_sft_examples(table, chosen)
+    examples = analyzer_sft_examples(table, chosen, max_prompt_chars=int(skills.get("analyzer_max_prompt_chars", 6000)))
     tracking.log_metrics({"skills/analyzer_sft_examples": float(len(examples))})
     return examples

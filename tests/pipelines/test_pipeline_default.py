@@ -1,0 +1,106 @@
+"""The whole default pipeline on ``conf/test`` in one ``KedroSession``: ingestion -> warm-up
+BC -> skills -> Stage 1 -> SEED training -> evaluation. Every stage's output is a new
+version in the catalog, the run is tracked in MLflow, and the reports are its artifacts."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+import torch
+
+from conftest import VERSION_PATTERN
+from hindsight.policy.model import load_policy
+
+PPO_AND_KL_METRICS = ["ppo/clipfrac", "ppo/clipfrac_lower", "ppo/approx_kl", "kl/ref", "opd/skill_parse_rate"]
+REPORTS = ["08_reporting/evaluation.md", "08_reporting/evaluation.png", "08_reporting/evaluation_summary.csv",
+           "08_reporting/training_curves.png"]
+
+
+@pytest.fixture(scope="module")
+def run(trained_project):
+    return trained_project[1]
+
+
+@pytest.fixture(scope="module")
+def history(run) -> pd.DataFrame:
+    return pd.read_parquet(run.outputs["07_model_output/training_history.parquet"])
+
+
+def test_every_stage_wrote_a_version(run):
+    for dataset in [
+        "03_primary/trajectories.parquet", "04_feature/skills.parquet", "05_model_input/stage1_examples.parquet",
+        "06_models/base_policy", "06_models/warmup_policy", "06_models/rl_policy",
+        "07_model_output/training_history.parquet", "07_model_output/evaluation_episodes.parquet", *REPORTS,
+    ]:
+        assert dataset in run.outputs, dataset
+        assert VERSION_PATTERN.match(run.outputs[dataset].parent.name)
+        assert run.outputs[dataset].exists()
+
+
+def test_reports_are_written(run):
+    table = run.outputs["08_reporting/evaluation.md"].read_text()
+    assert table.startswith("## Held-out success")
+    for agent in ("stage1-sampled", "stage1-greedy", "rl-sampled", "rl-greedy", "random"):
+        for split in ("seen", "unseen"):
+            assert f"| {agent} | {split} | all | 4 |" in table, (agent, split)  # 2 games x 2 episodes
+    for plot in ("08_reporting/evaluation.png", "08_reporting/training_curves.png"):
+        assert run.outputs[plot].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_mlflow_run_has_evaluation_metrics_and_report_artifacts(trained_project, run):
+    project, _ = trained_project
+    assert run.mlflow_run.info.status == "FINISHED"
+    metrics = run.mlflow_run.data.metrics
+    summary = pd.read_csv(run.outputs["08_reporting/evaluation_summary.csv"])
+    assert len(summary) == 5 * 2 * 3  # agents x splits x (twc, cookingworld, all)
+    for row in summary.itertuples(index=False):
+        key = f"eval/{row.agent}/{row.eval_split}/{row.task_type}/success_rate"
+        assert metrics[key] == pytest.approx(row.success_rate), key
+    client = project.mlflow_client()
+    logged = {artifact.path for artifact in client.list_artifacts(run.mlflow_run.info.run_id, "reports")}
+    assert {f"reports/{name.split('/')[1]}" for name in REPORTS} <= logged
+    local = client.download_artifacts(run.mlflow_run.info.run_id, "reports/evaluation.md", str(project.path / "downloaded"))
+    assert open(local).read() == run.outputs["08_reporting/evaluation.md"].read_text()
+
+
+def test_mlflow_tags_trace_each_dataset_version(run):
+    tags = run.mlflow_run.data.tags
+    for dataset in ("trajectories", "warmup_policy", "rl_policy", "training_history"):
+        layer_path = next(key for key in run.outputs if key.split("/")[1].split(".")[0] == dataset)
+        assert tags[f"data_version.{dataset}"] == run.outputs[layer_path].parent.name, dataset
+
+
+def test_training_history_has_one_row_per_update_with_algorithm_metrics(run, history, trained_project):
+    assert history["update"].tolist() == [1, 2]  # conf/test training.rl.updates
+    for name in PPO_AND_KL_METRICS:
+        assert name in history and history[name].notna().all(), name
+        assert all(math.isfinite(value) for value in history[name])
+    assert (history["ppo/clipfrac"].between(0, 1)).all() and (history["ppo/clipfrac_lower"].between(0, 1)).all()
+    assert (history["kl/ref"] >= 0).all()
+    assert history["charts/env_steps_total"].is_monotonic_increasing
+    client = trained_project[0].mlflow_client()
+    steps = [metric.step for metric in client.get_metric_history(run.mlflow_run.info.run_id, "ppo/clipfrac")]
+    assert sorted(steps) == [1, 2]
+
+
+def test_on_policy_skills_of_the_tiny_policy(history):
+    """The tiny policy cannot write the skill JSON yet: the parse rate is logged, the samples
+    without a skill get no distillation, and the RL loss still trains the policy."""
+    assert history["opd/skill_parse_rate"].between(0, 1).all()
+    assert (history["losses/total"] != 0).all() and (history["losses/grad_norm"] > 0).all()
+    if (history["opd/skill_parse_rate"] == 0).all():
+        assert (history["opd/distilled_sample_ratio"] == 0).all()
+        assert "losses/opd" not in history or history["losses/opd"].isna().all()
+        assert "opd/gate_mean" not in history or history["opd/gate_mean"].isna().all()
+
+
+def test_rl_policy_weights_differ_from_the_warmup_policy(run):
+    warmup = load_policy(run.outputs["06_models/warmup_policy"], device="cpu")
+    trained = load_policy(run.outputs["06_models/rl_policy"], device="cpu")
+    assert trained.version == 2
+    warmup_state, trained_state = warmup.model.state_dict(), trained.model.state_dict()
+    assert warmup_state.keys() == trained_state.keys()
+    changed = [name for name in warmup_state if not torch.equal(warmup_state[name], trained_state[name])]
+    assert changed, "RL training left every weight as it was"
