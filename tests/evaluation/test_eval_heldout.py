@@ -15,7 +15,9 @@ from hindsight.policy.prompts import build_prompt
 from hindsight.policy.tokenizer import train_tokenizer
 from hindsight.rollout.engine import RolloutConfig
 
-SPEC = EnvironmentSpec("textworldexpress", "twc", {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}, max_steps=3)
+SPEC = EnvironmentSpec(
+    "textworldexpress", "twc", {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}, max_steps=3
+)
 HELDOUT = HeldoutConfig(
     episodes_per_game=2, seen_seed_offset=500, splits=("seen", "unseen"),
     decodings={"sampled": 0.4, "greedy": 0.0}, random_floor=True, seed=7,
@@ -59,6 +61,7 @@ def test_every_agent_plays_every_task_once(evaluation):
 
 
 def test_episode_ids_carry_their_agent(evaluation):
-    assert all(episode_id.startswith(agent + ":") for agent, episode_id in zip(evaluation["agent"], evaluation["episode_id"]))
+    pairs = zip(evaluation["agent"], evaluation["episode_id"])
+    assert all(episode_id.startswith(agent + ":") for agent, episode_id in pairs)
     summary = success_summary(evaluation)
     assert summary.loc[summary["task_type"] == "all", "episodes"].tolist() == [2] * 6

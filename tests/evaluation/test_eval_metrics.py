@@ -33,7 +33,8 @@ def test_wilson_interval_solves_the_score_equation():
     b = -(2 * p_hat + z * z / trials)
     c = p_hat * p_hat
     root = math.sqrt(b * b - 4 * a * c)
-    assert wilson_interval(successes, trials, z) == pytest.approx(((-b - root) / (2 * a), (-b + root) / (2 * a)), abs=1e-12)
+    roots = ((-b - root) / (2 * a), (-b + root) / (2 * a))
+    assert wilson_interval(successes, trials, z) == pytest.approx(roots, abs=1e-12)
 
 
 def test_wilson_interval_of_no_trials_is_uninformative():

@@ -1,10 +1,5 @@
-"""Kedro sessions on isolated copies of the project.
-
-A ``KedroProject`` is a temporary directory holding a copy of ``conf/base``, ``conf/test``
-and ``pyproject.toml``, empty data layers and an empty ``src/`` (the package itself is the
-installed one). ``KedroProject.run`` starts a fresh ``KedroSession`` there (one session runs
-once) with ``env="test"``, and reports what the run wrote: the new version of every
-versioned dataset and its MLflow run, read back from the project's own ``mlflow.db``.
+"""Fixtures of the pipeline tests: isolated project copies (``kedro_project``) and the
+whole default pipeline run once per session.
 
 Torch runs on one thread: on a 2-core machine shared with other work, two OpenMP threads
 per process oversubscribe the cores and the tiny models' small ops slow down many times over
@@ -14,136 +9,10 @@ process kept the cores busy).
 
 from __future__ import annotations
 
-import contextlib
-import os
-import re
-import shutil
-import sys
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
-
 import pytest
 import torch
 
-os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
-
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-DATA_LAYERS = (
-    "01_raw", "02_intermediate", "03_primary", "04_feature",
-    "05_model_input", "06_models", "07_model_output", "08_reporting",
-)
-VERSION_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}\.\d{2}\.\d{2}\.\d{3}Z$")
-"""Kedro's version folder names, e.g. 2026-11-29T19.45.16.854Z."""
-
-
-@dataclass
-class RunRecord:
-    """What one ``kedro run`` wrote."""
-
-    outputs: dict[str, Path] = field(default_factory=dict)
-    """``"<layer>/<dataset file or folder name>"`` -> the file or folder of the version written."""
-    mlflow_run: Any = None
-    """The ``mlflow.entities.Run`` the session logged to."""
-    run_left_active: str | None = None
-    """The id of an MLflow run still active in this process after the session, if any."""
-
-
-class KedroProject:
-    """An isolated copy of the project in a temporary directory."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        for part in ("base", "test"):
-            shutil.copytree(PROJECT_ROOT / "conf" / part, path / "conf" / part)
-        (path / "conf" / "local").mkdir()
-        shutil.copy(PROJECT_ROOT / "pyproject.toml", path / "pyproject.toml")
-        (path / "src").mkdir()
-        for layer in DATA_LAYERS:
-            (path / "data" / layer).mkdir(parents=True)
-
-    def versions(self, dataset: str) -> list[str]:
-        """Version folders of a versioned dataset (``"<layer>/<name>"``), oldest first; a
-        folder counts only if it holds the dataset (a failed save may leave it empty)."""
-        root = self.path / "data" / dataset
-        if not root.is_dir():
-            return []
-        name = Path(dataset).name
-        return sorted(p.name for p in root.iterdir() if VERSION_PATTERN.match(p.name) and (p / name).exists())
-
-    def _all_versions(self) -> set[tuple[str, str]]:
-        found = set()
-        for layer in DATA_LAYERS:
-            for dataset in (self.path / "data" / layer).iterdir():
-                found |= {(f"{layer}/{dataset.name}", version) for version in self.versions(f"{layer}/{dataset.name}")}
-        return found
-
-    def mlflow_client(self):
-        """A client on this project's ``mlflow.db``."""
-        import mlflow
-
-        return mlflow.MlflowClient(tracking_uri=f"sqlite:///{self.path / 'mlflow.db'}")
-
-    def mlflow_runs(self) -> list:
-        """Every MLflow run of the project, oldest first."""
-        if not (self.path / "mlflow.db").exists():
-            return []
-        client = self.mlflow_client()
-        experiments = [e.experiment_id for e in client.search_experiments()]
-        return sorted(client.search_runs(experiments), key=lambda run: run.info.start_time)
-
-    def run(self, pipeline_names: list[str] | None = None, runtime_params: dict | None = None) -> RunRecord:
-        """One ``kedro run --env test`` in this project; exceptions of the run propagate.
-
-        Args:
-            pipeline_names: Pipelines to run (None: ``__default__``).
-            runtime_params: Nested parameter overrides, merged into the parameters like
-                ``kedro run --params a.b=c`` (which Kedro turns into ``{"a": {"b": "c"}}``).
-        """
-        from kedro.framework.session import KedroSession
-        from kedro.framework.startup import bootstrap_project
-
-        before_versions = self._all_versions()
-        before_runs = {run.info.run_id for run in self.mlflow_runs()}
-        saved_path = list(sys.path)
-        try:
-            with contextlib.chdir(self.path):
-                bootstrap_project(self.path)
-                with KedroSession.create(project_path=self.path, env="test", runtime_params=runtime_params) as session:
-                    session.run(pipeline_names=pipeline_names)
-        finally:
-            sys.path[:] = saved_path
-            left_active = close_active_mlflow_runs()
-            record = RunRecord(
-                outputs={
-                    dataset: self.path / "data" / dataset / version / Path(dataset).name
-                    for dataset, version in sorted(self._all_versions() - before_versions)
-                },
-            )
-            new_runs = [run for run in self.mlflow_runs() if run.info.run_id not in before_runs]
-            record.mlflow_run = new_runs[-1] if new_runs else None
-            record.run_left_active = left_active
-            self.last_record = record
-        return record
-
-
-def close_active_mlflow_runs() -> str | None:
-    """End every MLflow run still active in this process; return the id of the one that was
-    active, if any.
-
-    With ``tracking.run.nested: True`` in ``conf/base/mlflow.yml``, kedro-mlflow 2.0.3
-    re-enters its run before every node (``start_run(run_id=..., nested=True)`` pushes the
-    same run again) and ends it once after the pipeline, so the run stays active in the
-    process and the next session in the same process would log into it. Each session here
-    must start clean, whatever the configuration.
-    """
-    import mlflow
-
-    active = mlflow.active_run()
-    left = active.info.run_id if active else None
-    while mlflow.active_run() is not None:
-        mlflow.end_run()
-    return left
+from kedro_project import KedroProject, RunRecord
 
 
 @pytest.fixture(scope="session", autouse=True)

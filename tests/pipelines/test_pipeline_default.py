@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from conftest import VERSION_PATTERN
+from kedro_project import VERSION_PATTERN
 from hindsight.policy.model import load_policy
 
 PPO_AND_KL_METRICS = ["ppo/clipfrac", "ppo/clipfrac_lower", "ppo/approx_kl", "kl/ref", "opd/skill_parse_rate"]
@@ -61,15 +61,20 @@ def test_mlflow_run_has_evaluation_metrics_and_report_artifacts(trained_project,
     client = project.mlflow_client()
     logged = {artifact.path for artifact in client.list_artifacts(run.mlflow_run.info.run_id, "reports")}
     assert {f"reports/{name.split('/')[1]}" for name in REPORTS} <= logged
-    local = client.download_artifacts(run.mlflow_run.info.run_id, "reports/evaluation.md", str(project.path / "downloaded"))
+    run_id = run.mlflow_run.info.run_id
+    local = client.download_artifacts(run_id, "reports/evaluation.md", str(project.path / "downloaded"))
     assert open(local).read() == run.outputs["08_reporting/evaluation.md"].read_text()
 
 
 def test_mlflow_tags_trace_each_dataset_version(run):
     tags = run.mlflow_run.data.tags
-    for dataset in ("trajectories", "warmup_policy", "rl_policy", "training_history"):
-        layer_path = next(key for key in run.outputs if key.split("/")[1].split(".")[0] == dataset)
-        assert tags[f"data_version.{dataset}"] == run.outputs[layer_path].parent.name, dataset
+    for dataset, path in {
+        "trajectories": "03_primary/trajectories.parquet",
+        "warmup_policy": "06_models/warmup_policy",
+        "rl_policy": "06_models/rl_policy",
+        "training_history": "07_model_output/training_history.parquet",
+    }.items():
+        assert tags[f"data_version.{dataset}"] == run.outputs[path].parent.name, dataset
 
 
 def test_training_history_has_one_row_per_update_with_algorithm_metrics(run, history, trained_project):

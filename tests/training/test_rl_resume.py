@@ -19,6 +19,7 @@ from hindsight.rollout.engine import RolloutConfig
 from hindsight.training.checkpoint import latest_checkpoint, list_checkpoints, load_training_state
 from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig
+from hindsight.training.rl_run import frozen_copy
 
 WALL_CLOCK_COLUMNS = ["charts/update_seconds"]
 SKILL_BANK = {"twc": "Take each object you see, then put it in its usual place before looking around again."}
@@ -35,16 +36,9 @@ def rollout_config() -> RolloutConfig:
     return RolloutConfig(temperature=1.0, max_length=768, max_parallel=8, progress=False)
 
 
-def frozen_reference(policy):
-    reference = copy.deepcopy(policy.model).eval()
-    for parameter in reference.parameters():
-        parameter.requires_grad_(False)
-    return reference
-
-
 def run(policy, tasks, checkpoint_dir, stop_after_updates=None):
     return train_rl(
-        policy, frozen_reference(policy), tasks, make_env, rollout_config(), rl_config(),
+        policy, frozen_copy(policy.model), tasks, make_env, rollout_config(), rl_config(),
         checkpoint_dir=checkpoint_dir, skill_bank=SKILL_BANK, stop_after_updates=stop_after_updates,
     )
 
@@ -66,8 +60,9 @@ def resumed(warm_policy, twc_tasks, tmp_path_factory):
     partial = directory / ".update_000002.partial-0badf00d"
     (partial / "policy").mkdir(parents=True)
     (partial / "state.pt").write_bytes(b"half written")
-    second = run(copy.deepcopy(warm_policy), twc_tasks, directory)
-    return first, second, directory
+    restarted = copy.deepcopy(warm_policy)
+    second = run(restarted, twc_tasks, directory)
+    return first, second, directory, restarted
 
 
 def without_wall_clock(history: pd.DataFrame) -> pd.DataFrame:
@@ -86,15 +81,16 @@ def test_uninterrupted_run_logs_every_update(uninterrupted):
 
 
 def test_killed_run_stops_after_one_update_with_a_checkpoint(resumed):
-    first, _, _ = resumed
+    first, _, _, _ = resumed
     assert first.history["update"].tolist() == [1]
 
 
 def test_resumed_run_matches_the_uninterrupted_run_exactly(uninterrupted, resumed):
     full, _ = uninterrupted
-    _, second, _ = resumed
+    _, second, _, _ = resumed
     assert second.history["update"].tolist() == [1, 2, 3]  # the history before the kill came back
-    pd.testing.assert_frame_equal(without_wall_clock(second.history), without_wall_clock(full.history), check_exact=True)
+    expected, resumed_history = without_wall_clock(full.history), without_wall_clock(second.history)
+    pd.testing.assert_frame_equal(resumed_history, expected, check_exact=True)
     full_state, resumed_state = full.policy.model.state_dict(), second.policy.model.state_dict()
     assert full_state.keys() == resumed_state.keys()
     for name, tensor in full_state.items():
@@ -103,7 +99,7 @@ def test_resumed_run_matches_the_uninterrupted_run_exactly(uninterrupted, resume
 
 def test_resume_restores_optimizer_state(uninterrupted, resumed):
     _, directory_a = uninterrupted
-    _, _, directory_b = resumed
+    _, _, directory_b, _ = resumed
     state_a = load_training_state(latest_checkpoint(directory_a))
     state_b = load_training_state(latest_checkpoint(directory_b))
     assert state_a.update == state_b.update == 3
@@ -113,7 +109,7 @@ def test_resume_restores_optimizer_state(uninterrupted, resumed):
 
 
 def test_partial_checkpoint_directory_is_ignored(tmp_path, resumed):
-    _, _, directory = resumed
+    _, _, directory, _ = resumed
     assert latest_checkpoint(directory).name == "update_000003"
     root = tmp_path / "checkpoints"
     (root / "update_000001").mkdir(parents=True)
@@ -124,3 +120,8 @@ def test_partial_checkpoint_directory_is_ignored(tmp_path, resumed):
     assert latest_checkpoint(root) == root / "update_000001"
     (root / "update_000003").mkdir()  # renamed into place but without its state file
     assert latest_checkpoint(root) == root / "update_000001"
+
+
+def test_resumed_run_trains_the_given_policy_in_place(resumed):
+    _, second, _, restarted = resumed
+    assert second.policy is restarted

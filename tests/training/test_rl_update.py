@@ -31,7 +31,9 @@ def make_sample(tokenizer, example: dict, episode_id: str) -> ResponseSample:
     response_ids = encode_response(tokenizer, example["response"])
     allowed = ActionTrie.from_actions(tokenizer, example["valid_actions"]).allowed_along(response_ids)
     encoded = encode_ids(encode_prompt(tokenizer, example["prompt"]), response_ids, 768, allowed)
-    return ResponseSample(episode_id=episode_id, group_id="g", step=0, prompt=example["prompt"], encoded=encoded, max_length=768)
+    return ResponseSample(
+        episode_id=episode_id, group_id="g", step=0, prompt=example["prompt"], encoded=encoded, max_length=768
+    )
 
 
 @pytest.fixture(scope="module")
@@ -55,9 +57,8 @@ def sgd_step(policy, samples, advantages, old, teacher, config=CONFIG):
     policy = copy.deepcopy(policy)
     before = {name: p.detach().clone() for name, p in policy.model.named_parameters()}
     optimizer = torch.optim.SGD(policy.model.parameters(), lr=1.0)
-    metrics = update_policy(
-        policy, None, optimizer, samples, torch.tensor(advantages), old, teacher, config, torch.Generator().manual_seed(0)
-    )
+    generator = torch.Generator().manual_seed(0)
+    metrics = update_policy(policy, None, optimizer, samples, torch.tensor(advantages), old, teacher, config, generator)
     delta = torch.cat([(p.detach() - before[name]).flatten() for name, p in policy.model.named_parameters()])
     return delta, metrics
 
@@ -98,3 +99,27 @@ def test_a_zero_teacher_row_is_not_the_same_as_no_teacher(setting, warm_policy):
     distill_only, _ = sgd_step(warm_policy, samples[:1], [0.0], old[:1], teacher[:1])
     with pytest.raises(AssertionError):
         assert_sum(with_zero_row, ppo_only, distill_only)
+
+
+def test_distillation_metrics_average_only_the_mini_batches_that_distilled(setting, warm_policy):
+    """One sample per mini-batch: B's mini-batch has no distilled token (and, with a zero
+    advantage and no KL, no gradient), so the opd metrics are those of A's mini-batch alone,
+    not halved by B's."""
+    samples, old, teacher = setting["samples"], setting["old"], setting["teacher"]
+    one_per_batch = RLConfig(**{**CONFIG.__dict__, "mini_batch_size": 1})
+    _, metrics = sgd_step(warm_policy, samples, [0.0, 0.0], old, teacher, config=one_per_batch)
+    gap = teacher[0] - old[0]
+    assert metrics["opd/gate_mean"] == pytest.approx(float(torch.sigmoid(CONFIG.gate_beta * gap).mean()), abs=1e-5)
+    assert metrics["opd/teacher_gap_mean"] == pytest.approx(float(gap.mean()), abs=1e-5)
+    assert metrics["losses/ppo"] == 0.0
+
+
+def test_missing_skills_of_any_kind_give_no_distillation_signal():
+    """A skills table read back from pandas holds a missing skill as None or NaN (pandas 3
+    string columns); neither may count as a skill."""
+    import math
+
+    from hindsight.training.distillation import has_skill
+
+    assert has_skill("open the fridge before taking the milk")
+    assert not has_skill(None) and not has_skill(math.nan) and not has_skill("  ")

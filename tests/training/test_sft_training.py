@@ -24,9 +24,10 @@ def test_loss_falls_over_thirty_steps(behaviour_cloning):
 
 
 def test_every_trainable_parameter_changed(behaviour_cloning):
+    before = behaviour_cloning.weights_before
     after = dict(behaviour_cloning.policy.model.named_parameters())
-    assert behaviour_cloning.weights_before, "no trainable parameter"
-    unchanged = [name for name, before in behaviour_cloning.weights_before.items() if torch.equal(before, after[name].detach())]
+    assert before, "no trainable parameter"
+    unchanged = [name for name, weights in before.items() if torch.equal(weights, after[name].detach())]
     assert not unchanged, f"parameters SFT never moved (weight decay is off, so no gradient reached them): {unchanged}"
 
 

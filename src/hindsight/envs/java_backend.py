@@ -180,7 +180,20 @@ _SHARED_BACKENDS: dict[tuple[str, tuple[str, ...]], JavaBackend] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def shared_backend(jar_path: str, name: str, java_options: Sequence[str] = ()) -> JavaBackend:
+DEFAULT_JAVA_OPTIONS = ("-Xmx768m",)
+"""Heap cap of the shared JVMs unless ``HINDSIGHT_JVM_OPTIONS`` says otherwise: without it
+the JVM may grow its heap (and RSS) to 1/4 of the machine's RAM before collecting."""
+
+
+def default_java_options() -> tuple[str, ...]:
+    """``HINDSIGHT_JVM_OPTIONS`` (space-separated) or ``DEFAULT_JAVA_OPTIONS``."""
+    import os
+
+    configured = os.environ.get("HINDSIGHT_JVM_OPTIONS")
+    return tuple(configured.split()) if configured is not None else DEFAULT_JAVA_OPTIONS
+
+
+def shared_backend(jar_path: str, name: str, java_options: Sequence[str] | None = None) -> JavaBackend:
     """The process-wide backend for ``jar_path`` (one JVM per jar and JVM options).
 
     Args:
@@ -191,7 +204,8 @@ def shared_backend(jar_path: str, name: str, java_options: Sequence[str] = ()) -
     Returns:
         The shared ``JavaBackend`` (its JVM starts on first use).
     """
-    key = (str(jar_path), tuple(java_options))
+    java_options = default_java_options() if java_options is None else tuple(java_options)
+    key = (str(jar_path), java_options)
     with _SHARED_LOCK:
         if key not in _SHARED_BACKENDS:
             _SHARED_BACKENDS[key] = JavaBackend(jar_path, name, java_options)

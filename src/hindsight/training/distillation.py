@@ -20,6 +20,11 @@ from hindsight.training.samples import ResponseSample, collate_responses
 SCORES_COLUMNS = ["episode_id", "step", "token_index", "token", "logp_plain", "logp_skill", "gap", "gate"]
 
 
+def has_skill(skill) -> bool:
+    """A usable skill text: a non-empty string (pandas stores a missing skill as None or NaN)."""
+    return isinstance(skill, str) and bool(skill.strip())
+
+
 @torch.no_grad()
 def response_logprobs(model, samples: Sequence[ResponseSample], batch_size: int, pad_token_id: int) -> list[torch.Tensor]:
     """Per sample, the log-probs of its response tokens (1-D, response order), no grad.
@@ -48,7 +53,7 @@ def skill_augmented_logprobs(
 ) -> list[torch.Tensor | None]:
     """``l_skill`` per sample: its response re-scored with its episode's skill injected;
     None for samples whose episode has no skill (no distillation signal for them)."""
-    with_skill = [i for i, sample in enumerate(samples) if skill_of_episode.get(sample.episode_id)]
+    with_skill = [i for i, sample in enumerate(samples) if has_skill(skill_of_episode.get(sample.episode_id))]
     augmented = [
         samples[i].with_prompt(tokenizer, inject_skill(samples[i].prompt, skill_of_episode[samples[i].episode_id]))
         for i in with_skill

@@ -176,12 +176,13 @@ def update_policy(
     config: RLConfig,
     generator: torch.Generator,
 ) -> dict[str, float]:
-    """PPO epochs over mini-batches; returns the mean of every logged metric."""
+    """PPO epochs over mini-batches; returns the mean of every logged metric over the
+    mini-batches that logged it (the opd metrics only over those with distilled tokens)."""
     model, pad = policy.model, policy.tokenizer.pad_token_id
     reference_logp = response_logprobs(reference_model, samples, config.mini_batch_size, pad) if config.kl_coef else None
     model.train()
     sums: dict[str, float] = {}
-    steps = 0
+    counts: dict[str, int] = {}
     for _ in range(config.ppo_epochs):
         order = torch.randperm(len(samples), generator=generator).tolist()
         for start in range(0, len(order), config.mini_batch_size):
@@ -231,9 +232,9 @@ def update_policy(
             optimizer.step()
             for key, value in metrics.items():
                 sums[key] = sums.get(key, 0.0) + value
-            steps += 1
+                counts[key] = counts.get(key, 0) + 1
     model.eval()
-    return {key: value / max(steps, 1) for key, value in sums.items()}
+    return {key: value / counts[key] for key, value in sums.items()}
 
 
 def train_rl(

@@ -36,6 +36,19 @@ def evaluate_rl_policy(policy, environment, evaluation, rollout, prompt, reward)
     return _evaluate(policy, "rl", False, params)
 
 
+def headline_summary(summary: pd.DataFrame) -> str:
+    """One line per split: every agent's success over all held-out task types."""
+    rows = summary[summary["task_type"] == "all"]
+    lines = []
+    for split, group in rows.groupby("eval_split"):
+        parts = [
+            f"{row.agent} {100 * row.success_rate:.1f}% (95% CI {100 * row.ci_low:.1f}-{100 * row.ci_high:.1f}, n={row.episodes})"
+            for row in group.itertuples(index=False)
+        ]
+        lines.append(f"Held-out success, {split}: " + "; ".join(parts))
+    return "\n".join(lines)
+
+
 def report_evaluation(stage1_episodes: pd.DataFrame, rl_episodes: pd.DataFrame):
     """Success table (markdown), summary (parquet) and plot; metrics to MLflow; a summary
     printed at the end of the run.
@@ -53,6 +66,7 @@ def report_evaluation(stage1_episodes: pd.DataFrame, rl_episodes: pd.DataFrame):
             for row in summary.itertuples(index=False)
         }
     )
-    logger.info("\n%s", text)
-    print("\n" + text, flush=True)
+    headline = headline_summary(summary)
+    logger.info("\n%s\n%s", text, headline)
+    print("\n" + text + "\n" + headline, flush=True)
     return episodes, summary, text, figure
