@@ -1,8 +1,5 @@
 """Shared fixtures of the trainer tests: real TextWorldExpress tasks, a tokenizer trained on
 their gold episodes and a tiny policy built from a config (all built once per session).
-
-Torch runs on one thread here: on a 2-core machine shared with other work, two OpenMP
-threads per process oversubscribe the cores and small-tensor ops slow down many times over.
 """
 
 from __future__ import annotations
@@ -27,15 +24,6 @@ from hindsight.training.sft import SFTConfig, train_sft  # noqa: E402
 
 TWC_PARAMS = {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}
 TWC_SPEC = EnvironmentSpec("textworldexpress", "twc", TWC_PARAMS, max_steps=8)
-
-
-@pytest.fixture(scope="session", autouse=True)
-def single_torch_thread():
-    """One intra-op thread for the whole session (restored afterwards)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 @pytest.fixture(scope="session")

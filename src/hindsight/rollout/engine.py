@@ -384,12 +384,3 @@ def _handle_crash(pool, episode: Episode, error: Exception, queue, order: int, c
     except Exception:  # noqa: BLE001 - a dead env is dropped; the pool builds a new one
         pool.discard(episode.env)
     queue.appendleft((order, episode.task, episode.episode_id, crashes + 1))
-
-
-def planned_episode_ids(
-    tasks: Sequence[Any], config: RolloutConfig, *, policy_version: int = 0, source: str = "rollout"
-) -> list[str]:
-    """The episode ids ``run_rollouts`` will give, in plan order (``group_size`` per task entry,
-    consecutive). Lets a caller key per-episode skills before the rollout runs (e.g. the
-    validation filter, which plays the same task under several different skills)."""
-    return [episode_id for _, _, episode_id, _ in _episode_plan(as_task_refs(tasks), config, policy_version, source)]

@@ -8,6 +8,7 @@ import copy
 import hashlib
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -71,6 +72,37 @@ def check_heldout_disjoint(heldout: HeldoutConfig, training_tasks_per_game: int)
             f"evaluation.heldout.seen_seed_offset={heldout.seen_seed_offset} overlaps the {training_tasks_per_game} "
             "training tasks per game: held-out 'seen' tasks must never be trained on"
         )
+
+
+@dataclass
+class RLSetup:
+    """What every RL run of a pipeline needs, read once from the parameter blocks."""
+
+    specs: list[EnvironmentSpec]
+    rollout: RolloutConfig
+    heldout: HeldoutConfig
+    pool: list[TaskRef]
+
+
+def rl_setup(
+    environment: dict[str, Any],
+    rollout: dict[str, Any],
+    prompt: dict[str, Any],
+    reward: dict[str, Any],
+    evaluation: dict[str, Any],
+    training: dict[str, Any],
+    ingestion: dict[str, Any],
+    heldout_override: dict[str, Any] | None = None,
+) -> RLSetup:
+    """Environment specs, rollout and held-out settings and the training-task pool, with
+    the check that held-out "seen" tasks were never trained on."""
+    from hindsight.config import rollout_config
+
+    specs = environment_specs(environment)
+    heldout = HeldoutConfig.from_params({**(evaluation.get("heldout") or {}), **(heldout_override or {})})
+    pool = training_tasks(environment, training, ingestion)
+    check_heldout_disjoint(heldout, len(pool) // max(len(specs), 1))
+    return RLSetup(specs=specs, rollout=rollout_config(rollout, prompt, reward, environment), heldout=heldout, pool=pool)
 
 
 def frozen_copy(model):

@@ -5,7 +5,6 @@ its cells into the results table, the curves and the report
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 from pathlib import Path
 from typing import Any
@@ -13,24 +12,15 @@ from typing import Any
 import pandas as pd
 
 from hindsight import tracking
-from hindsight.config import environment_specs, rollout_config
 from hindsight.evaluation.experiments import (
     data_efficiency_plot,
     learning_curves_plot,
     markdown_report,
     results_table,
 )
-from hindsight.evaluation.heldout import HeldoutConfig
 from hindsight.training.grid import Cell, GridSpec, cell_key, cell_training_params, run_grid
 from hindsight.training.rl_config import RLConfig
-from hindsight.training.rl_run import (
-    check_heldout_disjoint,
-    heldout_evaluator,
-    run_rl,
-    skill_bank_from_table,
-    training_tasks,
-    weights_fingerprint,
-)
+from hindsight.training.rl_run import heldout_evaluator, rl_setup, run_rl, skill_bank_from_table, weights_fingerprint
 
 logger = logging.getLogger(__name__)
 
@@ -84,11 +74,8 @@ def run_experiment_grid(
         fraction_methods=list(preset.get("fraction_methods") or ["grpo", "seed"]),
     )
     base_training = {**training, "rl": {**(training.get("rl") or {}), **(preset.get("rl") or {})}}
-    heldout = HeldoutConfig.from_params({**(evaluation.get("heldout") or {}), **(preset.get("heldout") or {})})
-    specs = environment_specs(environment)
-    settings = rollout_config(rollout, prompt, reward, environment)
-    pool = training_tasks(environment, training, ingestion)
-    check_heldout_disjoint(heldout, len(pool) // max(len(specs), 1))
+    setup = rl_setup(environment, rollout, prompt, reward, evaluation, training, ingestion, preset.get("heldout"))
+    specs, settings, heldout, pool = setup.specs, setup.rollout, setup.heldout, setup.pool
     bank = skill_bank_from_table(skills)
     starts = {"stage1": warmup_policy, "base": base_policy}
     fingerprint = "|".join(

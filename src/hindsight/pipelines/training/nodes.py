@@ -12,14 +12,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from hindsight import tracking  # noqa: E402
-from hindsight.config import environment_specs, rollout_config  # noqa: E402
-from hindsight.evaluation.heldout import HeldoutConfig  # noqa: E402
 from hindsight.training.rl_run import (  # noqa: E402
-    check_heldout_disjoint,
     checkpoint_directory,
+    rl_setup,
     run_rl,
     skill_bank_from_table,
-    training_tasks,
 )
 from hindsight.training.rl_config import RLConfig  # noqa: E402
 
@@ -52,11 +49,8 @@ def train_with_rl(
     start = {"stage1": warmup_policy, "base": base_policy}.get(training.get("start_from", "stage1"))
     if start is None:
         raise ValueError(f"training.start_from must be 'stage1' or 'base', got {training.get('start_from')!r}")
-    specs = environment_specs(environment)
-    settings = rollout_config(rollout, prompt, reward, environment)
-    heldout = HeldoutConfig.from_params({**(evaluation.get("heldout") or {}), **(training.get("heldout") or {})})
-    pool = training_tasks(environment, training, ingestion)
-    check_heldout_disjoint(heldout, len(pool) // max(len(specs), 1))
+    setup = rl_setup(environment, rollout, prompt, reward, evaluation, training, ingestion, training.get("heldout"))
+    specs, settings, heldout, pool = setup.specs, setup.rollout, setup.heldout, setup.pool
     everything = dict(algorithm=algorithm, training=training, environment=environment, rollout=rollout, prompt=prompt, reward=reward, evaluation=heldout.__dict__)
     checkpoints = checkpoint_directory(training.get("checkpoint_root", "data/06_models/rl_checkpoints"), everything, start.model)
     logger.info("RL (%s) checkpoints in %s", config.algorithm, checkpoints)

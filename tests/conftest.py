@@ -1,5 +1,10 @@
-"""Shared fixture of the evaluation tests: one torch thread (small tensors on a shared
-2-core machine run many times slower with two)."""
+"""Fixtures for the whole suite.
+
+Torch runs on one intra-op thread: on a 2-core machine shared with other work, two OpenMP
+threads per process oversubscribe the cores and the tiny models' small ops slow down many
+times over (measured: the conf/test default pipeline took 45 s with one thread and 340 s
+with two while another process kept the cores busy).
+"""
 
 from __future__ import annotations
 
