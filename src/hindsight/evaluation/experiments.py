@@ -112,7 +112,8 @@ def markdown_report(cells: pd.DataFrame, results: pd.DataFrame, preset: str, dat
 
 def learning_curves_plot(histories: pd.DataFrame):
     """Held-out success (average over task types) against environment steps: one line per
-    method (fraction 1.0), mean over seeds with a min-max band."""
+    method (fraction 1.0) through its evaluation points (by update), mean over seeds with a
+    min-max band, at the seeds' mean number of environment steps."""
     splits = sorted({m["split"] for c in histories.columns if (m := _METRIC.match(str(c))) and m["task_type"] == "all"})
     figure, axes = plt.subplots(1, max(len(splits), 1), figsize=(6 * max(len(splits), 1), 4), squeeze=False)
     full = histories[histories["fraction"] == 1.0] if "fraction" in histories else histories
@@ -122,9 +123,16 @@ def learning_curves_plot(histories: pd.DataFrame):
             points = full[(full["method"] == method) & full[column].notna()]
             if points.empty:
                 continue
-            by_step = points.groupby("charts/env_steps_total")[column].agg(["mean", "min", "max"])
-            axis.plot(by_step.index, 100 * by_step["mean"], marker="o", label=METHOD_LABELS[method])
-            axis.fill_between(by_step.index, 100 * by_step["min"], 100 * by_step["max"], alpha=0.15)
+            # seeds reach an evaluation point after different numbers of environment steps:
+            # align them by update, at the seeds' mean step count
+            by_update = points.groupby("update").agg(
+                steps=("charts/env_steps_total", "mean"),
+                mean=(column, "mean"),
+                low=(column, "min"),
+                high=(column, "max"),
+            )
+            axis.plot(by_update["steps"], 100 * by_update["mean"], marker="o", label=METHOD_LABELS[method])
+            axis.fill_between(by_update["steps"], 100 * by_update["low"], 100 * by_update["high"], alpha=0.15)
         axis.set_title(f"held-out ({split}) success vs environment steps")
         axis.set_xlabel("environment steps")
         axis.set_ylabel("success %")

@@ -15,7 +15,8 @@ overrides of the RL settings and of the starting checkpoint (ALGORITHMS.md secti
 
 A cell's key hashes its settings and the fingerprint of its inputs (the starting weights
 and the skill bank), so a re-run skips the cells already finished on the same data and
-redoes them when the data changed. A failed cell is recorded as failed; the grid goes on.
+redoes them when the data changed; display and memory settings (``EXECUTION_ONLY_SETTINGS``)
+are not part of it. A failed cell is recorded as failed; the grid goes on.
 """
 
 from __future__ import annotations
@@ -90,9 +91,27 @@ def cell_training_params(training: dict[str, Any], cell: Cell) -> tuple[str, dic
     return method["start_from"], rl
 
 
+EXECUTION_ONLY_SETTINGS = frozenset({"progress", "micro_batch_tokens"})
+"""Settings that change how a cell runs (a progress bar; how a mini-batch is split into
+micro-batches for memory, with the same loss) but not what it computes: left out of the key,
+like the number of torch threads, so changing them never retrains finished cells."""
+
+
+def _without_execution_settings(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_execution_settings(v) for k, v in value.items() if k not in EXECUTION_ONLY_SETTINGS}
+    if isinstance(value, list):
+        return [_without_execution_settings(v) for v in value]
+    return value
+
+
 def cell_key(cell: Cell, settings: dict[str, Any], input_fingerprint: str) -> str:
-    """Hash of everything that decides a cell's result."""
-    blob = json.dumps({"cell": cell.__dict__, "settings": settings, "inputs": input_fingerprint}, sort_keys=True, default=str)
+    """Hash of everything that decides a cell's result (execution-only settings left out)."""
+    blob = json.dumps(
+        {"cell": cell.__dict__, "settings": _without_execution_settings(settings), "inputs": input_fingerprint},
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha1(blob.encode()).hexdigest()[:16]
 
 
