@@ -1,8 +1,22 @@
 """Kedro project settings: configuration environments and project hooks."""
 
-from hindsight.hooks import DataVersionHooks, EnvironmentCheckHooks, ReportArtifactHooks, ReproducibilityHooks
+from hindsight.hooks import (
+    DataVersionHooks,
+    EnvironmentCheckHooks,
+    MemoryReleaseHooks,
+    NodeResourceHooks,
+    ReportArtifactHooks,
+    ReproducibilityHooks,
+)
 
-HOOKS = (EnvironmentCheckHooks(), ReproducibilityHooks(), DataVersionHooks(), ReportArtifactHooks())
+HOOKS = (
+    EnvironmentCheckHooks(),
+    ReproducibilityHooks(),
+    DataVersionHooks(),
+    ReportArtifactHooks(),
+    MemoryReleaseHooks(),
+    NodeResourceHooks(),
+)
 
 CONFIG_LOADER_ARGS = {
     "base_env": "base",

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from hindsight.algorithms import (
+    aggregation_count,
     aggregate_loss,
     empo_action_score,
     empo_step_rewards,
@@ -33,6 +34,21 @@ def test_aggregate_no_tokens_and_padding_values():
     padded = LOSS.clone()
     padded[2, 2] = float("inf")
     assert aggregate_loss(padded, MASK, "token-mean").item() == pytest.approx(7 / 3)
+
+
+@pytest.mark.parametrize("mode", ["token-mean", "seq-mean-token-mean", "seq-mean-token-sum"])
+def test_row_chunks_weighted_by_their_count_share_aggregate_as_the_whole(mode):
+    torch.manual_seed(0)
+    loss = torch.randn(5, 4)
+    mask = torch.tensor([[1, 1, 0, 0], [0, 0, 0, 0], [1, 1, 1, 1], [0, 1, 1, 0], [1, 0, 0, 0]])
+    whole = aggregate_loss(loss, mask, mode)
+    total = aggregation_count(mask, mode)
+    assert total == (9 if mode == "token-mean" else 4)
+    chunks = [slice(0, 2), slice(2, 3), slice(3, 5)]
+    pieces = sum(aggregate_loss(loss[c], mask[c], mode) * aggregation_count(mask[c], mode) / total for c in chunks)
+    torch.testing.assert_close(pieces, whole)
+    with pytest.raises(ValueError, match="unknown aggregation mode"):
+        aggregation_count(mask, "token-sum")
 
 
 def test_aggregate_unknown_mode():

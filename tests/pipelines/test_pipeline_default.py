@@ -109,3 +109,13 @@ def test_rl_policy_weights_differ_from_the_warmup_policy(run):
     assert warmup_state.keys() == trained_state.keys()
     changed = [name for name in warmup_state if not torch.equal(warmup_state[name], trained_state[name])]
     assert changed, "RL training left every weight as it was"
+
+
+def test_every_node_is_timed_with_the_run_peak_memory(run):
+    """``NodeResourceHooks``: seconds and peak resident memory of each node in MLflow."""
+    metrics = run.mlflow_run.data.metrics
+    for node in ("behaviour_cloning", "train_with_rl", "evaluate_rl_policy"):
+        assert metrics[f"node_seconds/{node}"] > 0, node
+        assert metrics[f"node_peak_rss_mb/{node}"] > 100, node  # torch alone is more than that
+    assert metrics["run_peak_rss_mb"] == max(v for k, v in metrics.items() if k.startswith("node_peak_rss_mb/"))
+    assert metrics["run_seconds"] >= sum(v for k, v in metrics.items() if k.startswith("node_seconds/"))

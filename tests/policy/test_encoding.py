@@ -69,3 +69,34 @@ def test_bad_inputs_raise_clear_errors(tokenizer):
         encode_ids([], [3, 4], max_length=8)
     with pytest.raises(ValueError, match="no samples"):
         collate([], 0)
+
+
+def test_padding_to_a_multiple_adds_only_left_padding(tokenizer, tiny_policy, gold_steps):
+    import torch
+
+    from hindsight.policy.logprobs import token_logprobs
+
+    samples = [encode_sample(tokenizer, s["prompt"], s["action"]) for s in gold_steps[:3]]
+    plain = collate(samples, tokenizer.pad_token_id)
+    rounded = collate(samples, tokenizer.pad_token_id, pad_to_multiple_of=64)
+    length = plain.input_ids.shape[1]
+    assert rounded.input_ids.shape[1] % 64 == 0 and length <= rounded.input_ids.shape[1] < length + 64
+    extra = rounded.input_ids.shape[1] - length
+    assert torch.equal(rounded.input_ids[:, extra:], plain.input_ids)
+    assert rounded.attention_mask[:, :extra].sum() == 0 and torch.equal(rounded.response_mask[:, extra:], plain.response_mask)
+    with torch.no_grad():
+        torch.testing.assert_close(
+            token_logprobs(tiny_policy.model, rounded)[:, extra:], token_logprobs(tiny_policy.model, plain), rtol=0, atol=1e-4
+        )
+
+
+def test_token_budget_chunks_keep_order_and_budget():
+    from hindsight.policy.encoding import token_budget_chunks
+
+    lengths = [10, 10, 30, 30, 30, 100, 5]
+    chunks = token_budget_chunks(range(7), lengths, 90)
+    assert [i for chunk in chunks for i in chunk] == list(range(7))
+    assert all(len(chunk) * max(lengths[i] for i in chunk) <= 90 or len(chunk) == 1 for chunk in chunks)
+    assert chunks == [[0, 1, 2], [3, 4], [5], [6]]
+    assert token_budget_chunks(range(7), lengths, None) == [list(range(7))]
+    assert token_budget_chunks([], lengths, 90) == []

@@ -123,3 +123,38 @@ def test_missing_skills_of_any_kind_give_no_distillation_signal():
 
     assert has_skill("open the fridge before taking the milk")
     assert not has_skill(None) and not has_skill(math.nan) and not has_skill("  ")
+
+
+@pytest.mark.parametrize("agg", ["token-mean", "seq-mean-token-mean", "seq-mean-token-sum"])
+def test_micro_batches_accumulate_the_same_gradient_as_one_pass(warm_policy, gold_examples, agg):
+    """A mini-batch run as one sample per micro-batch (budget 1 token) moves the weights as
+    the whole mini-batch in one pass does, with PPO, distillation (on some samples) and KL."""
+    tokenizer = warm_policy.tokenizer
+    samples = [make_sample(tokenizer, gold_examples[i], f"episode-{i}") for i in range(1, 5)]
+    old = response_logprobs(warm_policy.model, samples, 8, tokenizer.pad_token_id)
+    skills = {"episode-1": SKILL, "episode-2": None, "episode-3": SKILL, "episode-4": None}
+    teacher = skill_augmented_logprobs(warm_policy.model, tokenizer, samples, skills, 8)
+    advantages = [1.0, -0.5, 0.25, -1.0]
+    reference = copy.deepcopy(warm_policy.model)
+    with torch.no_grad():  # a reference that differs from the policy, so the KL term has a gradient
+        for parameter in reference.parameters():
+            parameter.add_(0.01 * torch.randn_like(parameter))
+
+    def step(micro_batch_tokens):
+        config = RLConfig(**{**CONFIG.__dict__, "loss_agg": agg, "kl_coef": 0.5, "micro_batch_tokens": micro_batch_tokens})
+        policy = copy.deepcopy(warm_policy)
+        before = [p.detach().clone() for p in policy.model.parameters()]
+        optimizer = torch.optim.SGD(policy.model.parameters(), lr=1.0)
+        metrics = update_policy(
+            policy, reference, optimizer, samples, torch.tensor(advantages), old, teacher, config,
+            torch.Generator().manual_seed(0),
+        )
+        delta = torch.cat([(p.detach() - b).flatten() for p, b in zip(policy.model.parameters(), before)])
+        return delta, metrics
+
+    whole, whole_metrics = step(None)
+    micro, micro_metrics = step(1)
+    assert whole.abs().max() > 0
+    torch.testing.assert_close(micro, whole, rtol=0, atol=1e-5 * float(whole.abs().max()))
+    for key in ("losses/ppo", "losses/opd", "kl/ref", "losses/total"):
+        assert micro_metrics[key] == pytest.approx(whole_metrics[key], rel=1e-4, abs=1e-7), key

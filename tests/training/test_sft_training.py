@@ -72,3 +72,37 @@ def test_lora_adapter_saves_and_reloads(lora_run, start_policy, gold_examples):
     expected = logits(lora_run["policy"], gold_examples)
     torch.testing.assert_close(logits(reloaded, gold_examples), expected, rtol=0, atol=1e-5)
     assert not torch.allclose(logits(start_policy, gold_examples), expected, atol=1e-4)  # the adapter matters
+
+
+def test_micro_batches_train_the_same_weights_as_whole_batches(start_policy, gold_examples):
+    """Two steps with every batch split into one-example pieces (budget 1 token) give the
+    weights of two steps over whole batches: the split bounds memory, not the loss."""
+    config = SFTConfig(learning_rate=1e-2, weight_decay=0.0, batch_size=8, max_steps=2, max_length=768, log_every=1)
+    weights = []
+    for budget in (None, 1):
+        policy = copy.deepcopy(start_policy)
+        history = train_sft(policy, pd.DataFrame(gold_examples), SFTConfig(**{**config.__dict__, "micro_batch_tokens": budget}))
+        weights.append((torch.cat([p.detach().flatten() for p in policy.model.parameters()]), history))
+    (whole, whole_history), (pieces, pieces_history) = weights
+    initial = torch.cat([p.detach().flatten() for p in start_policy.model.parameters()])
+    assert not torch.equal(whole, initial)
+    # AdamW's first steps move each weight by about +-lr whatever the gradient's size, so
+    # float-rounding differences of near-zero gradients can show; a wrong weighting of the
+    # pieces flips whole steps (2 x lr).
+    torch.testing.assert_close(pieces, whole, rtol=0, atol=0.1 * config.learning_rate)
+    assert pieces_history["loss"].tolist() == pytest.approx(whole_history["loss"].tolist(), rel=1e-4)
+
+
+def test_bf16_autocast_trains_and_keeps_float32_weights(start_policy, gold_examples):
+    policy = copy.deepcopy(start_policy)
+    config = SFTConfig(learning_rate=1e-2, weight_decay=0.0, batch_size=8, max_steps=12, max_length=768, log_every=1,
+                       bf16_autocast=True)
+    history = train_sft(policy, pd.DataFrame(gold_examples), config)
+    assert history["loss"].tail(3).mean() < 0.8 * history["loss"].head(3).mean()
+    assert all(p.dtype == torch.float32 for p in policy.model.parameters())
+
+
+def test_bf16_autocast_setting_is_checked():
+    assert SFTConfig(bf16_autocast="auto").bf16_autocast == "auto"
+    with pytest.raises(ValueError, match="bf16_autocast"):
+        SFTConfig(bf16_autocast="sometimes")

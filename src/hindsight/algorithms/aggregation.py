@@ -7,6 +7,12 @@ Modes (as in verl's ``agg_loss``):
 - ``seq-mean-token-sum``: mean over sequences of each sequence's masked token sum.
 Sequences with no masked token are left out of the sequence means. With no masked token at
 all the result is 0 (still connected to the graph).
+
+Every mode divides a sum over rows by a count that is also a sum over rows
+(``aggregation_count``: masked tokens, or sequences with a masked token). So a batch split
+into row chunks aggregates exactly as a whole when each chunk's loss is weighted by
+``aggregation_count(chunk) / aggregation_count(whole)``: how the trainer accumulates
+gradients over micro-batches without changing the loss.
 """
 
 from __future__ import annotations
@@ -21,6 +27,17 @@ def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     weights = mask.to(values.dtype)
     masked = torch.where(weights != 0, values * weights, torch.zeros_like(values))
     return masked.sum() / weights.sum().clamp(min=1.0)
+
+
+def aggregation_count(mask: torch.Tensor, mode: str) -> float:
+    """The denominator ``aggregate_loss`` divides by (before clamping at 1): the number of
+    masked tokens (``token-mean``) or of sequences with a masked token (the seq modes)."""
+    if mode not in AGGREGATION_MODES:
+        raise ValueError(f"unknown aggregation mode {mode!r}; choose one of {', '.join(AGGREGATION_MODES)}")
+    weights = mask.to(torch.float32)
+    if mode == "token-mean":
+        return float(weights.sum())
+    return float((weights.sum(dim=-1) > 0).sum())
 
 
 def aggregate_loss(loss_mat: torch.Tensor, mask: torch.Tensor, mode: str) -> torch.Tensor:

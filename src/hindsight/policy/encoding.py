@@ -171,13 +171,16 @@ def encode_sample(
     )
 
 
-def collate(samples: Sequence[EncodedSample], pad_token_id: int) -> TokenBatch:
+def collate(samples: Sequence[EncodedSample], pad_token_id: int, pad_to_multiple_of: int | None = None) -> TokenBatch:
     """Left-pad encoded samples into a ``TokenBatch``.
 
     Args:
         samples: Encoded samples. ``allowed_ids`` is built when any sample has them
             (positions of samples without them are unrestricted: all -1).
         pad_token_id: The id written into padding positions.
+        pad_to_multiple_of: Round the batch length up to a multiple of this. Under bf16
+            autocast on CPU every new sequence length builds and keeps new oneDNN kernels
+            (measured: +40 MB per length, 4.3 GB after 60 lengths); few lengths, little memory.
 
     Returns:
         The batch; ``response_mask`` covers each sample's response ids exactly.
@@ -185,6 +188,8 @@ def collate(samples: Sequence[EncodedSample], pad_token_id: int) -> TokenBatch:
     if not samples:
         raise ValueError("collate: no samples.")
     length = max(len(sample.input_ids) for sample in samples)
+    if pad_to_multiple_of:
+        length = -(-length // pad_to_multiple_of) * pad_to_multiple_of
     batch_size = len(samples)
     input_ids = torch.full((batch_size, length), int(pad_token_id), dtype=torch.long)
     attention_mask = torch.zeros((batch_size, length), dtype=torch.long)
@@ -206,3 +211,24 @@ def collate(samples: Sequence[EncodedSample], pad_token_id: int) -> TokenBatch:
                 if ids_here:
                     allowed[row, response_start + offset, : len(ids_here)] = torch.tensor(ids_here, dtype=torch.long)
     return TokenBatch(input_ids=input_ids, attention_mask=attention_mask, response_mask=response_mask, allowed_ids=allowed)
+
+
+def token_budget_chunks(indices: Sequence[int], lengths: Sequence[int], token_budget: int | None) -> list[list[int]]:
+    """Cut ``indices`` (in the given order) into consecutive chunks whose padded size
+    (rows x longest sequence in the chunk) stays within ``token_budget``; a sequence longer
+    than the budget gets a chunk of its own. ``None``: one chunk. Sort the indices by length
+    first to waste little padding."""
+    indices = list(indices)
+    if token_budget is None or not indices:
+        return [indices] if indices else []
+    chunks: list[list[int]] = []
+    longest = 0
+    for index in indices:
+        length = lengths[index]
+        if chunks and (len(chunks[-1]) + 1) * max(longest, length) <= token_budget:
+            chunks[-1].append(index)
+            longest = max(longest, length)
+        else:
+            chunks.append([index])
+            longest = length
+    return chunks

@@ -36,7 +36,7 @@ import torch
 from transformers import DynamicCache
 
 from hindsight.policy.constrained import ActionTrie, pad_allowed, restricted_log_softmax, sample_from_logprobs
-from hindsight.policy.encoding import encode_prompt, truncate_prompt
+from hindsight.policy.encoding import encode_prompt, token_budget_chunks, truncate_prompt
 from hindsight.policy.logprobs import accepts_logits_to_keep
 
 logger = logging.getLogger(__name__)
@@ -209,15 +209,7 @@ def _length_chunks(prompt_ids: list[list[int]], token_budget: int | None) -> lis
     """Row indices sorted by prompt length (identical prompts adjacent), cut into chunks
     whose padded size (rows x longest prompt) stays within ``token_budget``."""
     order = sorted(range(len(prompt_ids)), key=lambda index: (len(prompt_ids[index]), prompt_ids[index]))
-    if token_budget is None:
-        return [order]
-    chunks: list[list[int]] = []
-    for index in order:
-        if chunks and (len(chunks[-1]) + 1) * len(prompt_ids[index]) <= token_budget:
-            chunks[-1].append(index)
-        else:
-            chunks.append([index])
-    return chunks
+    return token_budget_chunks(order, [len(ids) for ids in prompt_ids], token_budget)
 
 
 def _response_text(tokenizer, row: _Row, config: SamplingConfig) -> str:

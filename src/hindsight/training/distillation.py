@@ -13,9 +13,13 @@ from typing import Sequence
 import pandas as pd
 import torch
 
+from hindsight.policy.encoding import token_budget_chunks
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.skills.injection import inject_skill
 from hindsight.training.samples import ResponseSample, collate_responses
+
+SCORING_TOKEN_BUDGET = 8192
+"""Padded tokens per no-grad scoring pass (batch rows x longest sequence)."""
 
 SCORES_COLUMNS = ["episode_id", "step", "token_index", "token", "logp_plain", "logp_skill", "gap", "gate"]
 
@@ -26,15 +30,25 @@ def has_skill(skill) -> bool:
 
 
 @torch.no_grad()
-def response_logprobs(model, samples: Sequence[ResponseSample], batch_size: int, pad_token_id: int) -> list[torch.Tensor]:
+def response_logprobs(
+    model,
+    samples: Sequence[ResponseSample],
+    batch_size: int,
+    pad_token_id: int,
+    token_budget: int | None = SCORING_TOKEN_BUDGET,
+) -> list[torch.Tensor]:
     """Per sample, the log-probs of its response tokens (1-D, response order), no grad.
 
-    Each is taken under the sample's own decoding restriction (its allowed ids)."""
+    Each is taken under the sample's own decoding restriction (its allowed ids). Samples go
+    through the model in batches of at most ``batch_size`` rows and ``token_budget`` padded
+    tokens (bounded memory, whatever the prompt lengths)."""
     was_training = model.training
     model.eval()
     out: list[torch.Tensor] = []
-    for start in range(0, len(samples), batch_size):
-        chunk = samples[start : start + batch_size]
+    lengths = [len(sample.encoded.input_ids) for sample in samples]
+    rows = [list(range(start, min(start + batch_size, len(samples)))) for start in range(0, len(samples), batch_size)]
+    for indices in (part for block in rows for part in token_budget_chunks(block, lengths, token_budget)):
+        chunk = [samples[i] for i in indices]
         batch = collate_responses(chunk, pad_token_id)
         logp = token_logprobs(model, batch.tokens.to(next(model.parameters()).device))[:, -batch.response_width :].float().cpu()
         for row, sample in zip(logp, chunk):

@@ -40,6 +40,7 @@ import torch
 
 from hindsight import algorithms
 from hindsight.policy.generation import generate_text
+from hindsight.policy.encoding import token_budget_chunks
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.rollout.engine import RolloutConfig, TaskRef, run_rollouts
 from hindsight.skills.episodes import episodes_from_table
@@ -165,6 +166,49 @@ def _pad_right_aligned(rows: Sequence[torch.Tensor], width: int) -> torch.Tensor
     return out
 
 
+def _micro_batch_losses(
+    model,
+    chunk: Sequence[ResponseSample],
+    pad: int,
+    advantage: torch.Tensor,
+    old_rows: Sequence[torch.Tensor],
+    teacher_rows: Sequence[torch.Tensor | None],
+    reference_rows: Sequence[torch.Tensor] | None,
+    config: RLConfig,
+    device,
+):
+    """The aggregated loss terms of one micro-batch (each over its own tokens), their masks
+    and their metrics: ``{term: (loss, mask, metrics)}`` for ppo, opd and kl."""
+    batch = collate_responses(chunk, pad)
+    width = batch.response_width
+    tokens = batch.tokens.to(device)
+    logp = token_logprobs(model, tokens)[:, -width:].float().cpu()
+    mask = tokens.response_mask[:, -width:].float().cpu()
+    old = _pad_right_aligned(old_rows, width)
+    has_teacher = torch.tensor([row is not None for row in teacher_rows], dtype=torch.float32)
+    teacher = _pad_right_aligned(
+        [row if row is not None else torch.zeros(len(sample.response_ids)) for row, sample in zip(teacher_rows, chunk)],
+        width,
+    )
+    distill_mask = mask * has_teacher[:, None]
+    if config.algorithm == "opid":
+        advantage = algorithms.opid_advantages(advantage, teacher, old, distill_mask, weight=config.opid_weight)
+    terms = {}
+    loss, ppo_metrics = algorithms.ppo_clip_loss(
+        logp, old, advantage, mask,
+        clip_low=config.clip_low, clip_high=config.clip_high, dual_clip=config.dual_clip, agg=config.loss_agg,
+    )
+    terms["ppo"] = (loss, mask, {f"ppo/{k}": float(v) for k, v in ppo_metrics.items()})
+    if config.algorithm == "seed" and config.distill and distill_mask.sum() > 0:
+        opd, opd_metrics = algorithms.opd_loss(logp, teacher, distill_mask, gate_beta=config.gate_beta, agg=config.loss_agg)
+        terms["opd"] = (opd, distill_mask, {f"opd/{k}": float(v) for k, v in opd_metrics.items()})
+    if reference_rows is not None:
+        reference = _pad_right_aligned(reference_rows, width)
+        kl = algorithms.aggregate_loss(algorithms.kl_low_var(logp, reference), mask, config.loss_agg)
+        terms["kl"] = (kl, mask, {})
+    return terms
+
+
 def update_policy(
     policy,
     reference_model,
@@ -177,8 +221,16 @@ def update_policy(
     generator: torch.Generator,
 ) -> dict[str, float]:
     """PPO epochs over mini-batches; returns the mean of every logged metric over the
-    mini-batches that logged it (the opd metrics only over those with distilled tokens)."""
+    mini-batches that logged it (the opd metrics only over those with distilled tokens).
+
+    A mini-batch is one optimizer step. Its forward/backward passes run over micro-batches
+    of at most ``config.micro_batch_tokens`` padded tokens (samples sorted by length), each
+    term's loss weighted by its micro-batch's share of the term's aggregation count
+    (``algorithms.aggregation_count``), so the accumulated gradient is the mini-batch's
+    gradient while the activation memory is bounded by the budget, not the batch size.
+    """
     model, pad = policy.model, policy.tokenizer.pad_token_id
+    coefficient = {"ppo": 1.0, "opd": config.opd_coef, "kl": config.kl_coef}
     reference_logp = response_logprobs(reference_model, samples, config.mini_batch_size, pad) if config.kl_coef else None
     model.train()
     sums: dict[str, float] = {}
@@ -186,46 +238,35 @@ def update_policy(
     for _ in range(config.ppo_epochs):
         order = torch.randperm(len(samples), generator=generator).tolist()
         for start in range(0, len(order), config.mini_batch_size):
-            index = order[start : start + config.mini_batch_size]
-            chunk = [samples[i] for i in index]
-            batch = collate_responses(chunk, pad)
-            width = batch.response_width
-            tokens = batch.tokens.to(policy.device)
-            logp = token_logprobs(model, tokens)[:, -width:].float().cpu()
-            mask = tokens.response_mask[:, -width:].float().cpu()
-            old = _pad_right_aligned([old_logp[i] for i in index], width)
-            advantage = advantages[index]
-            metrics: dict[str, float] = {}
-
-            has_teacher = torch.tensor([teacher_logp[i] is not None for i in index], dtype=torch.float32)
-            teacher = _pad_right_aligned(
-                [teacher_logp[i] if teacher_logp[i] is not None else torch.zeros(len(samples[i].response_ids)) for i in index],
-                width,
-            )
-            distill_mask = mask * has_teacher[:, None]
-            if config.algorithm == "opid":
-                advantage = algorithms.opid_advantages(advantage, teacher, old, distill_mask, weight=config.opid_weight)
-
-            loss, ppo_metrics = algorithms.ppo_clip_loss(
-                logp, old, advantage, mask,
-                clip_low=config.clip_low, clip_high=config.clip_high, dual_clip=config.dual_clip, agg=config.loss_agg,
-            )
-            metrics.update({f"ppo/{k}": float(v) for k, v in ppo_metrics.items()})
-            metrics["losses/ppo"] = float(loss.detach())
-            if config.algorithm == "seed" and config.distill and distill_mask.sum() > 0:
-                opd, opd_metrics = algorithms.opd_loss(logp, teacher, distill_mask, gate_beta=config.gate_beta, agg=config.loss_agg)
-                loss = loss + config.opd_coef * opd
-                metrics.update({f"opd/{k}": float(v) for k, v in opd_metrics.items()})
-                metrics["losses/opd"] = float(opd.detach())
-            if reference_logp is not None:
-                reference = _pad_right_aligned([reference_logp[i] for i in index], width)
-                kl = algorithms.aggregate_loss(algorithms.kl_low_var(logp, reference), mask, config.loss_agg)
-                loss = loss + config.kl_coef * kl
-                metrics["kl/ref"] = float(kl.detach())
-            metrics["losses/total"] = float(loss.detach())
-
+            index = sorted(order[start : start + config.mini_batch_size], key=lambda i: len(samples[i].encoded.input_ids))
+            lengths = {i: len(samples[i].encoded.input_ids) for i in index}
+            micro_batches = token_budget_chunks(index, lengths, config.micro_batch_tokens)
+            totals = _aggregation_totals(samples, micro_batches, teacher_logp, config)
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            losses: dict[str, float] = {}
+            weighted: dict[str, float] = {}
+            for micro in micro_batches:
+                terms = _micro_batch_losses(
+                    model, [samples[i] for i in micro], pad, advantages[micro],
+                    [old_logp[i] for i in micro], [teacher_logp[i] for i in micro],
+                    [reference_logp[i] for i in micro] if reference_logp is not None else None,
+                    config, policy.device,
+                )
+                total = torch.zeros(())
+                for name, (loss, mask, metrics) in terms.items():
+                    share = algorithms.aggregation_count(mask, config.loss_agg) / max(totals[name], 1.0)
+                    total = total + coefficient[name] * share * loss
+                    losses[name] = losses.get(name, 0.0) + share * float(loss.detach())
+                    for key, value in metrics.items():  # token-weighted mean over the micro-batches
+                        weighted[key] = weighted.get(key, 0.0) + share * value
+                total.backward()
+            metrics = dict(weighted)
+            metrics["losses/ppo"] = losses["ppo"]
+            if "opd" in losses:
+                metrics["losses/opd"] = losses["opd"]
+            if "kl" in losses:
+                metrics["kl/ref"] = losses["kl"]
+            metrics["losses/total"] = sum(coefficient[name] * value for name, value in losses.items())
             metrics["losses/grad_norm"] = float(
                 torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], config.max_grad_norm)
             )
@@ -235,6 +276,26 @@ def update_policy(
                 counts[key] = counts.get(key, 0) + 1
     model.eval()
     return {key: value / counts[key] for key, value in sums.items()}
+
+
+def _aggregation_totals(
+    samples: Sequence[ResponseSample],
+    micro_batches: Sequence[Sequence[int]],
+    teacher_logp: Sequence[torch.Tensor | None],
+    config: RLConfig,
+) -> dict[str, float]:
+    """Each loss term's aggregation count over the whole mini-batch (ppo and kl: response
+    tokens; opd: response tokens of samples with a teacher), summed from per-sample masks."""
+    totals = {"ppo": 0.0, "opd": 0.0, "kl": 0.0}
+    for micro in micro_batches:
+        for i in micro:
+            row = torch.ones(1, len(samples[i].response_ids))
+            count = algorithms.aggregation_count(row, config.loss_agg)
+            totals["ppo"] += count
+            totals["kl"] += count
+            if teacher_logp[i] is not None:
+                totals["opd"] += count
+    return totals
 
 
 def train_rl(

@@ -35,6 +35,10 @@ class RLConfig:
     """Passes over each rollout batch."""
     mini_batch_size: int = 64
     """Step samples per optimizer step."""
+    micro_batch_tokens: int | None = 8192
+    """Padded tokens per forward/backward pass: a mini-batch runs as micro-batches within
+    this budget with gradients accumulated (same loss, bounded activation memory; None:
+    the whole mini-batch in one pass)."""
     clip_low: float = 0.2
     """PPO epsilon below 1."""
     clip_high: float = 0.2
@@ -63,8 +67,9 @@ class RLConfig:
     """SEED skills: on_policy (the current policy writes them) or fixed_bank (ablation)."""
     distill: bool = True
     """SEED: False drops the distillation loss (ablation: plain GRPO from Stage 1)."""
-    analyzer_max_new_tokens: int = 96
-    """Token limit of one skill analysis written by the policy."""
+    analyzer_max_new_tokens: int = 384
+    """Token limit of one skill analysis written by the policy: at least the length of the
+    analyzer's SFT targets, or every analysis is cut before its JSON closes."""
     analyzer_max_prompt_chars: int = 6000
     """Cap on the analysis prompt (keep equal to skills.analyzer_max_prompt_chars, which
     built the analyzer's SFT set)."""
@@ -85,6 +90,8 @@ class RLConfig:
             raise ValueError(f"training.rl.skill_source must be one of {SKILL_SOURCES}, got {self.skill_source!r}")
         if not 0 < self.task_fraction <= 1:
             raise ValueError(f"training.rl.task_fraction must be in (0, 1], got {self.task_fraction}")
+        if self.micro_batch_tokens is not None and self.micro_batch_tokens < 1:
+            raise ValueError(f"training.rl.micro_batch_tokens must be a positive token count or null, got {self.micro_batch_tokens}")
 
     @classmethod
     def from_params(cls, params: dict | None) -> "RLConfig":
