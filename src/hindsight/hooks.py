@@ -257,10 +257,10 @@ class NodeResourceHooks:
     def after_node_run(self, node) -> None:
         seconds = time.perf_counter() - self._started.pop(node.name, time.perf_counter())
         peak_mb = self._sampler.peak() / 2**20 if self._sampler is not None else float("nan")
-        self._rows.append((node.name, seconds, peak_mb))
+        short = node.name.split("(")[0].strip()
+        self._rows.append((short, seconds, peak_mb))
         from hindsight import tracking
 
-        short = node.name.split("(")[0].strip()
         # the run totals so far: kedro-mlflow closes the MLflow run before after_pipeline_run
         # hooks of other plugins run, so the last node's values are the run's
         tracking.log_metrics(
@@ -283,7 +283,7 @@ class NodeResourceHooks:
         logger.info("Node times and peak memory (Python + JVM), slowest first:")
         for name, seconds, peak_mb in sorted(self._rows, key=lambda row: -row[1]):
             if seconds >= 1.0:
-                logger.info("  %-34s %7.1f s %7.0f MB", name.split("(")[0].strip()[:34], seconds, peak_mb)
+                logger.info("  %-34s %7.1f s %7.0f MB", name[:34], seconds, peak_mb)
         logger.info("  %-34s %7.1f s %7.0f MB", "pipeline (all nodes)", total, peak)
 
     @hook_impl

@@ -231,17 +231,21 @@ def update_policy(
     """
     model, pad = policy.model, policy.tokenizer.pad_token_id
     coefficient = {"ppo": 1.0, "opd": config.opd_coef, "kl": config.kl_coef}
-    reference_logp = response_logprobs(reference_model, samples, config.mini_batch_size, pad) if config.kl_coef else None
+    reference_logp = (
+        response_logprobs(reference_model, samples, config.mini_batch_size, pad, token_budget=config.micro_batch_tokens)
+        if config.kl_coef
+        else None
+    )
+    lengths = [len(sample.encoded.input_ids) for sample in samples]
     model.train()
     sums: dict[str, float] = {}
     counts: dict[str, int] = {}
     for _ in range(config.ppo_epochs):
         order = torch.randperm(len(samples), generator=generator).tolist()
         for start in range(0, len(order), config.mini_batch_size):
-            index = sorted(order[start : start + config.mini_batch_size], key=lambda i: len(samples[i].encoded.input_ids))
-            lengths = {i: len(samples[i].encoded.input_ids) for i in index}
+            index = sorted(order[start : start + config.mini_batch_size], key=lambda i: lengths[i])
             micro_batches = token_budget_chunks(index, lengths, config.micro_batch_tokens)
-            totals = _aggregation_totals(samples, micro_batches, teacher_logp, config)
+            totals = _aggregation_totals(samples, index, teacher_logp, config)
             optimizer.zero_grad(set_to_none=True)
             losses: dict[str, float] = {}
             weighted: dict[str, float] = {}
@@ -279,23 +283,19 @@ def update_policy(
 
 
 def _aggregation_totals(
-    samples: Sequence[ResponseSample],
-    micro_batches: Sequence[Sequence[int]],
-    teacher_logp: Sequence[torch.Tensor | None],
-    config: RLConfig,
+    samples: Sequence[ResponseSample], index: Sequence[int], teacher_logp: Sequence[torch.Tensor | None], config: RLConfig
 ) -> dict[str, float]:
-    """Each loss term's aggregation count over the whole mini-batch (ppo and kl: response
-    tokens; opd: response tokens of samples with a teacher), summed from per-sample masks."""
-    totals = {"ppo": 0.0, "opd": 0.0, "kl": 0.0}
-    for micro in micro_batches:
-        for i in micro:
-            row = torch.ones(1, len(samples[i].response_ids))
-            count = algorithms.aggregation_count(row, config.loss_agg)
-            totals["ppo"] += count
-            totals["kl"] += count
-            if teacher_logp[i] is not None:
-                totals["opd"] += count
-    return totals
+    """Each loss term's aggregation count over the whole mini-batch: its masks are every
+    response (ppo, kl) or the responses with a teacher (opd), one row per sample."""
+
+    def count(rows: list[int]) -> float:
+        mask = torch.zeros(len(rows), max((len(samples[i].response_ids) for i in rows), default=0))
+        for row, i in enumerate(rows):
+            mask[row, : len(samples[i].response_ids)] = 1
+        return algorithms.aggregation_count(mask, config.loss_agg)
+
+    every = count(list(index))
+    return {"ppo": every, "kl": every, "opd": count([i for i in index if teacher_logp[i] is not None])}
 
 
 def train_rl(

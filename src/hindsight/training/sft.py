@@ -72,6 +72,8 @@ class SFTConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.bf16_autocast, bool) and self.bf16_autocast != "auto":
             raise ValueError(f"sft.bf16_autocast must be true, false or \"auto\", got {self.bf16_autocast!r}")
+        if self.micro_batch_tokens is not None and self.micro_batch_tokens < 1:
+            raise ValueError(f"sft.micro_batch_tokens must be a positive token count or null, got {self.micro_batch_tokens}")
 
     @classmethod
     def from_params(cls, params: dict | None) -> "SFTConfig":
