@@ -125,3 +125,15 @@ def test_partial_checkpoint_directory_is_ignored(tmp_path, resumed):
 def test_resumed_run_trains_the_given_policy_in_place(resumed):
     _, second, _, restarted = resumed
     assert second.policy is restarted
+
+
+def test_rerunning_a_finished_run_returns_its_last_tables(uninterrupted, twc_tasks):
+    """A finished run started again trains nothing and gives back the last update's rollout
+    and skills tables (the catalog would otherwise get empty versions of them)."""
+    full, directory = uninterrupted
+    assert not full.last_rollout.empty and not full.skills.empty
+    again = run(copy.deepcopy(full.policy), twc_tasks, directory)
+    assert again.history["update"].tolist() == [1, 2, 3]
+    pd.testing.assert_frame_equal(again.last_rollout, full.last_rollout)
+    pd.testing.assert_frame_equal(again.skills, full.skills)
+

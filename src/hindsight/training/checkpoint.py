@@ -3,7 +3,8 @@
 A checkpoint is a directory ``<root>/update_<NNNNNN>/`` holding the policy (an ordinary HF
 directory under ``policy/``) and ``state.pt``: optimizer and scheduler states, the RNG
 states of Python, NumPy and torch (and of any named ``torch.Generator``), the update
-counter, and any extra picklable state (the skill bank, the metric history).
+counter, and any extra picklable state (the skill bank, the metric history, the last
+update's rollout and skills tables).
 
 Writes are atomic: the directory is written under a temporary name and renamed when
 complete, so a run killed during a save leaves the previous checkpoint as the latest one.

@@ -337,6 +337,7 @@ def train_rl(
     history: list[dict[str, float]] = []
     start_update = 0
     skill_bank = dict(skill_bank or {})
+    skills_table, rollout_table = pd.DataFrame(), pd.DataFrame()
     if checkpoint_dir is not None and (checkpoint := latest_checkpoint(checkpoint_dir)) is not None:
         from hindsight.policy.model import load_policy
 
@@ -353,10 +354,12 @@ def train_rl(
         restore_rng_state(state.rng, {"minibatch": generator})
         history = list(state.extra.get("history", []))
         skill_bank = dict(state.extra.get("skill_bank", skill_bank))
+        # The last update's tables, so that re-running a finished run returns them, not empty ones.
+        skills_table = state.extra.get("last_skills", skills_table)
+        rollout_table = state.extra.get("last_rollout", rollout_table)
         start_update = state.update
         logger.info("Resuming RL from %s (update %d)", checkpoint, start_update)
 
-    skills_table, rollout_table = pd.DataFrame(), pd.DataFrame()
     reference_model.eval()
     for update in range(start_update, config.updates):
         if stop_after_updates is not None and update - start_update >= stop_after_updates:
@@ -414,7 +417,7 @@ def train_rl(
             save_checkpoint(
                 checkpoint_dir, done, policy, optimizer,
                 generators={"minibatch": generator},
-                extra={"history": history, "skill_bank": skill_bank},
+                extra={"history": history, "skill_bank": skill_bank, "last_skills": skills_table, "last_rollout": rollout_table},
             )
     return RLRunResult(policy=policy, history=pd.DataFrame(history), skills=skills_table, last_rollout=rollout_table)
 
