@@ -12,6 +12,8 @@ from hindsight.envs import EnvironmentConfigError, EnvironmentCrashedError, Envi
 from hindsight.envs.java_backend import JavaBackend
 from hindsight.envs.scienceworld import ScienceWorldEnvironment, ambiguous_options, is_invalid_action_reply
 
+from episodes import play
+
 FIND_ANIMAL = EnvironmentSpec("scienceworld", "find-animal", {"simplification": "easy"}, max_steps=100)
 
 
@@ -20,15 +22,6 @@ def find_animal():
     env = make_env(FIND_ANIMAL)
     yield env
     env.close()
-
-
-def play(env, actions):
-    results = []
-    for action in actions:
-        results.append(env.step(action))
-        if results[-1][2] or results[-1][3]:
-            break
-    return results
 
 
 def test_gold_sequence_wins(find_animal):

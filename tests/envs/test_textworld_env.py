@@ -8,6 +8,8 @@ from hindsight.envs import EnvironmentConfigError, EnvironmentCrashedError, Envi
 from hindsight.envs.textworld_env import INVALID_ACTION_OBSERVATION, clean_feedback
 from hindsight.envs.textworld_games import game_folder, game_settings
 
+from episodes import play
+
 # TextWorld games are "not fully supported" by Jericho by design (TextWorld tracks score and
 # moves itself); TextWorld silences that warning at import, pytest re-enables it per test.
 pytestmark = pytest.mark.filterwarnings("ignore:Game .* is not fully supported")
@@ -26,15 +28,6 @@ def tiny(cache_dir):
     env.reset(env.seeds("train", 1)[0], "train")  # generates the one game of the module
     yield env
     env.close()
-
-
-def play(env, actions):
-    results = []
-    for action in actions:
-        results.append(env.step(action))
-        if results[-1][2] or results[-1][3]:
-            break
-    return results
 
 
 def test_gold_sequence_wins(tiny):

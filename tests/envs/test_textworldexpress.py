@@ -16,6 +16,8 @@ from hindsight.envs.textworldexpress import (
     TextWorldExpressEnvironment,
 )
 
+from episodes import play
+
 TWC = EnvironmentSpec("textworldexpress", "twc", {"numLocations": 1, "numItemsToPutAway": 2}, max_steps=30)
 COOKING = EnvironmentSpec(
     "textworldexpress",
@@ -45,15 +47,6 @@ def wait_until_dead(backend, timeout=30.0):
     while backend.is_alive and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not backend.is_alive
-
-
-def play(env, actions):
-    results = []
-    for action in actions:
-        results.append(env.step(action))
-        if results[-1][2] or results[-1][3]:
-            break
-    return results
 
 
 @pytest.mark.parametrize("split", ["train", "dev", "test"])

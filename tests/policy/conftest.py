@@ -9,39 +9,21 @@ import pytest
 
 os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
 
-from hindsight.envs import make_env  # noqa: E402
 from hindsight.envs.base import EnvironmentSpec  # noqa: E402
 from hindsight.policy.model import build_policy  # noqa: E402
-from hindsight.policy.prompts import PromptConfig, build_prompt  # noqa: E402
 from hindsight.policy.tokenizer import train_tokenizer  # noqa: E402
+
+from episodes import gold_steps as gold_steps_of  # noqa: E402
 
 TWC_SPEC = EnvironmentSpec(
     "textworldexpress", "twc", {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}, max_steps=12
 )
 
 
-def collect_gold_steps(spec: EnvironmentSpec, episodes: int, prompt_config: PromptConfig | None = None) -> list[dict]:
-    """(prompt, action, valid_actions) of every step of ``episodes`` gold episodes."""
-    env = make_env(spec)
-    steps = []
-    try:
-        for seed in env.seeds("train", episodes):
-            observation, info = env.reset(seed, "train")
-            history = []
-            for action in env.gold_actions():
-                prompt = build_prompt(info["task"], history, observation, info["valid_actions"], config=prompt_config)
-                steps.append({"prompt": prompt, "action": action, "valid_actions": list(info["valid_actions"])})
-                history.append((observation, action))
-                observation, _, _, _, info = env.step(action)
-    finally:
-        env.close()
-    return steps
-
-
 @pytest.fixture(scope="session")
 def gold_steps() -> list[dict]:
     """Steps of 6 gold twc episodes (real environment)."""
-    return collect_gold_steps(TWC_SPEC, 6)
+    return gold_steps_of(TWC_SPEC, 6)
 
 
 @pytest.fixture(scope="session")

@@ -9,12 +9,12 @@ import pytest
 
 os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
 
-from hindsight.envs import make_env  # noqa: E402
 from hindsight.envs.base import EnvironmentSpec  # noqa: E402
 from hindsight.policy.model import build_policy  # noqa: E402
-from hindsight.policy.prompts import build_prompt  # noqa: E402
 from hindsight.policy.tokenizer import train_tokenizer  # noqa: E402
 from hindsight.rollout.tasks import make_tasks  # noqa: E402
+
+from episodes import gold_steps  # noqa: E402
 
 TWC_SPEC = EnvironmentSpec(
     "textworldexpress", "twc", {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}, max_steps=8
@@ -30,18 +30,7 @@ def twc_spec() -> EnvironmentSpec:
 @pytest.fixture(scope="session")
 def rollout_tokenizer():
     """A tokenizer trained on the prompts and actions of 4 gold twc episodes."""
-    env = make_env(TWC_SPEC)
-    texts = []
-    try:
-        for seed in env.seeds("train", 4):
-            observation, info = env.reset(seed, "train")
-            history = []
-            for action in env.gold_actions():
-                texts += [build_prompt(info["task"], history, observation, info["valid_actions"]), action]
-                history.append((observation, action))
-                observation, _, _, _, info = env.step(action)
-    finally:
-        env.close()
+    texts = [text for step in gold_steps(TWC_SPEC, 4) for text in (step["prompt"], step["action"])]
     return train_tokenizer(texts, vocab_size=1024)
 
 

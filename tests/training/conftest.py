@@ -14,13 +14,13 @@ import torch
 
 os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
 
-from hindsight.envs import make_env  # noqa: E402
 from hindsight.envs.base import EnvironmentSpec  # noqa: E402
 from hindsight.policy.model import build_policy  # noqa: E402
-from hindsight.policy.prompts import build_prompt  # noqa: E402
 from hindsight.policy.tokenizer import train_tokenizer  # noqa: E402
 from hindsight.rollout.tasks import make_tasks  # noqa: E402
 from hindsight.training.sft import SFTConfig, train_sft  # noqa: E402
+
+from episodes import gold_steps  # noqa: E402
 
 TWC_PARAMS = {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}
 TWC_SPEC = EnvironmentSpec("textworldexpress", "twc", TWC_PARAMS, max_steps=8)
@@ -35,20 +35,8 @@ def twc_spec() -> EnvironmentSpec:
 @pytest.fixture(scope="session")
 def gold_examples() -> list[dict]:
     """(prompt, response, valid_actions) of every step of 4 gold twc episodes."""
-    env = make_env(EnvironmentSpec("textworldexpress", "twc", TWC_PARAMS, max_steps=30))
-    examples = []
-    try:
-        for seed in env.seeds("train", 4):
-            observation, info = env.reset(seed, "train")
-            history = []
-            for action in env.gold_actions():
-                prompt = build_prompt(info["task"], history, observation, info["valid_actions"])
-                examples.append({"prompt": prompt, "response": action, "valid_actions": list(info["valid_actions"])})
-                history.append((observation, action))
-                observation, _, _, _, info = env.step(action)
-    finally:
-        env.close()
-    return examples
+    steps = gold_steps(EnvironmentSpec("textworldexpress", "twc", TWC_PARAMS, max_steps=30), 4)
+    return [{"prompt": s["prompt"], "response": s["action"], "valid_actions": s["valid_actions"]} for s in steps]
 
 
 @pytest.fixture(scope="session")
