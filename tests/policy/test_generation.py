@@ -106,3 +106,22 @@ def test_generate_text_is_greedy_free_text(tiny_policy, gold_steps):
     texts = generate_text(tiny_policy, prompts, max_new_tokens=12)
     assert len(texts) == 3 and all(isinstance(text, str) for text in texts)
     assert texts == generate_text(tiny_policy, prompts, max_new_tokens=12)
+
+
+def test_stop_strings_end_free_generation_and_cut_the_text(tiny_policy, gold_steps):
+    """With a stop string, a row ends at the first token containing it (and at no earlier
+    token), and its text is cut before the string."""
+    prompts = [s["prompt"] for s in gold_steps[:8]]
+    config = SamplingConfig(constrained=False, temperature=1.0, max_new_tokens=40, stop_at_newline=False, stop_strings=("e",))
+    generations = generate(tiny_policy, prompts, config=config, generator=torch.Generator().manual_seed(1))
+    tokenizer = tiny_policy.tokenizer
+    ended_by_stop = 0
+    for generation in generations:
+        pieces = [tokenizer.decode([token]) for token in generation.response_ids]
+        assert not any("e" in piece for piece in pieces[:-1])
+        assert "e" not in generation.text
+        if "e" in pieces[-1]:
+            ended_by_stop += 1
+            assert generation.finished
+            assert generation.text == tokenizer.decode(generation.response_ids, skip_special_tokens=True).split("e", 1)[0].strip()
+    assert ended_by_stop > 0  # "e" is in many tokens: an untrained model samples one within 40

@@ -16,7 +16,7 @@
    - constrained rows walk a trie over their valid actions (``constrained.ActionTrie``):
      only the allowed ids are considered, renormalised;
    - free rows use the whole vocabulary and stop at EOS, at a token containing a newline
-     (when ``stop_at_newline``) or after ``max_new_tokens``.
+     (when ``stop_at_newline``) or one of ``stop_strings``, or after ``max_new_tokens``.
    Sampling uses ``temperature`` and ``top_p`` (temperature 0 = greedy) with a seeded
    ``torch.Generator``. Rows that finish leave the batch (their cache rows are dropped).
 4. For every sampled token the log-prob under the policy's own T=1 distribution (restricted
@@ -56,6 +56,12 @@ class SamplingConfig:
     """Restrict decoding to the valid actions (a token trie); else free generation."""
     stop_at_newline: bool = True
     """Free generation ends at the first token containing a newline."""
+    stop_strings: tuple[str, ...] = ()
+    """Free generation also ends at the first token containing any of these; the text is cut
+    before the first occurrence (e.g. ``('"',)`` to end a JSON string)."""
+    min_new_tokens: int = 0
+    """Free generation: EOS and stop tokens are masked out for this many first tokens (their
+    recorded log-probs are then those of the masked distribution)."""
     max_length: int | None = None
     """Prompt + response token budget (None: the model's max_position_embeddings). Prompts
     are cut to their newest ``max_length - response budget`` tokens."""
@@ -72,10 +78,10 @@ class Generation:
     prompt_ids: list[int]
     """The prompt ids the model actually read (after truncation)."""
     response_ids: list[int]
-    """Sampled ids, the stop token (EOS or newline token) included."""
+    """Sampled ids, the stop token (EOS, newline or stop-string token) included."""
     text: str
     """The response text: the valid action (constrained), or the decoded ids without special
-    tokens, cut at the first newline when ``stop_at_newline``."""
+    tokens, cut at the first newline when ``stop_at_newline`` and at the first stop string."""
     logprobs: list[float]
     """Per response token: log-prob at T=1 under the (restricted) policy distribution."""
     allowed_ids: list[list[int]] | None
@@ -86,16 +92,30 @@ class Generation:
     """Oldest prompt tokens dropped to fit ``max_length``."""
 
 
-_NEWLINE_IDS: dict[tuple[int, int], frozenset[int]] = {}
+_CONTAINING_IDS: dict[tuple[int, int, str], frozenset[int]] = {}
+
+
+def token_ids_containing(tokenizer, substring: str) -> frozenset[int]:
+    """Token ids whose text contains ``substring`` (computed once per tokenizer and string)."""
+    key = (id(tokenizer), len(tokenizer), substring)
+    if key not in _CONTAINING_IDS:
+        texts = tokenizer.batch_decode([[index] for index in range(len(tokenizer))])
+        _CONTAINING_IDS[key] = frozenset(index for index, text in enumerate(texts) if substring in text)
+    return _CONTAINING_IDS[key]
 
 
 def newline_token_ids(tokenizer) -> frozenset[int]:
-    """Token ids whose text contains a newline (computed once per tokenizer)."""
-    key = (id(tokenizer), len(tokenizer))
-    if key not in _NEWLINE_IDS:
-        texts = tokenizer.batch_decode([[index] for index in range(len(tokenizer))])
-        _NEWLINE_IDS[key] = frozenset(index for index, text in enumerate(texts) if "\n" in text)
-    return _NEWLINE_IDS[key]
+    """Token ids whose text contains a newline."""
+    return token_ids_containing(tokenizer, "\n")
+
+
+def stop_token_ids(tokenizer, config: SamplingConfig) -> frozenset[int]:
+    """The ids that end a free-generation row besides EOS: newline tokens (when
+    ``stop_at_newline``) and tokens containing a stop string."""
+    stops = newline_token_ids(tokenizer) if config.stop_at_newline else frozenset()
+    for substring in config.stop_strings:
+        stops = stops | token_ids_containing(tokenizer, substring)
+    return stops
 
 
 def _model_max_length(model) -> int:
@@ -218,8 +238,8 @@ def _response_text(tokenizer, row: _Row, config: SamplingConfig) -> str:
         if action is not None:
             return action
     text = tokenizer.decode(row.ids, skip_special_tokens=True)
-    if config.stop_at_newline:
-        text = text.split("\n", 1)[0]
+    for stop in ("\n",) * config.stop_at_newline + tuple(config.stop_strings):
+        text = text.split(stop, 1)[0]
     return text.strip()
 
 
@@ -249,14 +269,14 @@ def _decode(model, tokenizer, rows: list[_Row], prompt_ids, config, generator, d
     """The token loop (fills each row's ids, log-probs and allowed ids in place)."""
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     eos_id = tokenizer.eos_token_id
-    newline = newline_token_ids(tokenizer) if config.stop_at_newline else frozenset()
+    stops = stop_token_ids(tokenizer, config)
     logits, cache, attention, next_position = _prefill(model, prompt_ids, pad_id, device)
     live = list(range(len(rows)))  # batch row -> index into rows
 
     for _ in range(max(row.limit for row in rows)):
         tokens = torch.full((len(live),), pad_id, dtype=torch.long, device=device)
         _sample_constrained(rows, live, logits, tokens, config, generator)
-        _sample_free(rows, live, logits, tokens, config, generator, eos_id, newline)
+        _sample_free(rows, live, logits, tokens, config, generator, eos_id, stops)
 
         keep = [position for position, index in enumerate(live) if not rows[index].done]
         if not keep:
@@ -299,11 +319,17 @@ def _sample_constrained(rows, live, logits, tokens, config, generator) -> None:
         row.finished = not row.node
 
 
-def _sample_free(rows, live, logits, tokens, config, generator, eos_id, newline) -> None:
+def _sample_free(rows, live, logits, tokens, config, generator, eos_id, stops) -> None:
     positions = [position for position, index in enumerate(live) if rows[index].trie is None]
     if not positions:
         return
-    logprobs = torch.log_softmax(logits[positions], dim=-1)
+    row_logits = logits[positions]
+    early = [i for i, position in enumerate(positions) if len(rows[live[position]].ids) < config.min_new_tokens]
+    if early:
+        banned_ids = set(stops) | ({eos_id} if eos_id is not None else set())
+        banned = torch.tensor(sorted(banned_ids), dtype=torch.long, device=logits.device)
+        row_logits[torch.tensor(early, device=logits.device).unsqueeze(-1), banned.unsqueeze(0)] = float("-inf")
+    logprobs = torch.log_softmax(row_logits, dim=-1)
     chosen = sample_from_logprobs(logprobs, temperature=config.temperature, top_p=config.top_p, generator=generator)
     chosen_logprobs = torch.gather(logprobs, 1, chosen.unsqueeze(-1)).squeeze(-1)
     tokens[positions] = chosen
@@ -311,7 +337,7 @@ def _sample_free(rows, live, logits, tokens, config, generator, eos_id, newline)
         row = rows[live[position]]
         row.ids.append(token)
         row.logprobs.append(logprob)
-        row.finished = token == eos_id or token in newline
+        row.finished = token == eos_id or token in stops
 
 
 def generate_text(

@@ -1,9 +1,10 @@
 """The policy as its own analyzer (SEED Stage 2): greedy generation on analysis prompts.
 
-``PolicyTeacher`` takes a batched generate function (the trainer wires it to the policy's
-greedy generation, ``list[str] -> list[str]``), builds one analysis prompt per episode,
-generates all answers in one call and parses them. No retry: an answer that does not parse
-gives ``parse_ok=False`` and the trajectory keeps only its RL loss (ALGORITHMS.md 1, Stage 2).
+``PolicyTeacher`` takes a batched generate function (``policy_analyzer`` makes it from the
+policy: free greedy text, or the structured decoder of ``skills.structured``;
+``list[str] -> list[str]``), builds one analysis prompt per episode, generates all answers
+in one call and parses them. No retry: an answer that does not parse gives
+``parse_ok=False`` and the trajectory keeps only its RL loss (ALGORITHMS.md 1, Stage 2).
 """
 
 from __future__ import annotations
@@ -11,12 +12,30 @@ from __future__ import annotations
 import logging
 from typing import Callable, Sequence
 
+from hindsight.policy.generation import generate_text
 from hindsight.skills.analysis_prompt import DEFAULT_MAX_CHARS
 from hindsight.skills.episodes import EpisodeView
 from hindsight.skills.records import SkillRecord, parse_rate, record_from_output
+from hindsight.skills.structured import structured_skill_outputs
 from hindsight.skills.teacher import Teacher, episode_analysis_prompt
 
 logger = logging.getLogger(__name__)
+
+
+def policy_analyzer(policy, max_new_tokens: int, structured: bool = False) -> Callable[[list[str]], list[str]]:
+    """The policy's greedy analyses as a batched generate function.
+
+    Args:
+        policy: A ``hindsight.policy.Policy``.
+        max_new_tokens: Token budget of one analysis (structured: a third for the summary,
+            the rest for the skill).
+        structured: Write the JSON frame and let the policy fill only its two strings.
+    """
+    if structured:
+        summary_tokens = max(1, max_new_tokens // 3)
+        skill_tokens = max(1, max_new_tokens - summary_tokens)
+        return lambda prompts: structured_skill_outputs(policy, prompts, summary_tokens, skill_tokens)
+    return lambda prompts: generate_text(policy, prompts, max_new_tokens=max_new_tokens, temperature=0.0)
 
 
 class PolicyTeacher(Teacher):

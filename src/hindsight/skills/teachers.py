@@ -2,7 +2,7 @@
 implementations (rule miner, OpenAI-compatible endpoint, the policy itself)."""
 
 from hindsight.skills.http_teacher import OpenAICompatibleTeacher, TeacherRequestError
-from hindsight.skills.policy_teacher import PolicyTeacher
+from hindsight.skills.policy_teacher import PolicyTeacher, policy_analyzer
 from hindsight.skills.rule_miner import RuleMinerTeacher
 from hindsight.skills.teacher import Teacher, episode_analysis_prompt
 
@@ -13,4 +13,5 @@ __all__ = [
     "Teacher",
     "TeacherRequestError",
     "episode_analysis_prompt",
+    "policy_analyzer",
 ]

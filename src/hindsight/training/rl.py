@@ -39,12 +39,11 @@ import pandas as pd
 import torch
 
 from hindsight import algorithms
-from hindsight.policy.generation import generate_text
 from hindsight.policy.encoding import token_budget_chunks
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.rollout.engine import RolloutConfig, TaskRef, run_rollouts
 from hindsight.skills.episodes import episodes_from_table
-from hindsight.skills.teachers import PolicyTeacher
+from hindsight.skills.teachers import PolicyTeacher, policy_analyzer
 from hindsight.training.distillation import response_logprobs, skill_augmented_logprobs
 from hindsight.training.samples import ResponseSample, collate_responses, samples_from_rollout
 from hindsight.training.checkpoint import (
@@ -139,7 +138,7 @@ def write_skills(
             )
         return pd.DataFrame(rows)
     teacher = PolicyTeacher(
-        lambda prompts: generate_text(policy, prompts, max_new_tokens=config.analyzer_max_new_tokens, temperature=0.0),
+        policy_analyzer(policy, config.analyzer_max_new_tokens, config.analyzer_structured),
         max_prompt_chars=config.analyzer_max_prompt_chars,
     )
     records = teacher.write_skills(episodes_from_table(table))

@@ -70,6 +70,10 @@ class RLConfig:
     analyzer_max_new_tokens: int = 384
     """Token limit of one skill analysis written by the policy: at least the length of the
     analyzer's SFT targets, or every analysis is cut before its JSON closes."""
+    analyzer_structured: bool = False
+    """Write the skill JSON's frame and let the policy fill only its two strings
+    (``skills.structured``): every analysis parses; a third of
+    ``analyzer_max_new_tokens`` goes to the summary, the rest to the skill."""
     analyzer_max_prompt_chars: int = 6000
     """Cap on the analysis prompt (keep equal to skills.analyzer_max_prompt_chars, which
     built the analyzer's SFT set)."""

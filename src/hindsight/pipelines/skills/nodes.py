@@ -20,13 +20,12 @@ import pandas as pd
 from hindsight import tracking
 from hindsight.config import environment_specs, rollout_config
 from hindsight.envs import make_env
-from hindsight.policy.generation import generate_text
 from hindsight.rollout.engine import planned_episode_ids, run_rollouts
 from hindsight.rollout.tasks import TaskRef, split_tasks
 from hindsight.skills.records import parse_rate
 from hindsight.skills.sft_set import analyzer_sft_examples
 from hindsight.skills.episodes import episodes_from_table
-from hindsight.skills.teachers import OpenAICompatibleTeacher, PolicyTeacher, RuleMinerTeacher
+from hindsight.skills.teachers import OpenAICompatibleTeacher, PolicyTeacher, RuleMinerTeacher, policy_analyzer
 from hindsight.skills.validation import ValidationOutcome, skills_table
 
 logger = logging.getLogger(__name__)
@@ -73,7 +72,7 @@ def make_teacher(skills: dict[str, Any], credentials: dict[str, Any], policy=Non
         if policy is None:
             raise ValueError("skills.teacher=policy needs a policy")
         max_new_tokens = int(skills.get("analyzer_max_new_tokens", 128))
-        return PolicyTeacher(lambda prompts: generate_text(policy, prompts, max_new_tokens=max_new_tokens, temperature=0.0))
+        return PolicyTeacher(policy_analyzer(policy, max_new_tokens, bool(skills.get("analyzer_structured", False))))
     raise ValueError(f"parameters 'skills.teacher' must be one of {TEACHERS}, got {name!r}")
 
 

@@ -1,0 +1,52 @@
+"""Structured analyzer decoding with a real (untrained) tiny policy: every analysis parses
+into the two skill fields, the frame is the project's, and the free-text path of the same
+policy parses nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hindsight.policy.model import build_policy
+from hindsight.policy.tokenizer import train_tokenizer
+from hindsight.skills.parsing import parse_skill_json
+from hindsight.skills.structured import structured_skill_outputs
+from hindsight.skills.teachers import policy_analyzer
+
+PROMPTS = [
+    "Task: put the apple in the fridge.\nepisode_success: failure\nStep 1\nObservation: You see a fridge.\n"
+    "Response: take apple\nAction valid: true\nReturn only JSON with fields episode_summary, episode_skill.",
+    "Task: cook the egg.\nepisode_success: success\nStep 1\nObservation: You see a stove.\n"
+    "Response: cook egg in stove\nAction valid: true\nReturn only JSON with fields episode_summary, episode_skill.",
+]
+
+
+@pytest.fixture(scope="module")
+def untrained_policy():
+    texts = PROMPTS + ['{"episode_summary": "took the apple", "episode_skill": "open the fridge before putting food in"}']
+    return build_policy("tiny", train_tokenizer(texts * 20, vocab_size=400), seed=0, device="cpu")
+
+
+def test_every_structured_analysis_parses(untrained_policy):
+    outputs = structured_skill_outputs(untrained_policy, PROMPTS, summary_tokens=6, skill_tokens=10)
+    assert len(outputs) == len(PROMPTS)
+    for output in outputs:
+        fields = json.loads(output)
+        assert list(fields) == ["episode_summary", "episode_skill"]
+        assert '"' not in fields["episode_summary"] and "\n" not in fields["episode_skill"]
+        if fields["episode_skill"] and fields["episode_summary"]:  # empty only if the one token was whitespace
+            assert parse_skill_json(output) == fields
+    assert all(parse_skill_json(output) for output in outputs)
+
+
+def test_the_analyzer_switch(untrained_policy):
+    structured = policy_analyzer(untrained_policy, 15, structured=True)(PROMPTS)
+    assert structured == structured_skill_outputs(untrained_policy, PROMPTS, summary_tokens=5, skill_tokens=10)
+    free = policy_analyzer(untrained_policy, 15)(PROMPTS)
+    assert not any(parse_skill_json(output) for output in free)  # an untrained model writes no JSON frame
+
+
+def test_budgets_are_checked(untrained_policy):
+    with pytest.raises(ValueError, match="token budgets"):
+        structured_skill_outputs(untrained_policy, PROMPTS, summary_tokens=0)
