@@ -28,12 +28,13 @@ import time
 
 import torch
 
+from hindsight.data.expert import play_gold_episode
 from hindsight.envs import make_env
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.policy.constrained import ActionTrie
 from hindsight.policy.encoding import encode_prompt
 from hindsight.policy.model import build_policy, count_parameters
-from hindsight.policy.prompts import PromptConfig, build_prompt
+from hindsight.policy.prompts import PromptConfig, episode_prompts
 from hindsight.policy.tokenizer import train_tokenizer
 from hindsight.rollout import RolloutConfig, make_tasks, run_rollouts
 from hindsight.rollout.episode import Episode
@@ -47,13 +48,12 @@ def gold_texts(spec: EnvironmentSpec, episodes: int, prompt: PromptConfig) -> li
     texts = []
     try:
         for seed in env.seeds("train", episodes):
-            observation, info = env.reset(seed, "train")
-            history = []
-            for action in env.gold_actions():
-                texts.append(build_prompt(info["task"], history, observation, info["valid_actions"], config=prompt))
-                texts.append(action)
-                history.append((observation, action))
-                observation, _, _, _, info = env.step(action)
+            rows = play_gold_episode(env, spec, "train", seed)
+            actions = [row["action"] for row in rows]
+            prompts = episode_prompts(
+                rows[0]["task"], [row["observation"] for row in rows], actions, [row["valid_actions"] for row in rows], prompt
+            )
+            texts += [text for pair in zip(prompts, actions) for text in pair]
     finally:
         env.close()
     return texts

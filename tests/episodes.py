@@ -3,9 +3,10 @@ a list of actions until the episode ends, and every step of N gold episodes with
 
 from __future__ import annotations
 
+from hindsight.data.expert import play_gold_episode
 from hindsight.envs import make_env
 from hindsight.envs.base import EnvironmentSpec
-from hindsight.policy.prompts import PromptConfig, build_prompt
+from hindsight.policy.prompts import PromptConfig, episode_prompts
 
 
 def play(env, actions) -> list[tuple]:
@@ -20,18 +21,17 @@ def play(env, actions) -> list[tuple]:
 
 def gold_steps(spec: EnvironmentSpec, episodes: int, prompt_config: PromptConfig | None = None) -> list[dict]:
     """(prompt, action, valid_actions) of every step of the first ``episodes`` gold episodes
-    of the train fold."""
+    of the train fold: the ingestion's gold player and the prompts behaviour cloning sees."""
     env = make_env(spec)
     steps = []
     try:
         for seed in env.seeds("train", episodes):
-            observation, info = env.reset(seed, "train")
-            history = []
-            for action in env.gold_actions():
-                prompt = build_prompt(info["task"], history, observation, info["valid_actions"], config=prompt_config)
-                steps.append({"prompt": prompt, "action": action, "valid_actions": list(info["valid_actions"])})
-                history.append((observation, action))
-                observation, _, _, _, info = env.step(action)
+            rows = play_gold_episode(env, spec, "train", seed)
+            prompts = episode_prompts(
+                rows[0]["task"], [r["observation"] for r in rows], [r["action"] for r in rows],
+                [r["valid_actions"] for r in rows], prompt_config,
+            )
+            steps += [{"prompt": p, "action": r["action"], "valid_actions": r["valid_actions"]} for p, r in zip(prompts, rows)]
     finally:
         env.close()
     return steps

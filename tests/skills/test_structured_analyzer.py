@@ -1,6 +1,6 @@
 """Structured analyzer decoding with a real (untrained) tiny policy: every analysis parses
-into the two skill fields, the frame is the project's, and the free-text path of the same
-policy parses nothing."""
+into the two skill fields in the project's frame, and the analyzer switch picks the
+structured or the free-text path."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ import json
 
 import pytest
 
+from hindsight.policy.generation import generate_text
 from hindsight.policy.model import build_policy
 from hindsight.policy.tokenizer import train_tokenizer
 from hindsight.skills.parsing import parse_skill_json
 from hindsight.skills.structured import structured_skill_outputs
 from hindsight.skills.teachers import policy_analyzer
+from hindsight.pipelines.skills.nodes import make_teacher
+from hindsight.training.rl_config import RLConfig
 
 PROMPTS = [
     "Task: put the apple in the fridge.\nepisode_success: failure\nStep 1\nObservation: You see a fridge.\n"
@@ -35,18 +38,25 @@ def test_every_structured_analysis_parses(untrained_policy):
         fields = json.loads(output)
         assert list(fields) == ["episode_summary", "episode_skill"]
         assert '"' not in fields["episode_summary"] and "\n" not in fields["episode_skill"]
-        if fields["episode_skill"] and fields["episode_summary"]:  # empty only if the one token was whitespace
-            assert parse_skill_json(output) == fields
-    assert all(parse_skill_json(output) for output in outputs)
+        assert parse_skill_json(output) == fields  # both fields non-empty: at least one token each
 
 
 def test_the_analyzer_switch(untrained_policy):
     structured = policy_analyzer(untrained_policy, 15, structured=True)(PROMPTS)
     assert structured == structured_skill_outputs(untrained_policy, PROMPTS, summary_tokens=5, skill_tokens=10)
     free = policy_analyzer(untrained_policy, 15)(PROMPTS)
-    assert not any(parse_skill_json(output) for output in free)  # an untrained model writes no JSON frame
+    assert free == generate_text(untrained_policy, PROMPTS, max_new_tokens=15, temperature=0.0)
+    assert free != structured
 
 
 def test_budgets_are_checked(untrained_policy):
     with pytest.raises(ValueError, match="token budgets"):
         structured_skill_outputs(untrained_policy, PROMPTS, summary_tokens=0)
+
+
+def test_the_switch_must_be_a_boolean(untrained_policy):
+    """A quoted "false" in YAML is a string: named in the error instead of read as true."""
+    with pytest.raises(ValueError, match="training.rl.analyzer_structured"):
+        RLConfig(analyzer_structured="false")
+    with pytest.raises(ValueError, match="skills.analyzer_structured"):
+        make_teacher({"teacher": "policy", "analyzer_structured": "false"}, {}, policy=untrained_policy)

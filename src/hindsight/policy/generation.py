@@ -238,7 +238,8 @@ def _response_text(tokenizer, row: _Row, config: SamplingConfig) -> str:
         if action is not None:
             return action
     text = tokenizer.decode(row.ids, skip_special_tokens=True)
-    for stop in ("\n",) * config.stop_at_newline + tuple(config.stop_strings):
+    stops = (["\n"] if config.stop_at_newline else []) + list(config.stop_strings)
+    for stop in stops:
         text = text.split(stop, 1)[0]
     return text.strip()
 
@@ -323,7 +324,7 @@ def _sample_free(rows, live, logits, tokens, config, generator, eos_id, stops) -
     positions = [position for position, index in enumerate(live) if rows[index].trie is None]
     if not positions:
         return
-    row_logits = logits[positions]
+    row_logits = logits[positions]  # a copy (list index): masking it leaves ``logits`` as it is
     early = [i for i, position in enumerate(positions) if len(rows[live[position]].ids) < config.min_new_tokens]
     if early:
         banned_ids = set(stops) | ({eos_id} if eos_id is not None else set())

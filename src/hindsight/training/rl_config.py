@@ -94,6 +94,8 @@ class RLConfig:
             raise ValueError(f"training.rl.skill_source must be one of {SKILL_SOURCES}, got {self.skill_source!r}")
         if not 0 < self.task_fraction <= 1:
             raise ValueError(f"training.rl.task_fraction must be in (0, 1], got {self.task_fraction}")
+        if not isinstance(self.analyzer_structured, bool):
+            raise ValueError(f"training.rl.analyzer_structured must be true or false, got {self.analyzer_structured!r}")
         if self.micro_batch_tokens is not None and self.micro_batch_tokens < 1:
             raise ValueError(f"training.rl.micro_batch_tokens must be a positive token count or null, got {self.micro_batch_tokens}")
 

@@ -145,6 +145,8 @@ def train_sft(
     device = next(model.parameters()).device
     use_bf16 = has_native_bf16(device) if config.bf16_autocast == "auto" else config.bf16_autocast
     logger.info("SFT on %s, %s", device, "bf16 autocast" if use_bf16 else "float32")
+    pad_multiple = 64 if use_bf16 else None  # the micro-batch budget counts the padded lengths
+    padded_lengths = [-(-length // pad_multiple) * pad_multiple for length in lengths] if pad_multiple else lengths
     model.train()
 
     history, batches = [], []
@@ -169,10 +171,8 @@ def train_sft(
             members = batches.pop()
             response_tokens = sum(len(encoded[i].response_ids) for i in members)
             loss_value = 0.0
-            for part in token_budget_chunks(members, lengths, config.micro_batch_tokens):
-                batch = collate(
-                    [encoded[i] for i in part], pad_token_id=tokenizer.pad_token_id, pad_to_multiple_of=64 if use_bf16 else None
-                ).to(device)
+            for part in token_budget_chunks(members, padded_lengths, config.micro_batch_tokens):
+                batch = collate([encoded[i] for i in part], pad_token_id=tokenizer.pad_token_id, pad_to_multiple_of=pad_multiple).to(device)
                 with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_bf16):
                     loss, count = response_nll(model, batch)
                 share = count / max(response_tokens, 1)  # token-mean over the whole batch

@@ -72,7 +72,10 @@ def make_teacher(skills: dict[str, Any], credentials: dict[str, Any], policy=Non
         if policy is None:
             raise ValueError("skills.teacher=policy needs a policy")
         max_new_tokens = int(skills.get("analyzer_max_new_tokens", 128))
-        return PolicyTeacher(policy_analyzer(policy, max_new_tokens, bool(skills.get("analyzer_structured", False))))
+        structured = skills.get("analyzer_structured", False)
+        if not isinstance(structured, bool):
+            raise ValueError(f"parameters 'skills.analyzer_structured' must be true or false, got {structured!r}")
+        return PolicyTeacher(policy_analyzer(policy, max_new_tokens, structured))
     raise ValueError(f"parameters 'skills.teacher' must be one of {TEACHERS}, got {name!r}")
 
 
