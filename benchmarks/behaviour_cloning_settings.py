@@ -11,7 +11,7 @@ Run from the project root, one setting per invocation (each takes a few minutes 
 never two at once on a 2-core machine):
 
     python benchmarks/behaviour_cloning_settings.py
-    python benchmarks/behaviour_cloning_settings.py --set warmup.bc.batch_size=16 --set warmup.bc.max_steps=250
+    python benchmarks/behaviour_cloning_settings.py --set behaviour_cloning.sft.batch_size=16 --set behaviour_cloning.sft.max_steps=250
     python benchmarks/behaviour_cloning_settings.py --episodes 20 --random-floor \\
         --set 'environment.games=[{game: twc, params: {numLocations: 1, numItemsToPutAway: 2, includeDoors: 0}}]'
 """
@@ -64,12 +64,14 @@ def main() -> None:
 
     import torch
 
-    from hindsight.config import environment_specs, rollout_config
+    import dataclasses
+
+    from hindsight.config import check_parameters
     from hindsight.envs import make_env
-    from hindsight.evaluation.heldout import HeldoutConfig, evaluate_agents
+    from hindsight.evaluation.heldout import evaluate_agents
     from hindsight.evaluation.metrics import success_summary
+    from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples, build_initial_policy, train_base_policy
     from hindsight.pipelines.ingestion.nodes import collect_expert_trajectories
-    from hindsight.pipelines.warmup.nodes import behaviour_cloning_examples, build_initial_policy, train_base_policy
 
     threads = args.threads or int(os.environ.get("HINDSIGHT_TORCH_THREADS", "0"))
     if threads:
@@ -77,27 +79,22 @@ def main() -> None:
     parameters = project_parameters(PROJECT_ROOT / "conf")
     for assignment in args.set:
         apply_override(parameters, assignment)
-    environment, prompt, reward = parameters["environment"], parameters["prompt"], parameters["reward"]
+    settings = check_parameters(parameters)
+    project, evaluation = settings["project"], settings["evaluation"]
+    project.rollout.progress = False
 
     started = time.perf_counter()
-    trajectories = collect_expert_trajectories(environment, parameters["ingestion"], reward)
-    examples = behaviour_cloning_examples(trajectories, prompt)
-    policy = build_initial_policy(trajectories, parameters["warmup"], prompt, int(parameters.get("seed", 0)))
+    trajectories = collect_expert_trajectories(project, settings["ingestion"])
+    examples = behaviour_cloning_examples(trajectories, project)
+    policy = build_initial_policy(examples, project, settings["behaviour_cloning"])
     trained = time.perf_counter()
-    policy, history = train_base_policy(policy, examples, parameters["warmup"])
+    policy, history = train_base_policy(policy, examples, project, settings["behaviour_cloning"])
     cloned = time.perf_counter()
 
-    rollout = {**parameters["rollout"], "progress": False}
-    settings = rollout_config(rollout, prompt, reward, environment)
-    heldout = HeldoutConfig.from_params(
-        {
-            **parameters["evaluation"]["heldout"],
-            "episodes_per_game": args.episodes,
-            "random_floor": args.random_floor,
-        }
-    )
+    play = dataclasses.replace(evaluation.heldout, episodes_per_game=args.episodes)
+    heldout = project.heldout_config(play, random_floor=args.random_floor)
     episodes = evaluate_agents(
-        policy, environment_specs(environment), make_env, settings, heldout, policy_label="bc", include_random=args.random_floor
+        policy, project.specs(), make_env, project.rollout_config(), heldout, policy_label="bc", include_random=args.random_floor
     )
     evaluated = time.perf_counter()
 

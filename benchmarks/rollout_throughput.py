@@ -37,7 +37,7 @@ from hindsight.policy.model import build_policy, count_parameters
 from hindsight.policy.prompts import PromptConfig, episode_prompts
 from hindsight.policy.tokenizer import train_tokenizer
 from hindsight.rollout import RolloutConfig, make_tasks, run_rollouts
-from hindsight.rollout.episode import Episode
+from hindsight.rollout.live_episode import Episode
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def run_hf_generate(policy, tasks, config: RolloutConfig) -> tuple[int, int]:
                     )
                 response = output[0, start:].tolist()
                 action = trie.action_for(response) or tokenizer.decode(response, skip_special_tokens=True)
-                episode.play(action, action, reward_config=config.reward, source="rollout", policy_version=0)
+                episode.play(action, action, source="rollout", policy_version=0)
                 steps += 1
                 tokens += len(response)
             env.close()

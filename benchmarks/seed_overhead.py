@@ -34,10 +34,13 @@ from hindsight.policy.tokenizer import train_tokenizer  # noqa: E402
 from hindsight.rollout.engine import RolloutConfig, run_rollouts  # noqa: E402
 from hindsight.rollout.tasks import make_tasks  # noqa: E402
 from hindsight.training.distillation import skill_augmented_logprobs  # noqa: E402
-from hindsight.training.rl import compute_advantages, update_policy, write_skills  # noqa: E402
+from hindsight.config import AnalyzerConfig  # noqa: E402
+from hindsight.skills.episode_views import episodes_from_table  # noqa: E402
+from hindsight.skills.records import skills_table  # noqa: E402
+from hindsight.training.rl import compute_advantages  # noqa: E402
 from hindsight.training.rl_config import RLConfig  # noqa: E402
-from hindsight.training.rl_run import frozen_copy  # noqa: E402
-from hindsight.training.samples import samples_from_rollout  # noqa: E402
+from hindsight.training.rl_run import frozen_copy, rl_teacher  # noqa: E402
+from hindsight.training.rl_update import update_policy  # noqa: E402
 
 SPECS = [
     EnvironmentSpec("textworldexpress", "twc", {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}, max_steps=20),
@@ -58,15 +61,16 @@ def build(preset: str):
     return build_policy(preset, train_tokenizer(texts, vocab_size=2048), seed=0)
 
 
-def one_update(policy, reference, rollout, config: RLConfig) -> float:
+def one_update(policy, reference, rollout, config: RLConfig, analyzer_tokens: int) -> float:
     """Seconds for one update (everything after the rollout) of ``config.algorithm``."""
     started = time.perf_counter()
-    samples = samples_from_rollout(rollout.samples, max_length=1024)
+    samples = rollout.samples
     advantages = compute_advantages(rollout.table, config)
     old = [s.old_logprobs for s in rollout.samples]
     teacher = [None] * len(samples)
     if config.uses_skills:
-        skills = write_skills(policy, rollout.table, config, {})
+        analyzer = rl_teacher(config, policy, AnalyzerConfig(max_new_tokens=analyzer_tokens), {})
+        skills = skills_table(analyzer.write_skills(episodes_from_table(rollout.table)))
         skill_of = dict(zip(skills["episode_id"], skills["skill"]))
         # An untrained analyzer rarely writes valid JSON; score every episode under its raw
         # output anyway so the timing includes re-scoring the whole batch (the worst case).
@@ -96,11 +100,11 @@ def main() -> None:
     rollout = run_rollouts(policy, make_env, tasks, settings)
     rollout_seconds = time.perf_counter() - started
     grpo = RLConfig(algorithm="grpo", mini_batch_size=64)
-    seed = RLConfig(algorithm="seed", mini_batch_size=64, analyzer_max_new_tokens=args.analyzer_tokens)
+    seed = RLConfig(algorithm="seed", mini_batch_size=64)
     times = {"grpo": [], "seed": []}
     for _ in range(args.repeats):  # interleaved, each from the same starting weights
         for name, config in (("grpo", grpo), ("seed", seed)):
-            times[name].append(one_update(copy.deepcopy(policy), reference, rollout, config))
+            times[name].append(one_update(copy.deepcopy(policy), reference, rollout, config, args.analyzer_tokens))
     grpo_s, seed_s = statistics.median(times["grpo"]), statistics.median(times["seed"])
     print(f"batch: {len(rollout.table)} step samples from {int(rollout.stats['episodes'])} episodes ({args.preset} policy)")
     print(f"rollout (shared by both): {rollout_seconds:.2f} s")

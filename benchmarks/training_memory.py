@@ -53,13 +53,13 @@ def _lengths(count: int, seed: int) -> list[int]:
 def _samples(lengths, vocab: int, seed: int):
     import torch
 
-    from hindsight.policy.encoding import EncodedSample
+    from hindsight.policy.encoding import StepSample
 
     generator = torch.Generator().manual_seed(seed)
     samples = []
     for length in lengths:
         ids = torch.randint(3, vocab, (length,), generator=generator).tolist()
-        samples.append(EncodedSample(prompt_ids=ids[:-4], response_ids=ids[-4:]))
+        samples.append(StepSample(prompt_ids=ids[:-4], response_ids=ids[-4:]))
     return samples
 
 

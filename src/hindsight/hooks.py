@@ -1,4 +1,4 @@
-"""Project hooks: check the machine's system needs before a run starts, seed everything,
+"""Project hooks: check the parameters and the machine's system needs before a run starts, seed everything,
 record data versions, log every report (08_reporting) to the MLflow run, time every node
 with the run's peak memory (Python and the JVM together), and hand freed memory back to the
 system after each node.
@@ -43,10 +43,15 @@ def _environments_in_use(params: dict) -> set[str]:
 
 
 class EnvironmentCheckHooks:
-    """Fail fast, with a clear message, when a system need of the run is missing."""
+    """Fail fast, with a clear message, when a parameter key is unknown (a misspelt key in a
+    parameters file or a ``--params`` override: ``hindsight.config.check_parameters`` names
+    it and its file) or a system need of the run is missing."""
 
     @hook_impl
     def after_context_created(self, context) -> None:
+        from hindsight.config import check_parameters
+
+        check_parameters(context.params)
         os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -60,6 +65,26 @@ class EnvironmentCheckHooks:
             from hindsight.envs.java import check_java
 
             check_java()
+
+
+class SettingsHooks:
+    """Provide the typed settings a partial run needs but does not build.
+
+    Each stage's ``read_settings`` node builds its settings from the parameters. A run that
+    starts mid-pipeline (``--from-nodes``, ``--nodes``) skips those nodes, and their
+    in-memory outputs would be missing: they are built here from the same parameters.
+    """
+
+    @hook_impl
+    def before_pipeline_run(self, run_params, pipeline, catalog) -> None:
+        missing = {name for name in pipeline.inputs() if name.endswith("_settings")}
+        if not missing:
+            return
+        from hindsight.config.files import settings_datasets
+
+        for name, value in settings_datasets(catalog.load("parameters")).items():
+            if name in missing:
+                catalog[name] = value
 
 
 class ReproducibilityHooks:

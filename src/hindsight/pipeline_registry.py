@@ -1,20 +1,43 @@
-"""Project pipelines: every stage alone, and the default end-to-end run."""
+"""Project pipelines: each stage alone, the default end-to-end run, and the experiment grid.
+
+Stages run in this order, each a Kedro namespace (one collapsible box in kedro-viz):
+
+    ingestion -> behaviour_cloning -> skills -> stage1 -> training -> evaluation
+
+``__default__`` is their sum; ``scoring`` reads the skills stage's outputs; ``experiments``
+is the stages up to Stage 1 plus the grid. Every runnable pipeline starts with the
+``settings`` node that builds the shared settings.
+"""
 
 from __future__ import annotations
 
-from kedro.framework.project import find_pipelines
 from kedro.pipeline import Pipeline
 
-DEFAULT_STAGES = ("ingestion", "skills", "warmup", "training", "evaluation")
+from hindsight.pipelines import behaviour_cloning, evaluation, experiments, ingestion, scoring, skills, stage1, training
+from hindsight.pipelines.settings import shared_settings
+
+STAGES = {
+    "ingestion": ingestion,
+    "behaviour_cloning": behaviour_cloning,
+    "skills": skills,
+    "stage1": stage1,
+    "training": training,
+    "evaluation": evaluation,
+}
+"""The default run's stages, in run order."""
 
 
 def register_pipelines() -> dict[str, Pipeline]:
-    """Register each stage's pipeline; ``__default__`` chains the stages of the default run.
+    """Register each stage alone, ``__default__`` (all stages), ``scoring`` and ``experiments``.
 
     Returns:
         A mapping from pipeline names to ``Pipeline`` objects.
     """
-    pipelines = find_pipelines(raise_errors=True)
-    stages = [pipelines[name] for name in DEFAULT_STAGES if name in pipelines]
-    pipelines["__default__"] = sum(stages, Pipeline([]))
+    shared = shared_settings()
+    stages = {name: module.create_pipeline() for name, module in STAGES.items()}
+    pipelines = {name: shared + stage for name, stage in stages.items()}
+    pipelines["__default__"] = sum(stages.values(), shared)
+    pipelines["scoring"] = shared + scoring.create_pipeline()
+    before_training = [stages[name] for name in ("ingestion", "behaviour_cloning", "skills", "stage1")]
+    pipelines["experiments"] = sum(before_training, shared) + experiments.create_pipeline()
     return pipelines

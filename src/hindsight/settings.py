@@ -7,11 +7,13 @@ from hindsight.hooks import (
     NodeResourceHooks,
     ReportArtifactHooks,
     ReproducibilityHooks,
+    SettingsHooks,
 )
 
 HOOKS = (
     EnvironmentCheckHooks(),
     ReproducibilityHooks(),
+    SettingsHooks(),
     DataVersionHooks(),
     ReportArtifactHooks(),
     MemoryReleaseHooks(),

@@ -1,4 +1,5 @@
-"""Java check, step reward, action matching and the environment registry."""
+"""Java check, step reward, action matching, the environment registry, and the
+configuration errors of every environment family (each names the bad game or parameter)."""
 
 import pytest
 
@@ -78,3 +79,30 @@ def test_spec_from_params():
     assert spec == EnvironmentSpec("textworldexpress", "twc", {"numLocations": 1}, 20)
     with pytest.raises(EnvironmentConfigError, match=r"missing \['game'\].*unknown \['gmae'\]"):
         spec_from_params({"env": "textworldexpress", "gmae": "twc"})
+
+
+@pytest.mark.parametrize(
+    "env, game, params, expected",
+    [
+        ("textworldexpress", "zork", {}, r"Unknown TextWorldExpress game 'zork'"),
+        ("textworldexpress", "twc", {"numRooms": 2}, r"Unknown parameter\(s\) \['numRooms'\] for TextWorldExpress game 'twc'"),
+        ("textworldexpress", "twc", {"numLocations": "2"}, r"parameter 'numLocations' must be an integer, got '2'"),
+        ("textworldexpress", "twc", {"numLocations": 99}, r"rejected game 'twc' with parameters \{'numLocations': 99\}: Number of locations"),
+        ("scienceworld", "make-coffee", {}, r"Unknown ScienceWorld task 'make-coffee'"),
+        ("scienceworld", "boil", {"simplification": "veryEasy"}, r"Unknown ScienceWorld simplification\(s\) \['veryEasy'\]"),
+        ("scienceworld", "boil", {"difficulty": 1}, r"Unknown parameter\(s\) \['difficulty'\] for ScienceWorld task 'boil'"),
+        ("scienceworld", "power-component", {"simplification": "noElectricalAction"}, r"needs electrical actions"),
+        ("textworld", "dungeon", {}, r"Unknown TextWorld game type 'dungeon'"),
+        ("textworld", "custom", {"rooms": 2}, r"Unknown parameter\(s\) \['rooms'\] for TextWorld custom games"),
+        ("textworld", "custom", {"world_size": 0}, r"parameter 'world_size' must be an integer >= 1, got 0"),
+        ("textworld", "tw-simple", {"rewards": "lots"}, r"parameter 'rewards' must be one of \['dense', 'balanced', 'sparse'\]"),
+        ("textworld", "tw-cooking", {"go": 5}, r"parameter 'go' must be one of \[1, 6, 9, 12\], got 5"),
+        ("textworld", "tw-coin_collector", {"level": "easy"}, r"parameter 'level' must be an integer"),
+        # checked before ALFWorld's package and game files are looked for
+        ("alfworld", "make_coffee", {}, r"Unknown ALFWorld task type 'make_coffee'"),
+        ("alfworld", "all", {"level": 2}, r"Unknown ALFWorld parameter\(s\) \['level'\]"),
+    ],
+)
+def test_bad_game_or_parameters_raise_config_errors(env, game, params, expected):
+    with pytest.raises(EnvironmentConfigError, match=expected):
+        make_env(EnvironmentSpec(env, game, params))

@@ -89,22 +89,6 @@ def test_splits_are_disjoint_seed_ranges(tiny):
         tiny.reset(5, "test")
 
 
-@pytest.mark.parametrize(
-    "game, params, expected",
-    [
-        ("dungeon", {}, r"Unknown TextWorld game type 'dungeon'"),
-        ("custom", {"rooms": 2}, r"Unknown parameter\(s\) \['rooms'\] for TextWorld custom games"),
-        ("custom", {"world_size": 0}, r"parameter 'world_size' must be an integer >= 1, got 0"),
-        ("tw-simple", {"rewards": "lots"}, r"parameter 'rewards' must be one of \['dense', 'balanced', 'sparse'\]"),
-        ("tw-cooking", {"go": 5}, r"parameter 'go' must be one of \[1, 6, 9, 12\], got 5"),
-        ("tw-coin_collector", {"level": "easy"}, r"parameter 'level' must be an integer"),
-    ],
-)
-def test_bad_game_or_parameters_raise_config_errors(game, params, expected):
-    with pytest.raises(EnvironmentConfigError, match=expected):
-        make_env(EnvironmentSpec("textworld", game, params))
-
-
 def test_challenge_settings_follow_the_split():
     from hindsight.envs.textworld_games import settings_for_split
 

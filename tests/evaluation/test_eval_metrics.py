@@ -47,6 +47,7 @@ def steps_of(agent: str, split: str, episode_id: str, task_type: str, valid: lis
         {
             "agent": agent, "eval_split": split, "episode_id": episode_id, "task_type": task_type, "step": step,
             "action_valid": is_valid, "won": won and step == len(valid) - 1,
+            "reward": 10.0 * (won and step == len(valid) - 1) - 0.1 * (not is_valid),
         }
         for step, is_valid in enumerate(valid)
     ]

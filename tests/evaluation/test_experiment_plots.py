@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from hindsight.evaluation.experiments import learning_curves_plot  # noqa: E402
+from hindsight.experiments.report import learning_curves_plot  # noqa: E402
 
 
 def test_one_point_per_update_at_the_seeds_mean_steps():

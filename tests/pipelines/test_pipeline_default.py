@@ -31,7 +31,7 @@ def history(run) -> pd.DataFrame:
 def test_every_stage_wrote_a_version(run):
     for dataset in [
         "03_primary/trajectories.parquet", "04_feature/skills.parquet", "05_model_input/stage1_examples.parquet",
-        "06_models/base_policy", "06_models/warmup_policy", "06_models/rl_policy",
+        "06_models/base_policy", "06_models/stage1_policy", "06_models/rl_policy",
         "07_model_output/training_history.parquet", "07_model_output/evaluation_episodes.parquet", *REPORTS,
     ]:
         assert dataset in run.outputs, dataset
@@ -70,7 +70,7 @@ def test_mlflow_tags_trace_each_dataset_version(run):
     tags = run.mlflow_run.data.tags
     for dataset, path in {
         "trajectories": "03_primary/trajectories.parquet",
-        "warmup_policy": "06_models/warmup_policy",
+        "stage1_policy": "06_models/stage1_policy",
         "rl_policy": "06_models/rl_policy",
         "training_history": "07_model_output/training_history.parquet",
     }.items():
@@ -102,7 +102,7 @@ def test_on_policy_skills_of_the_tiny_policy(history):
 
 
 def test_rl_policy_weights_differ_from_the_warmup_policy(run):
-    warmup = load_policy(run.outputs["06_models/warmup_policy"], device="cpu")
+    warmup = load_policy(run.outputs["06_models/stage1_policy"], device="cpu")
     trained = load_policy(run.outputs["06_models/rl_policy"], device="cpu")
     assert trained.version == 2
     warmup_state, trained_state = warmup.model.state_dict(), trained.model.state_dict()
@@ -114,7 +114,7 @@ def test_rl_policy_weights_differ_from_the_warmup_policy(run):
 def test_every_node_is_timed_with_the_run_peak_memory(run):
     """``NodeResourceHooks``: seconds and peak resident memory of each node in MLflow."""
     metrics = run.mlflow_run.data.metrics
-    for node in ("behaviour_cloning", "train_with_rl", "evaluate_rl_policy"):
+    for node in ("behaviour_cloning.train_base_policy", "training.train_with_rl", "evaluation.evaluate_rl_policy"):
         assert metrics[f"node_seconds/{node}"] > 0, node
         assert metrics[f"node_peak_rss_mb/{node}"] > 100, node  # torch alone is more than that
     assert metrics["run_peak_rss_mb"] == max(v for k, v in metrics.items() if k.startswith("node_peak_rss_mb/"))

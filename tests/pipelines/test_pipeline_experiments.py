@@ -18,7 +18,7 @@ QUICK_CELLS = 7 + 2  # all methods at 100% of the tasks, grpo and seed at 50%, o
 def experiments(tmp_path_factory):
     project = KedroProject(tmp_path_factory.mktemp("experiments_project"))
     first = project.run(pipeline_names=["experiments"])
-    rerun = project.run(pipeline_names=["experiments"], from_nodes=["run_experiment_grid"])
+    rerun = project.run(pipeline_names=["experiments"], from_nodes=["experiments.run_experiment_grid"])
     return project, first, rerun
 
 
@@ -53,7 +53,7 @@ def test_results_table_report_and_plots(experiments):
         assert f"| {label} |" in report
     cells = pd.read_csv(first.outputs["07_model_output/experiment_cells.csv"])
     assert all(run_id in report for run_id in cells["run_id"])  # every number traceable to its run
-    assert "`warmup_policy`" in report  # and to its data version
+    assert "`stage1_policy`" in report  # and to its data version
     for plot in ("experiment_curves.png", "experiment_data_efficiency.png"):
         assert first.outputs[f"08_reporting/{plot}"].stat().st_size > 1000
 
@@ -78,7 +78,7 @@ def test_rerun_skips_finished_cells(experiments):
 
 
 def test_failed_cell_is_recorded_and_the_grid_goes_on(tmp_path):
-    from hindsight.training.grid import Cell, run_grid
+    from hindsight.experiments.grid import Cell, run_grid
 
     cells = [Cell("grpo", 0, 1.0), Cell("seed", 0, 1.0), Cell("gigpo", 0, 1.0)]
 

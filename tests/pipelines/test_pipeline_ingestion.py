@@ -60,8 +60,8 @@ def test_mlflow_run_holds_counts_and_flattened_params(ingested):
     assert metrics["ingestion/success_rate"] == pytest.approx(won.mean())
     assert params["ingestion.expert_episodes.train"] == "6"  # nested blocks are flattened with "."
     assert params["environment.max_steps"] == "12"
-    assert params["reward.success_reward"] == "10.0"
-    assert not any(key.startswith("warmup.") for key in params)  # only the parameters of the nodes that ran
+    assert params["environment.reward.success_reward"] == "10.0"
+    assert not any(key.startswith("behaviour_cloning.") for key in params)  # only the parameters of the nodes that ran
     assert first.mlflow_run.info.run_id != second.mlflow_run.info.run_id
 
 

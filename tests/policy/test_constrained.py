@@ -1,11 +1,19 @@
-"""The action trie and sampling renormalised over the allowed tokens."""
+"""The action trie, sampling renormalised over the allowed tokens, and the stop-token sets."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from hindsight.policy.constrained import ActionTrie, pad_allowed, restricted_log_softmax, sample_from_logprobs
+from hindsight.policy.constrained import (
+    TOKEN_CACHE_ATTRIBUTE,
+    ActionTrie,
+    pad_allowed,
+    restricted_log_softmax,
+    sample_from_logprobs,
+    stop_token_ids,
+    token_ids_containing,
+)
 
 
 def test_trie_allows_exactly_the_continuations_of_valid_actions(tokenizer):
@@ -48,3 +56,31 @@ def test_sampling_never_picks_excluded_columns_and_greedy_is_argmax():
     assert (nucleus == 0).all()
     cold = sample_from_logprobs(logprobs, temperature=0.05, generator=generator)
     assert (cold == 0).float().mean() > 0.99
+
+
+class _ListTokenizer:
+    """A tokenizer stand-in whose token ``i`` decodes to ``pieces[i]``."""
+
+    def __init__(self, pieces):
+        self.pieces = list(pieces)
+
+    def __len__(self):
+        return len(self.pieces)
+
+    def batch_decode(self, rows):
+        return [self.pieces[row[0]] for row in rows]
+
+
+def test_stop_token_sets_are_cached_on_each_tokenizer_object():
+    first = _ListTokenizer(["a", "b\n", "c\"", "d"])
+    assert token_ids_containing(first, "\n") == {1}
+    assert stop_token_ids(first, True, ('"',)) == {1, 2}
+    assert stop_token_ids(first, False) == frozenset()
+    assert set(vars(first)[TOKEN_CACHE_ATTRIBUTE]) == {(4, "\n"), (4, '"')}
+    # Another tokenizer (whatever its address) starts with its own, empty cache.
+    second = _ListTokenizer(["\n", "x", "y", "z"])
+    assert TOKEN_CACHE_ATTRIBUTE not in vars(second)
+    assert token_ids_containing(second, "\n") == {0}
+    # A tokenizer that grows gets its answer recomputed.
+    first.pieces.append("e\n")
+    assert token_ids_containing(first, "\n") == {1, 4}

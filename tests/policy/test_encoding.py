@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hindsight.policy.encoding import collate, encode_ids, encode_response, encode_sample
+from hindsight.policy.encoding import collate, encode_ids, encode_prompt, encode_response, encode_sample
 from hindsight.policy.prompts import PromptConfig, build_prompt
 
 
@@ -48,11 +48,33 @@ def test_truncation_drops_the_oldest_prompt_tokens(tokenizer, gold_steps):
     assert batch.response_mask.sum().item() == len(response)
 
 
+def test_with_prompt_keeps_the_response_restriction_and_identity(tokenizer, gold_steps):
+    import dataclasses
+
+    import torch
+
+    eos = tokenizer.eos_token_id
+    step = gold_steps[3]
+    sample = dataclasses.replace(
+        encode_ids(encode_prompt(tokenizer, step["prompt"]), [8, 9, eos], 48, allowed_ids=[[8, 10], [9], [eos]]),
+        episode_id="e", group_id="g", step=3, prompt=step["prompt"], old_logprobs=torch.tensor([-0.5, 0.0, 0.0]),
+    )
+    longer = "Skill: take everything first.\n" + step["prompt"]
+    other = sample.with_prompt(tokenizer, longer)
+    assert (other.episode_id, other.group_id, other.step, other.prompt) == ("e", "g", 3, longer)
+    assert other.response_ids == sample.response_ids and other.allowed_ids == sample.allowed_ids
+    assert other.old_logprobs is sample.old_logprobs and other.max_length == 48
+    assert other.prompt_ids == encode_prompt(tokenizer, longer)[-(48 - 3) :]
+    assert other.truncated_tokens == len(encode_prompt(tokenizer, longer)) - (48 - 3)
+    assert len(collate([sample, other], tokenizer.pad_token_id).input_ids[0]) == 48
+
+
 def test_allowed_ids_are_placed_on_response_positions(tokenizer):
     eos = tokenizer.eos_token_id
     sample = encode_ids([5, 6, 7], [8, 9, eos], max_length=16, allowed_ids=[[8, 10], [9], [eos]])
     other = encode_ids([5, 6, 7, 8, 9], [4, eos], max_length=16)
     batch = collate([sample, other], tokenizer.pad_token_id)
+    assert batch.response_width == 3
     assert batch.allowed_ids.shape == (2, 7, 2)
     assert batch.allowed_ids[0, -3].tolist() == [8, 10]
     assert batch.allowed_ids[0, -2].tolist() == [9, -1]

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import torch
 
-from hindsight.policy.encoding import collate, encode_ids, encode_prompt
+from hindsight.policy.encoding import collate, encode_prompt
 from hindsight.policy.generation import SamplingConfig, generate, generate_text
 from hindsight.policy.logprobs import token_logprobs
 
 
-def _recomputed(policy, generations, max_length=1024):
-    samples = [encode_ids(g.prompt_ids, g.response_ids, max_length, allowed_ids=g.allowed_ids) for g in generations]
+def _recomputed(policy, generations):
+    samples = [g.sample for g in generations]
     with torch.no_grad():
         logprobs = token_logprobs(policy.model, collate(samples, policy.tokenizer.pad_token_id))
-    return [logprobs[row, -len(g.response_ids) :] for row, g in enumerate(generations)]
+    return [logprobs[row, -len(sample.response_ids) :] for row, sample in enumerate(samples)]
 
 
 def test_constrained_generation_only_yields_valid_actions(tiny_policy, gold_steps):
@@ -32,9 +32,9 @@ def test_constrained_generation_only_yields_valid_actions(tiny_policy, gold_step
             assert generation.text in step["valid_actions"]
             assert generation.finished
             ids = tiny_policy.tokenizer(generation.text, add_special_tokens=False)["input_ids"]
-            assert generation.response_ids == ids + [tiny_policy.tokenizer.eos_token_id]
-            assert len(generation.allowed_ids) == len(generation.response_ids)
-            assert all(token in allowed for token, allowed in zip(generation.response_ids, generation.allowed_ids))
+            assert generation.sample.response_ids == ids + [tiny_policy.tokenizer.eos_token_id]
+            assert len(generation.sample.allowed_ids) == len(generation.sample.response_ids)
+            assert all(token in allowed for token, allowed in zip(generation.sample.response_ids, generation.sample.allowed_ids))
             seen.add(generation.text)
     assert len(seen) > 5
 
@@ -49,10 +49,10 @@ def test_recorded_logprobs_match_the_restricted_recomputation(tiny_policy, gold_
         generator=torch.Generator().manual_seed(1),
     )
     for generation, recomputed in zip(generations, _recomputed(tiny_policy, generations)):
-        assert torch.allclose(torch.tensor(generation.logprobs), recomputed, atol=1e-5)
-        assert all(value <= 1e-6 for value in generation.logprobs)
+        assert torch.allclose(generation.sample.old_logprobs, recomputed, atol=1e-5)
+        assert all(value <= 1e-6 for value in generation.sample.old_logprobs.tolist())
         # a position with a single allowed token has log-prob 0 (restricted), not log p(token)
-        for value, allowed in zip(generation.logprobs, generation.allowed_ids):
+        for value, allowed in zip(generation.sample.old_logprobs.tolist(), generation.sample.allowed_ids):
             if len(allowed) == 1:
                 assert abs(value) < 1e-6
 
@@ -63,14 +63,14 @@ def test_free_generation_stops_and_its_logprobs_match(tiny_policy, gold_steps):
     generations = generate(tiny_policy, prompts, config=config, generator=torch.Generator().manual_seed(0))
     eos = tiny_policy.tokenizer.eos_token_id
     for generation in generations:
-        assert 1 <= len(generation.response_ids) <= 7
-        assert generation.allowed_ids is None
+        assert 1 <= len(generation.sample.response_ids) <= 7
+        assert generation.sample.allowed_ids is None
         assert "\n" not in generation.text
-        last = tiny_policy.tokenizer.decode([generation.response_ids[-1]])
-        assert generation.finished == (generation.response_ids[-1] == eos or "\n" in last)
-        assert generation.finished or len(generation.response_ids) == 7
+        last = tiny_policy.tokenizer.decode([generation.sample.response_ids[-1]])
+        assert generation.finished == (generation.sample.response_ids[-1] == eos or "\n" in last)
+        assert generation.finished or len(generation.sample.response_ids) == 7
     for generation, recomputed in zip(generations, _recomputed(tiny_policy, generations)):
-        assert torch.allclose(torch.tensor(generation.logprobs), recomputed, atol=1e-5)
+        assert torch.allclose(generation.sample.old_logprobs, recomputed, atol=1e-5)
 
 
 def test_seeded_and_batch_independent(tiny_policy, gold_steps):
@@ -79,15 +79,15 @@ def test_seeded_and_batch_independent(tiny_policy, gold_steps):
     config = SamplingConfig(temperature=1.0)
     first = generate(tiny_policy, prompts, config=config, valid_actions=valid, generator=torch.Generator().manual_seed(5))
     again = generate(tiny_policy, prompts, config=config, valid_actions=valid, generator=torch.Generator().manual_seed(5))
-    assert [g.response_ids for g in first] == [g.response_ids for g in again]
+    assert [g.sample.response_ids for g in first] == [g.sample.response_ids for g in again]
     # greedy: one big batch, identical prompts (deduplicated prefill) and one by one agree
     greedy = SamplingConfig(temperature=0.0, max_batch_tokens=10**6)
     batched = generate(tiny_policy, prompts + prompts[:2], config=greedy, valid_actions=valid + valid[:2])
     for index, (prompt, actions) in enumerate(zip(prompts, valid)):
         alone = generate(tiny_policy, [prompt], config=greedy, valid_actions=[actions])[0]
-        assert batched[index].response_ids == alone.response_ids
-        assert torch.allclose(torch.tensor(batched[index].logprobs), torch.tensor(alone.logprobs), atol=1e-5)
-    assert batched[-1].response_ids == batched[1].response_ids
+        assert batched[index].sample.response_ids == alone.sample.response_ids
+        assert torch.allclose(batched[index].sample.old_logprobs, alone.sample.old_logprobs, atol=1e-5)
+    assert batched[-1].sample.response_ids == batched[1].sample.response_ids
 
 
 def test_long_prompts_keep_their_newest_tokens(tiny_policy, gold_steps):
@@ -96,9 +96,10 @@ def test_long_prompts_keep_their_newest_tokens(tiny_policy, gold_steps):
     config = SamplingConfig(temperature=0.0, max_length=64)
     generation = generate(tiny_policy, [step["prompt"]], config=config, valid_actions=[step["valid_actions"]])[0]
     budget = max(len(tiny_policy.tokenizer(a)["input_ids"]) + 1 for a in step["valid_actions"])
-    assert generation.prompt_ids == full[-(64 - budget) :]
-    assert generation.truncated_tokens == len(full) - (64 - budget)
+    assert generation.sample.prompt_ids == full[-(64 - budget) :]
+    assert generation.sample.truncated_tokens == len(full) - (64 - budget)
     assert generation.text in step["valid_actions"]
+    assert generation.sample.prompt == step["prompt"] and generation.sample.max_length == 64
 
 
 def test_generate_text_is_greedy_free_text(tiny_policy, gold_steps):
@@ -117,11 +118,11 @@ def test_stop_strings_end_free_generation_and_cut_the_text(tiny_policy, gold_ste
     tokenizer = tiny_policy.tokenizer
     ended_by_stop = 0
     for generation in generations:
-        pieces = [tokenizer.decode([token]) for token in generation.response_ids]
+        pieces = [tokenizer.decode([token]) for token in generation.sample.response_ids]
         assert not any("e" in piece for piece in pieces[:-1])
         assert "e" not in generation.text
         if "e" in pieces[-1]:
             ended_by_stop += 1
             assert generation.finished
-            assert generation.text == tokenizer.decode(generation.response_ids, skip_special_tokens=True).split("e", 1)[0].strip()
+            assert generation.text == tokenizer.decode(generation.sample.response_ids, skip_special_tokens=True).split("e", 1)[0].strip()
     assert ended_by_stop > 0  # "e" is in many tokens: an untrained model samples one within 40

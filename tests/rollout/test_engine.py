@@ -11,7 +11,7 @@ from hindsight.policy.encoding import collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.policy.prompts import episode_prompts
 from hindsight.rollout import RolloutConfig, planned_episode_ids, run_rollouts
-from hindsight.rollout.episode import TABLE_COLUMNS
+from hindsight.rollout.live_episode import TABLE_COLUMNS
 from hindsight.skills.injection import SKILL_HEADER
 
 GROUP_SIZE = 3
@@ -34,10 +34,10 @@ def factory():
 
 
 @pytest.fixture(scope="module")
-def result(rollout_policy, twc_tasks, factory):
+def result(tiny_policy, twc_tasks, factory):
     """3 tasks x 3 episodes with only 4 live at once (slots are reused)."""
     config = RolloutConfig(group_size=GROUP_SIZE, max_parallel=4, temperature=1.0, seed=11, progress=False)
-    return run_rollouts(rollout_policy, factory, twc_tasks, config, policy_version=5)
+    return run_rollouts(tiny_policy, factory, twc_tasks, config, policy_version=5)
 
 
 def test_table_shape_and_groups(result, twc_tasks, factory):
@@ -98,32 +98,32 @@ def test_prompts_carry_the_history(result):
         assert "History:" not in prompts[0]
 
 
-def test_old_logprobs_match_a_recomputation(result, rollout_policy):
+def test_old_logprobs_match_a_recomputation(result, tiny_policy):
     samples = result.samples
     for sample, logprobs in zip(samples, result.table["response_logprobs"]):
         assert torch.allclose(sample.old_logprobs, torch.tensor(logprobs))
         assert sample.allowed_ids is not None and len(sample.allowed_ids) == len(sample.response_ids)
-    batch = collate([sample.encoded(1024) for sample in samples[:40]], rollout_policy.tokenizer.pad_token_id)
+    batch = collate(samples[:40], tiny_policy.tokenizer.pad_token_id)
     with torch.no_grad():
-        recomputed = token_logprobs(rollout_policy.model, batch)
+        recomputed = token_logprobs(tiny_policy.model, batch)
     for row, sample in enumerate(samples[:40]):
         assert torch.allclose(recomputed[row, -len(sample.response_ids) :], sample.old_logprobs, atol=1e-5)
 
 
-def test_same_seed_same_rollouts(rollout_policy, twc_tasks, result):
+def test_same_seed_same_rollouts(tiny_policy, twc_tasks, result):
     config = RolloutConfig(group_size=GROUP_SIZE, max_parallel=4, temperature=1.0, seed=11, progress=False)
-    again = run_rollouts(rollout_policy, make_env, twc_tasks, config, policy_version=5)
+    again = run_rollouts(tiny_policy, make_env, twc_tasks, config, policy_version=5)
     assert again.table["action"].tolist() == result.table["action"].tolist()
     assert again.table["response_logprobs"].tolist() == result.table["response_logprobs"].tolist()
     other_seed = RolloutConfig(**{**config.__dict__, "seed": 12})
-    other = run_rollouts(rollout_policy, make_env, twc_tasks, other_seed, policy_version=5)
+    other = run_rollouts(tiny_policy, make_env, twc_tasks, other_seed, policy_version=5)
     assert other.table["action"].tolist() != result.table["action"].tolist()
 
 
-def test_skills_are_injected_into_every_prompt_of_their_episodes(rollout_policy, twc_tasks):
+def test_skills_are_injected_into_every_prompt_of_their_episodes(tiny_policy, twc_tasks):
     config = RolloutConfig(group_size=2, max_parallel=4, max_steps=3, seed=1, progress=False)
     skills = {twc_tasks[0].group_id: "take every item before putting anything away"}
-    result = run_rollouts(rollout_policy, make_env, twc_tasks[:2], config, skills=skills)
+    result = run_rollouts(tiny_policy, make_env, twc_tasks[:2], config, skills=skills)
     for sample in result.samples:
         has_skill = SKILL_HEADER in sample.prompt
         assert has_skill == (sample.group_id == twc_tasks[0].group_id)
@@ -132,16 +132,16 @@ def test_skills_are_injected_into_every_prompt_of_their_episodes(rollout_policy,
             assert lines[0].startswith("Task: ") and lines[1] == SKILL_HEADER
             assert "[take every item before putting anything away]" in sample.prompt
     episode_id = planned_episode_ids(twc_tasks[1:2], config)[0]
-    by_episode = run_rollouts(rollout_policy, make_env, twc_tasks[1:2], config, skills={episode_id: "look first"})
+    by_episode = run_rollouts(tiny_policy, make_env, twc_tasks[1:2], config, skills={episode_id: "look first"})
     assert {SKILL_HEADER in s.prompt for s in by_episode.samples if s.episode_id == episode_id} == {True}
     assert {SKILL_HEADER in s.prompt for s in by_episode.samples if s.episode_id != episode_id} == {False}
 
 
-def test_free_generation_reports_invalid_actions(rollout_policy, twc_tasks):
+def test_free_generation_reports_invalid_actions(tiny_policy, twc_tasks):
     config = RolloutConfig(
         group_size=2, constrained=False, max_new_tokens=6, max_steps=4, temperature=1.0, progress=False
     )
-    result = run_rollouts(rollout_policy, make_env, twc_tasks[:2], config)
+    result = run_rollouts(tiny_policy, make_env, twc_tasks[:2], config)
     table = result.table
     assert result.stats["off_list_action_rate"] > 0.5  # an untrained model rarely spells a valid action
     invalid = ~table["action_valid"]
@@ -179,9 +179,9 @@ class CrashOnceEnvironment:
         self.env.close()
 
 
-def test_a_crashed_episode_is_replayed(rollout_policy, twc_tasks):
+def test_a_crashed_episode_is_replayed(tiny_policy, twc_tasks):
     config = RolloutConfig(group_size=2, max_steps=4, max_parallel=2, progress=False)
-    result = run_rollouts(rollout_policy, CrashOnceEnvironment, twc_tasks[:1], config)
+    result = run_rollouts(tiny_policy, CrashOnceEnvironment, twc_tasks[:1], config)
     assert CrashOnceEnvironment.crashed == 1 and CrashOnceEnvironment.restarted == 1
     for _, rows in result.table.groupby("episode_id"):
         assert rows["step"].tolist() == list(range(len(rows))) and rows["done"].iloc[-1]

@@ -8,7 +8,7 @@ import pytest
 
 from hindsight.envs import make_env
 from hindsight.rollout import make_tasks, run_random_agent
-from hindsight.rollout.episode import TABLE_COLUMNS
+from hindsight.rollout.live_episode import TABLE_COLUMNS
 
 
 def test_random_agent_writes_the_same_table_and_sometimes_wins(twc_spec):
@@ -31,3 +31,16 @@ def test_random_agent_writes_the_same_table_and_sometimes_wins(twc_spec):
     assert again.table["action"].tolist() == table["action"].tolist()
     schema = pytest.importorskip("hindsight.data.schema")
     schema.validate_trajectories(table, "random agent")
+
+
+def test_rewards_are_the_ones_the_environment_gives(twc_spec):
+    """The table records the env's own step reward, so the env's RewardConfig decides it."""
+    from functools import partial
+
+    from hindsight.envs.reward import RewardConfig
+
+    reward = RewardConfig(success_reward=3.0, invalid_penalty=0.25)
+    tasks = make_tasks(dataclasses.replace(twc_spec, max_steps=30), "train", range(6))
+    table = run_random_agent(partial(make_env, reward=reward), tasks, group_size=2, max_steps=20, seed=3).table
+    assert table["won"].any()
+    assert (table.loc[table["won"], "reward"] == 3.0).all() and (table.loc[~table["won"], "reward"] == 0.0).all()

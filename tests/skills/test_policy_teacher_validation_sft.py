@@ -6,8 +6,8 @@ import math
 import pandas as pd
 import pytest
 
+from hindsight.data.schema import SKILLS_TABLE_COLUMNS
 from hindsight.skills import (
-    SKILLS_TABLE_COLUMNS,
     PolicyTeacher,
     RuleMinerTeacher,
     ValidationOutcome,
@@ -18,6 +18,7 @@ from hindsight.skills import (
     parse_skill_json,
     skill_passes_validation,
     skills_table,
+    validated_skills_table,
 )
 
 
@@ -87,15 +88,16 @@ def test_validation_filter_rejects_impossible_counts():
 def test_skills_table_and_analyzer_sft_set(table):
     records = RuleMinerTeacher().write_skills(episodes_from_table(table))
     unvalidated = skills_table(records)
+    assert validated_skills_table(records).equals(unvalidated)
     assert list(unvalidated.columns) == list(SKILLS_TABLE_COLUMNS)
     assert unvalidated["accepted"].tolist() == [True, True]
     assert unvalidated["delta_success"].isna().all()
 
     validation = {"twc-gold": ValidationOutcome(2, 8, 4, 8), "twc-failure": ValidationOutcome(2, 8, 2, 8)}
-    validated = skills_table(records, validation)
+    validated = validated_skills_table(records, validation)
     assert validated["accepted"].tolist() == [True, False]
     assert validated["delta_success"].tolist() == [0.25, 0.0]
-    partly = skills_table(records, {"twc-gold": ValidationOutcome(2, 8, 4, 8)})
+    partly = validated_skills_table(records, {"twc-gold": ValidationOutcome(2, 8, 4, 8)})
     assert partly["accepted"].tolist() == [True, False] and math.isnan(partly["delta_success"].iloc[1])
 
     examples = analyzer_sft_examples(table, validated)

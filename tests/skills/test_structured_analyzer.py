@@ -13,9 +13,9 @@ from hindsight.policy.model import build_policy
 from hindsight.policy.tokenizer import train_tokenizer
 from hindsight.skills.parsing import parse_skill_json
 from hindsight.skills.structured import structured_skill_outputs
-from hindsight.skills.teachers import policy_analyzer
-from hindsight.pipelines.skills.nodes import make_teacher
-from hindsight.training.rl_config import RLConfig
+from hindsight.skills.policy_teacher import policy_analyzer
+from hindsight.config import ProjectConfig
+from hindsight.params import ParameterError, build
 
 PROMPTS = [
     "Task: put the apple in the fridge.\nepisode_success: failure\nStep 1\nObservation: You see a fridge.\n"
@@ -54,9 +54,7 @@ def test_budgets_are_checked(untrained_policy):
         structured_skill_outputs(untrained_policy, PROMPTS, summary_tokens=0)
 
 
-def test_the_switch_must_be_a_boolean(untrained_policy):
+def test_the_switch_must_be_a_boolean():
     """A quoted "false" in YAML is a string: named in the error instead of read as true."""
-    with pytest.raises(ValueError, match="training.rl.analyzer_structured"):
-        RLConfig(analyzer_structured="false")
-    with pytest.raises(ValueError, match="skills.analyzer_structured"):
-        make_teacher({"teacher": "policy", "analyzer_structured": "false"}, {}, policy=untrained_policy)
+    with pytest.raises(ParameterError, match="analyzer.structured must be true or false"):
+        build(ProjectConfig, {"analyzer": {"structured": "false"}})

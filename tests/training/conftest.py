@@ -1,56 +1,24 @@
-"""Shared fixtures of the trainer tests: real TextWorldExpress tasks, a tokenizer trained on
-their gold episodes and a tiny policy built from a config (all built once per session).
+"""Shared fixtures of the trainer tests: the gold twc steps as SFT examples and a short
+behaviour-cloning run of the tiny policy (``tests/conftest.py``) on them, built once per
+session.
 """
 
 from __future__ import annotations
 
 import copy
-import os
 from dataclasses import dataclass
 
 import pandas as pd
 import pytest
 import torch
 
-os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
-
-from hindsight.envs.base import EnvironmentSpec  # noqa: E402
-from hindsight.policy.model import build_policy  # noqa: E402
-from hindsight.policy.tokenizer import train_tokenizer  # noqa: E402
-from hindsight.rollout.tasks import make_tasks  # noqa: E402
-from hindsight.training.sft import SFTConfig, train_sft  # noqa: E402
-
-from episodes import gold_steps  # noqa: E402
-
-TWC_PARAMS = {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}
-TWC_SPEC = EnvironmentSpec("textworldexpress", "twc", TWC_PARAMS, max_steps=8)
+from hindsight.training.sft import SFTConfig, train_sft
 
 
 @pytest.fixture(scope="session")
-def twc_spec() -> EnvironmentSpec:
-    """twc, one room, two items, 8 steps per episode."""
-    return TWC_SPEC
-
-
-@pytest.fixture(scope="session")
-def gold_examples() -> list[dict]:
-    """(prompt, response, valid_actions) of every step of 4 gold twc episodes."""
-    steps = gold_steps(EnvironmentSpec("textworldexpress", "twc", TWC_PARAMS, max_steps=30), 4)
-    return [{"prompt": s["prompt"], "response": s["action"], "valid_actions": s["valid_actions"]} for s in steps]
-
-
-@pytest.fixture(scope="session")
-def tokenizer(gold_examples):
-    """A byte-level BPE tokenizer trained on the gold prompts and actions."""
-    texts = [text for example in gold_examples for text in (example["prompt"], example["response"])]
-    return train_tokenizer(texts, vocab_size=600)
-
-
-@pytest.fixture(scope="session")
-def start_policy(tokenizer):
-    """The "tiny" preset, freshly initialised (seed 0), on CPU. Never trained: tests
-    train ``fresh_policy()`` copies of it."""
-    return build_policy("tiny", tokenizer, seed=0, device="cpu")
+def gold_examples(gold_steps) -> list[dict]:
+    """(prompt, response, valid_actions) of every gold twc step."""
+    return [{"prompt": s["prompt"], "response": s["action"], "valid_actions": s["valid_actions"]} for s in gold_steps]
 
 
 @dataclass
@@ -72,10 +40,10 @@ BC_CONFIG = SFTConfig(
 
 
 @pytest.fixture(scope="session")
-def behaviour_cloning(start_policy, gold_examples) -> BehaviourCloningRun:
-    """30 SFT steps of a copy of the starting policy on the gold steps: enough for it to win
+def behaviour_cloning(tiny_policy, gold_examples) -> BehaviourCloningRun:
+    """30 SFT steps of a copy of the tiny policy on the gold steps: enough for it to win
     some twc episodes, so that RL updates have non-zero advantages."""
-    policy = copy.deepcopy(start_policy)
+    policy = copy.deepcopy(tiny_policy)
     before = {name: p.detach().clone() for name, p in policy.model.named_parameters() if p.requires_grad}
     history = train_sft(policy, pd.DataFrame(gold_examples), BC_CONFIG)
     return BehaviourCloningRun(policy=policy, weights_before=before, history=history)
@@ -85,9 +53,3 @@ def behaviour_cloning(start_policy, gold_examples) -> BehaviourCloningRun:
 def warm_policy(behaviour_cloning):
     """The behaviour-cloned policy (copy it before training it)."""
     return behaviour_cloning.policy
-
-
-@pytest.fixture(scope="session")
-def twc_tasks(twc_spec):
-    """Three twc training tasks."""
-    return make_tasks(twc_spec, "train", [0, 1, 2])

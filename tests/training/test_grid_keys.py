@@ -3,7 +3,7 @@ memory settings (a progress bar, micro-batch sizes) do not, so they never retrai
 
 from __future__ import annotations
 
-from hindsight.training.grid import Cell, cell_key
+from hindsight.experiments.grid import Cell, cell_key
 
 SETTINGS = {
     "start_from": "stage1",

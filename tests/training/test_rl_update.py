@@ -11,29 +11,27 @@ test checks so that the decomposition is known to be able to fail.
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import pytest
 import torch
 
 from hindsight.policy.constrained import ActionTrie
-from hindsight.policy.encoding import encode_ids, encode_prompt, encode_response
+from hindsight.policy.encoding import StepSample, encode_ids, encode_prompt, encode_response
 from hindsight.training.distillation import response_logprobs, skill_augmented_logprobs
 from hindsight.training.rl import update_policy
 from hindsight.training.rl_config import RLConfig
-from hindsight.training.samples import ResponseSample
 
 SKILL = "Take the object first, then put it where it belongs."
 CONFIG = RLConfig(algorithm="seed", kl_coef=0.0, opd_coef=1.0, ppo_epochs=1, mini_batch_size=16, max_grad_norm=1e9)
 
 
-def make_sample(tokenizer, example: dict, episode_id: str) -> ResponseSample:
+def make_sample(tokenizer, example: dict, episode_id: str) -> StepSample:
     """A constrained step sample built the way ``samples_from_table`` builds one."""
     response_ids = encode_response(tokenizer, example["response"])
     allowed = ActionTrie.from_actions(tokenizer, example["valid_actions"]).allowed_along(response_ids)
     encoded = encode_ids(encode_prompt(tokenizer, example["prompt"]), response_ids, 768, allowed)
-    return ResponseSample(
-        episode_id=episode_id, group_id="g", step=0, prompt=example["prompt"], encoded=encoded, max_length=768
-    )
+    return dataclasses.replace(encoded, episode_id=episode_id, group_id="g", step=0, prompt=example["prompt"])
 
 
 @pytest.fixture(scope="module")

@@ -39,10 +39,10 @@ def logits(policy, gold_examples) -> torch.Tensor:
 
 
 @pytest.fixture(scope="module")
-def lora_run(start_policy, gold_examples, tmp_path_factory):
+def lora_run(tiny_policy, gold_examples, tmp_path_factory):
     """A LoRA adapter on a saved tiny model, trained for a few steps, then saved."""
     base_dir = tmp_path_factory.mktemp("base_model")
-    save_policy(copy.deepcopy(start_policy), base_dir)
+    save_policy(copy.deepcopy(tiny_policy), base_dir)
     policy = load_policy(base_dir, lora=LORA, device="cpu")
     before = {name: p.detach().clone() for name, p in policy.model.named_parameters()}
     config = SFTConfig(learning_rate=1e-2, weight_decay=0.0, batch_size=8, max_steps=4, max_length=768, log_every=1)
@@ -63,7 +63,7 @@ def test_lora_trains_only_the_adapter(lora_run):
     assert len(lora_run["history"]) == 4
 
 
-def test_lora_adapter_saves_and_reloads(lora_run, start_policy, gold_examples):
+def test_lora_adapter_saves_and_reloads(lora_run, tiny_policy, gold_examples):
     adapter_dir = lora_run["adapter_dir"]
     assert (adapter_dir / "adapter_config.json").is_file()
     assert not (adapter_dir / "config.json").exists()  # the adapter alone, not a full model
@@ -71,20 +71,20 @@ def test_lora_adapter_saves_and_reloads(lora_run, start_policy, gold_examples):
     assert reloaded.is_lora
     expected = logits(lora_run["policy"], gold_examples)
     torch.testing.assert_close(logits(reloaded, gold_examples), expected, rtol=0, atol=1e-5)
-    assert not torch.allclose(logits(start_policy, gold_examples), expected, atol=1e-4)  # the adapter matters
+    assert not torch.allclose(logits(tiny_policy, gold_examples), expected, atol=1e-4)  # the adapter matters
 
 
-def test_micro_batches_train_the_same_weights_as_whole_batches(start_policy, gold_examples):
+def test_micro_batches_train_the_same_weights_as_whole_batches(tiny_policy, gold_examples):
     """Two steps with every batch split into one-example pieces (budget 1 token) give the
     weights of two steps over whole batches: the split bounds memory, not the loss."""
     config = SFTConfig(learning_rate=1e-2, weight_decay=0.0, batch_size=8, max_steps=2, max_length=768, log_every=1)
     weights = []
     for budget in (None, 1):
-        policy = copy.deepcopy(start_policy)
+        policy = copy.deepcopy(tiny_policy)
         history = train_sft(policy, pd.DataFrame(gold_examples), SFTConfig(**{**config.__dict__, "micro_batch_tokens": budget}))
         weights.append((torch.cat([p.detach().flatten() for p in policy.model.parameters()]), history))
     (whole, whole_history), (pieces, pieces_history) = weights
-    initial = torch.cat([p.detach().flatten() for p in start_policy.model.parameters()])
+    initial = torch.cat([p.detach().flatten() for p in tiny_policy.model.parameters()])
     assert not torch.equal(whole, initial)
     # AdamW's first steps move each weight by about +-lr whatever the gradient's size, so
     # float-rounding differences of near-zero gradients can show; a wrong weighting of the
@@ -93,8 +93,8 @@ def test_micro_batches_train_the_same_weights_as_whole_batches(start_policy, gol
     assert pieces_history["loss"].tolist() == pytest.approx(whole_history["loss"].tolist(), rel=1e-4)
 
 
-def test_bf16_autocast_trains_and_keeps_float32_weights(start_policy, gold_examples):
-    policy = copy.deepcopy(start_policy)
+def test_bf16_autocast_trains_and_keeps_float32_weights(tiny_policy, gold_examples):
+    policy = copy.deepcopy(tiny_policy)
     config = SFTConfig(learning_rate=1e-2, weight_decay=0.0, batch_size=8, max_steps=12, max_length=768, log_every=1,
                        bf16_autocast=True)
     history = train_sft(policy, pd.DataFrame(gold_examples), config)

@@ -18,6 +18,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from hindsight.data.rows import EpisodeFields, trajectory_row
 from hindsight.data.schema import TRAJECTORY_COLUMNS, make_group_id, validate_trajectories
 from hindsight.envs.base import EnvironmentConfigError, EnvironmentCrashedError, EnvironmentSpec, TextEnvironment
 from hindsight.envs.registry import make_env
@@ -43,40 +44,40 @@ def play_gold_episode(env: TextEnvironment, spec: EnvironmentSpec, split: str, s
     """
     observation, info = env.reset(seed, split)
     group_id = make_group_id(spec.env, spec.game, split, seed)
-    episode = {
-        "episode_id": f"{group_id}/{EXPERT_SOURCE}",
-        "group_id": group_id,
-        "env": spec.env,
-        "task_type": info["task_type"],
-        "task": info["task"],
-        "split": split,
-        "seed": int(seed),
-        "source": EXPERT_SOURCE,
-        "policy_version": EXPERT_POLICY_VERSION,
-    }
+    episode = EpisodeFields(
+        episode_id=f"{group_id}/{EXPERT_SOURCE}",
+        group_id=group_id,
+        env=spec.env,
+        task_type=info["task_type"],
+        task=info["task"],
+        split=split,
+        seed=int(seed),
+        source=EXPERT_SOURCE,
+        policy_version=EXPERT_POLICY_VERSION,
+    )
     rows: list[dict[str, Any]] = []
     won_before = bool(info["won"])
     for step, action in enumerate(env.gold_actions()):
-        row = {
-            **episode,
-            "step": step,
-            "observation": observation,
-            "anchor_observation": info["anchor_observation"],
-            "valid_actions": list(info["valid_actions"]),
-            "action": action,
-            "response": action,
-        }
+        acted_on, acted_info = observation, info
         observation, reward, terminated, truncated, info = env.step(action)
         won_now = bool(info["won"]) and not won_before
         won_before = won_before or won_now
-        row.update(
-            reward=float(reward),
-            score=float(info["score"]),
-            done=bool(terminated or truncated),
-            won=won_now,
-            action_valid=bool(info["action_valid"]),
+        rows.append(
+            trajectory_row(
+                episode,
+                step=step,
+                observation=acted_on,
+                anchor_observation=acted_info["anchor_observation"],
+                valid_actions=acted_info["valid_actions"],
+                action=action,
+                response=action,
+                reward=reward,
+                score=info["score"],
+                done=terminated or truncated,
+                won=won_now,
+                action_valid=info["action_valid"],
+            )
         )
-        rows.append(row)
         if terminated or truncated:
             break
     if rows:

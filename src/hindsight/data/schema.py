@@ -1,12 +1,14 @@
-"""The trajectory table and the episode summary: their columns, types, and the check that
-runs wherever data enters the project.
+"""The project's tables: their columns, types, and the check that runs wherever data enters.
 
-The trajectory table has one row per step sample (columns in ``TRAJECTORY_COLUMNS``; the
-contract is in the project brief). ``validate_trajectories`` checks a table that came from
+This module is the one place that names table columns: the trajectory table (one row per
+step sample, ``TRAJECTORY_COLUMNS``; DESIGN.md data contracts), the rollout table (the same
+plus the sampled tokens' log-probs, ``ROLLOUT_COLUMNS``), the per-episode outcomes and
+summary derived from it (``EPISODE_OUTCOME_COLUMNS``, ``EPISODE_SUMMARY_COLUMNS``) and the
+Skills table (``SKILLS_TABLE_COLUMNS``). ``validate_trajectories`` checks a table that came from
 outside (a file, another process) and returns it with canonical column order and dtypes;
 the first problem raises ``TrajectoryValidationError`` naming the origin, the row (or the
 file line, when the caller passes ``row_labels``) and the field. Episode-level facts
-(success, length, return) are derived by ``hindsight.data.episodes``, never stored.
+(success, length, return) are derived by ``hindsight.data.outcomes``, never stored.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ class Column:
     """One column of a table: its kind and what it means."""
 
     kind: str
-    """One of "str", "int", "float", "bool", "str_list"."""
+    """One of "str", "int", "float", "bool", "str_list", "float_list"."""
     meaning: str
 
 
@@ -64,6 +66,20 @@ TRAJECTORY_COLUMNS: dict[str, Column] = {
     "policy_version": Column("int", "version of the acting policy (-1 for experts / external)"),
 }
 
+ROLLOUT_COLUMNS: dict[str, Column] = {
+    **TRAJECTORY_COLUMNS,
+    "response_logprobs": Column("float_list", "per-token log-probs of the response at sampling time"),
+}
+"""The table a rollout writes: the trajectory table plus what the sampler saw."""
+
+EPISODE_OUTCOME_COLUMNS: dict[str, Column] = {
+    "success": Column("bool", "any step won"),
+    "length": Column("int", "number of steps"),
+    "return": Column("float", "sum of step rewards"),
+    "invalid_actions": Column("int", "steps whose action the env did not accept"),
+}
+"""What an episode achieved, derived from its steps (``hindsight.data.outcomes``)."""
+
 EPISODE_SUMMARY_COLUMNS: dict[str, Column] = {
     "episode_id": Column("str", "unique per episode"),
     "group_id": Column("str", "the task instance"),
@@ -71,16 +87,32 @@ EPISODE_SUMMARY_COLUMNS: dict[str, Column] = {
     "task_type": Column("str", "game or task family"),
     "split": Column("str", "train / dev / test"),
     "source": Column("str", "expert / rollout / patched / world_model"),
-    "length": Column("int", "number of steps"),
-    "return": Column("float", "sum of step rewards"),
-    "success": Column("bool", "any step won"),
-    "invalid_actions": Column("int", "steps whose action the env did not accept"),
+    "length": EPISODE_OUTCOME_COLUMNS["length"],
+    "return": EPISODE_OUTCOME_COLUMNS["return"],
+    "success": EPISODE_OUTCOME_COLUMNS["success"],
+    "invalid_actions": EPISODE_OUTCOME_COLUMNS["invalid_actions"],
 }
+
+SKILLS_TABLE_COLUMNS: dict[str, Column] = {
+    "episode_id": Column("str", "the episode the skill was written about"),
+    "group_id": Column("str", "its task instance"),
+    "success": Column("bool", "the episode solved its task"),
+    "summary": Column("str", "the teacher's one-sentence account ('' when nothing parsed)"),
+    "skill": Column("str", "the hindsight skill ('' when nothing parsed)"),
+    "teacher": Column("str", "name of the teacher that wrote it"),
+    "accepted": Column("bool", "kept by validation (parsed, when there was none)"),
+    "delta_success": Column("float", "skill minus plain success rate (NaN when not validated)"),
+    "parse_ok": Column("bool", "the teacher's output held a skill"),
+}
+"""One row per teacher record (``hindsight.skills.records.skills_table``)."""
 
 EPISODE_CONSTANT_FIELDS = ("group_id", "env", "task_type", "task", "split", "seed", "source")
 """Fields every row of one episode must share."""
 
-_DTYPES = {"str": "str", "int": "int64", "float": "float64", "bool": "bool", "str_list": "object"}
+_DTYPES = {
+    "str": "str", "int": "int64", "float": "float64", "bool": "bool", "str_list": "object", "float_list": "object"
+}
+_SCALAR_KINDS = ("int", "float", "bool")
 
 
 def make_group_id(env: str, game: str, split: str, seed: int) -> str:
@@ -90,6 +122,14 @@ def make_group_id(env: str, game: str, split: str, seed: int) -> str:
 
 def _empty_table(columns: dict[str, Column]) -> pd.DataFrame:
     return pd.DataFrame({name: pd.Series([], dtype=_DTYPES[column.kind]) for name, column in columns.items()})
+
+
+def typed_table(rows: Sequence[dict[str, Any]] | pd.DataFrame, columns: dict[str, Column]) -> pd.DataFrame:
+    """``rows`` (dicts, or a table) as a table with exactly ``columns``, in order, the
+    numeric and true/false columns cast to their dtype (text and list columns left as built)."""
+    table = rows[list(columns)] if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows), columns=list(columns))
+    scalar_dtypes = {name: _DTYPES[column.kind] for name, column in columns.items() if column.kind in _SCALAR_KINDS}
+    return table.astype(scalar_dtypes)
 
 
 def empty_trajectory_table() -> pd.DataFrame:

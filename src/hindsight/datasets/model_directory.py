@@ -5,19 +5,19 @@ tokenizer files, or a peft adapter directory), written with ``save_pretrained``.
 built-in datasets hold one file; this one holds a directory and versions it like any other
 dataset (``data/06_models/policy/<version>/policy/``).
 
-Writes are atomic: the directory is written to a temporary sibling and renamed into place
-only when complete, so an interrupted save never leaves a half-written checkpoint that a
-later load would pick up.
+Writes are atomic (``hindsight.atomic.atomic_directory``): the directory is written to a
+temporary sibling and renamed into place only when complete, so an interrupted save never
+leaves a half-written checkpoint that a later load would pick up.
 """
 
 from __future__ import annotations
 
-import shutil
-import uuid
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from kedro.io.core import AbstractVersionedDataset, DatasetError, Version
+
+from hindsight.atomic import atomic_directory
 
 
 class ModelDirectoryDataset(AbstractVersionedDataset):
@@ -25,9 +25,9 @@ class ModelDirectoryDataset(AbstractVersionedDataset):
 
     Example catalog entry::
 
-        warmup_policy:
+        stage1_policy:
           type: hindsight.datasets.ModelDirectoryDataset
-          path: data/06_models/warmup_policy
+          path: data/06_models/stage1_policy
           versioned: true
     """
 
@@ -57,17 +57,8 @@ class ModelDirectoryDataset(AbstractVersionedDataset):
     def _save(self, policy) -> None:
         from hindsight.policy.model import save_policy
 
-        target = Path(self._get_save_path())
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = target.parent / f".{target.name}.partial-{uuid.uuid4().hex[:8]}"
-        try:
+        with atomic_directory(self._get_save_path()) as staging:
             save_policy(policy, staging)
-            if target.exists():
-                shutil.rmtree(target)
-            staging.rename(target)
-        finally:
-            if staging.exists():
-                shutil.rmtree(staging, ignore_errors=True)
 
     def _exists(self) -> bool:
         try:

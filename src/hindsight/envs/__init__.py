@@ -2,7 +2,8 @@
 
 ``make_env(spec)`` builds one: TextWorldExpress, ScienceWorld, TextWorld (games generated
 locally) or ALFWorld (where installed). Each adapter's module docstring says how it treats
-invalid actions, what it costs, and how it recovers from a crash.
+invalid actions, what it costs, and how it recovers from a crash; what the adapters share
+(episode bookkeeping, the guarded JVM or engine calls, restart and close) is in ``adapter``.
 """
 
 from hindsight.envs.base import (

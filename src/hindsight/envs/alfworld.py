@@ -28,16 +28,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from hindsight.envs.actions import match_valid_action
-from hindsight.envs.base import (
-    SPLITS,
-    EnvironmentConfigError,
-    EnvironmentCrashedError,
-    EnvironmentSpec,
-    StepResult,
-    TextEnvironment,
-)
-from hindsight.envs.episode import EpisodeTracker, make_info
+from hindsight.envs.adapter import InProcessEngineAdapter, ListedActionStep, seed_window
+from hindsight.envs.base import SPLITS, EnvironmentConfigError, EnvironmentSpec, check_split
+from hindsight.envs.tracker import make_info
 from hindsight.envs.reward import RewardConfig
 
 logger = logging.getLogger(__name__)
@@ -119,13 +112,16 @@ def split_task(feedback: str) -> tuple[str, str]:
     return task, "\n".join(lines).strip()
 
 
-class AlfWorldEnvironment(TextEnvironment):
+class AlfWorldEnvironment(ListedActionStep, InProcessEngineAdapter):
     """One ALFWorld game at a time (see the module docstring).
 
     Args:
         spec: ``env="alfworld"``, a task type or "all", ``{"data_dir": ...}``, ``max_steps``.
         reward: Step reward settings.
     """
+
+    display_name = "ALFWorld"
+    invalid_action_observation = INVALID_ACTION_OBSERVATION
 
     def __init__(self, spec: EnvironmentSpec, reward: RewardConfig | None = None) -> None:
         if spec.game != "all" and spec.game not in TASK_TYPES:
@@ -135,31 +131,25 @@ class AlfWorldEnvironment(TextEnvironment):
         unknown = [key for key in spec.params if key != "data_dir"]
         if unknown:
             raise EnvironmentConfigError(f"Unknown ALFWorld parameter(s) {unknown}; accepted: data_dir.")
-        self.spec = spec
         self.data_dir = alfworld_data_dir(dict(spec.params))
         check_alfworld_available(self.data_dir)
-        self.backend = None
         self._games: dict[str, list[Path]] = {}
-        self._episode = EpisodeTracker(spec.max_steps, reward or RewardConfig())
+        super().__init__(spec, reward)
 
     def _split_games(self, split: str) -> list[Path]:
-        if split not in SPLITS:
-            raise EnvironmentConfigError(f"Unknown split {split!r}; expected one of {SPLITS}.")
+        check_split(split)
         if split not in self._games:
             self._games[split] = list_games(self.data_dir, split, self.spec.game)
         return self._games[split]
 
     def seeds(self, split: str, count: int, offset: int = 0) -> list[int]:
         """``count`` game indices of ``split`` from position ``offset``."""
-        available = len(self._split_games(split))
-        if offset < 0 or count < 0 or offset + count > available:
-            raise EnvironmentConfigError(
-                f"ALFWorld has {available} solvable {split} games of type {self.spec.game!r}; "
-                f"asked for {count} from offset {offset}."
-            )
-        return list(range(offset, offset + count))
+        available = range(len(self._split_games(split)))
+        return seed_window(
+            available, count, offset, "ALFWorld", f"solvable {split} games of type {self.spec.game!r}"
+        )
 
-    def _start_engine(self, game_file: str, with_expert: bool):
+    def _start_engine(self, game_file: str, with_expert: bool = False):
         import textworld
         from alfworld.agents.environment.alfred_tw_env import (
             AlfredDemangler,
@@ -175,49 +165,22 @@ class AlfWorldEnvironment(TextEnvironment):
             wrappers.append(AlfredExpert(expert_type=AlfredExpertType.HANDCODED))
         return textworld.start(game_file, infos, wrappers=wrappers)
 
-    def _engine(self, call):
-        try:
-            return call()
-        except (EnvironmentConfigError, EnvironmentCrashedError):
-            raise
-        except Exception as error:
-            self._episode.stop()
-            raise EnvironmentCrashedError(
-                f"The ALFWorld engine failed ({type(error).__name__}: {error}); call restart()."
-            ) from error
-
     def reset(self, seed: int, split: str = "train") -> tuple[str, dict[str, Any]]:
         """Start game number ``seed`` of ``split``."""
         games = self._split_games(split)
         if not 0 <= int(seed) < len(games):
             raise EnvironmentConfigError(f"ALFWorld {split} has games 0-{len(games) - 1}; got {seed}.")
         self._game_file = os.fspath(games[int(seed)])
-        self._episode.stop()
-        if self.backend is None:
-            self.backend = self._engine(lambda: self._start_engine(self._game_file, with_expert=False))
-        else:
-            self._engine(lambda: self.backend.load(self._game_file))
-        self._state = self._engine(self.backend.reset)
+        self._state = self._load_and_reset(self._game_file)
         self._task, observation = split_task(self._state.feedback)
-        self._anchor = observation
-        self._gold: list[str] | None = None
-        self._episode.start()
-        return observation, self._info(action_valid=True)
+        return self._start_episode(observation)
 
-    def step(self, action: str) -> StepResult:
-        """Play ``action`` if it is admissible; otherwise a no-op step."""
-        self._episode.check_can_step()
-        canonical = match_valid_action(action, self._state["admissible_commands"])
-        if canonical is None:
-            reward, terminated, truncated = self._episode.record(False, False, action_valid=False)
-            return INVALID_ACTION_OBSERVATION, reward, terminated, truncated, self._info(action_valid=False)
-        was_won = bool(self._state["won"])
-        self._state, _, _ = self._engine(lambda: self.backend.step(canonical))
-        observation = str(self._state.feedback).strip()
-        self._anchor = observation
-        won = bool(self._state["won"])
-        reward, terminated, truncated = self._episode.record(won and not was_won, False, True)
-        return observation, reward, terminated, truncated, self._info(action_valid=True)
+    def _send(self, action: str) -> str:
+        self._state, _, _ = self._engine(lambda: self.backend.step(action))
+        return str(self._state.feedback).strip()
+
+    def _outcome(self) -> tuple[bool, bool]:
+        return bool(self._state["won"]), False
 
     def _info(self, action_valid: bool) -> dict[str, Any]:
         won = bool(self._state["won"])
@@ -234,13 +197,9 @@ class AlfWorldEnvironment(TextEnvironment):
             moves=self._episode.steps,
         )
 
-    def gold_actions(self) -> list[str]:
+    def _expert_actions(self) -> list[str]:
         """The hand-coded expert's actions, played on a separate copy of the current game."""
-        if not self._episode.active:
-            raise RuntimeError("gold_actions() needs a game: call reset(seed, split) first.")
-        if self._gold is None:
-            self._gold = self._engine(self._play_expert)
-        return list(self._gold)
+        return self._engine(self._play_expert)
 
     def _play_expert(self) -> list[str]:
         engine = self._start_engine(self._game_file, with_expert=True)
@@ -253,17 +212,3 @@ class AlfWorldEnvironment(TextEnvironment):
             return actions
         finally:
             engine.close()
-
-    def restart(self) -> None:
-        """Drop the game engine; the next ``reset`` starts a fresh one."""
-        self._episode.stop()
-        old, self.backend = self.backend, None
-        if old is not None:
-            try:
-                old.close()
-            except Exception as error:  # a broken engine may fail to close; it is dropped anyway
-                logger.debug("closing a failed ALFWorld engine: %s", error)
-
-    def close(self) -> None:
-        """Release the game engine."""
-        self.restart()

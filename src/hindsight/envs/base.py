@@ -29,6 +29,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
+from hindsight.envs.reward import RewardConfig
+
 SPLITS = ("train", "dev", "test")
 
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
@@ -40,6 +42,12 @@ class EnvironmentConfigError(ValueError):
 
 class EnvironmentCrashedError(RuntimeError):
     """The environment backend died (e.g. the JVM); call ``restart()``."""
+
+
+def check_split(split: str) -> None:
+    """Raise ``EnvironmentConfigError`` unless ``split`` is one of ``SPLITS``."""
+    if split not in SPLITS:
+        raise EnvironmentConfigError(f"Unknown split {split!r}; expected one of {SPLITS}.")
 
 
 @dataclass(frozen=True)
@@ -55,6 +63,8 @@ class EnvironmentSpec:
     game: str
     params: dict[str, Any] = field(default_factory=dict)
     max_steps: int = 30
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    """How a step is rewarded (the environment computes every reward the project records)."""
 
 
 class TextEnvironment(ABC):

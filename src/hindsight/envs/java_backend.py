@@ -2,15 +2,10 @@
 
 TextWorldExpress and ScienceWorld are Java/Scala simulators driven through py4j. Their own
 Python classes (``TextWorldExpressEnv``, ``ScienceWorldEnv``) start one JVM per instance.
-The rollout engine holds many environments at once (e.g. 32), and a JVM is not cheap:
-
-    measured here (Java 17, 2 cores)   one JVM per env (package class)   one shared JVM (here)
-    TextWorldExpress                    66-80 MB RSS each, ~0.12 s start  ~0.2 MB live heap per env
-    ScienceWorld (boil task loaded)     0.5-1.2 GB RSS each               32 envs in 0.6 GB (-Xmx512m)
-
-A shared JVM's RSS still grows with its garbage until the collector sizes the heap (33
-TextWorldExpress envs stepping: 86 -> 226 MB RSS, 11 MB live); the JVM's default heap cap
-is 1/4 of the machine's RAM. ``java_options=("-Xmx512m",)`` caps it.
+The rollout engine holds many environments at once (e.g. 32), and a JVM is not cheap
+(tens of MB to a GB each; figures in docs/measurements.md), so every environment of a
+simulator shares one. The JVM's default heap cap is 1/4 of the machine's RAM;
+``java_options=("-Xmx512m",)`` caps it.
 
 Each simulator's Java entry point (``PythonInterface``) keeps its game state in the object,
 not in globals, so many of them can live in one JVM and be driven independently (checked by
@@ -187,8 +182,6 @@ the JVM may grow its heap (and RSS) to 1/4 of the machine's RAM before collectin
 
 def default_java_options() -> tuple[str, ...]:
     """``HINDSIGHT_JVM_OPTIONS`` (space-separated) or ``DEFAULT_JAVA_OPTIONS``."""
-    import os
-
     configured = os.environ.get("HINDSIGHT_JVM_OPTIONS")
     return tuple(configured.split()) if configured is not None else DEFAULT_JAVA_OPTIONS
 

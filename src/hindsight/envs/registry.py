@@ -30,8 +30,8 @@ def make_env(spec: EnvironmentSpec, reward: RewardConfig | None = None) -> TextE
     """Build the environment ``spec`` describes.
 
     Args:
-        spec: Family (``spec.env``), game, parameters and step limit.
-        reward: Step reward settings (default ``RewardConfig()``).
+        spec: Family (``spec.env``), game, parameters, step limit and reward settings.
+        reward: Overrides ``spec.reward``.
 
     Returns:
         A ready environment; call ``reset(seed, split)`` before ``step``.
@@ -47,7 +47,7 @@ def make_env(spec: EnvironmentSpec, reward: RewardConfig | None = None) -> TextE
         raise EnvironmentConfigError(f"max_steps must be a positive integer, got {spec.max_steps!r}.")
     module_name, class_name = ENV_FAMILIES[spec.env]
     adapter = getattr(importlib.import_module(module_name), class_name)
-    return adapter(spec, reward=reward)
+    return adapter(spec, reward=reward or spec.reward)
 
 
 def spec_from_params(params: dict) -> EnvironmentSpec:

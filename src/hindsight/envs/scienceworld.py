@@ -21,12 +21,9 @@ number for the action you intended" and waits for a number: that step is valid, 
 valid actions are the offered numbers ("0", "1", ...). The gold sequences answer such
 questions with "0" themselves, so the adapter never answers on the agent's behalf.
 
-Cost (measured on 2 cores). One ScienceWorld JVM takes 0.5-1.2 GB of RSS when started by
-the package's own class, one per instance. This adapter shares one JVM per process between
-all ScienceWorld environments (``java_backend``): 32 tasks loaded at once ran in 0.6 GB
-with ``-Xmx512m``. Building the first environment takes ~0.6-0.9 s (JVM start), loading a
-variation 0.05-5 s (mostly 0.1-0.5 s), a gold step 10-40 ms with its valid-action list;
-random valid actions ran at ~14 steps/s, resets after failed tasks included.
+Cost. One ScienceWorld JVM takes up to a GB when started by the package's own class, one
+per instance. This adapter shares one JVM per process between all ScienceWorld
+environments (``java_backend``); load and step times are in docs/measurements.md.
 """
 
 from __future__ import annotations
@@ -38,14 +35,9 @@ from typing import Any
 from scienceworld.constants import ID2TASK, JAR_PATH
 from scienceworld.utils import infer_task
 
-from hindsight.envs.base import (
-    SPLITS,
-    EnvironmentConfigError,
-    EnvironmentSpec,
-    StepResult,
-    TextEnvironment,
-)
-from hindsight.envs.episode import EpisodeTracker, make_info
+from hindsight.envs.adapter import JavaObjectAdapter, seed_window
+from hindsight.envs.base import SPLITS, EnvironmentConfigError, EnvironmentSpec, StepResult, check_split
+from hindsight.envs.tracker import make_info
 from hindsight.envs.java_backend import JavaBackend, shared_backend
 from hindsight.envs.reward import RewardConfig
 
@@ -116,7 +108,7 @@ def ambiguous_options(observation: str) -> list[str] | None:
     return _AMBIGUOUS_OPTION.findall(observation)
 
 
-class ScienceWorldEnvironment(TextEnvironment):
+class ScienceWorldEnvironment(JavaObjectAdapter):
     """One ScienceWorld task (see the module docstring).
 
     Args:
@@ -125,59 +117,39 @@ class ScienceWorldEnvironment(TextEnvironment):
         backend: The JVM to run on (default: the process-wide shared one).
     """
 
+    display_name = "ScienceWorld"
+    java_class = JAVA_CLASS
+
     def __init__(
         self, spec: EnvironmentSpec, reward: RewardConfig | None = None, backend: JavaBackend | None = None
     ) -> None:
-        self.spec = spec
         self.task_name = resolve_task_name(spec.game)
         self.simplification = resolve_simplification(self.task_name, dict(spec.params))
-        self.backend = backend or shared_backend(JAR_PATH, "ScienceWorld")
-        self._episode = EpisodeTracker(spec.max_steps, reward or RewardConfig())
         self._variations: dict[str, list[int]] = {}
-        self._interface, self._generation = None, 0
-        self._connect()
+        super().__init__(spec, reward, backend or shared_backend(JAR_PATH, self.display_name))
 
-    def _connect(self) -> None:
-        self._interface, self._generation = self.backend.new_object(JAVA_CLASS)
+    def _on_connect(self) -> None:
         self._max_variations = int(self._call("getTaskMaxVariations", self.task_name))
-
-    def _call(self, method_name: str, *args: Any) -> Any:
-        if self._interface is None:
-            raise RuntimeError("This ScienceWorld environment is closed.")
-        return self.backend.call(self._generation, getattr(self._interface, method_name), *args)
-
-    def _call_list(self, method_name: str) -> list:
-        """Call a Java method returning a list and copy it inside the guarded call."""
-        if self._interface is None:
-            raise RuntimeError("This ScienceWorld environment is closed.")
-        method = getattr(self._interface, method_name)
-        return self.backend.call(self._generation, lambda: list(method()))
 
     def _load(self, variation: int, gold: bool) -> None:
         self._call("load", self.task_name, int(variation), self.simplification, gold)
         if not self._variations:
             for split in SPLITS:
                 getter = "getVariations" + split.capitalize()
-                self._variations[split] = [int(value) for value in self._call_list(getter)]
+                self._variations[split] = self._call_list(getter, int)
 
     def seeds(self, split: str, count: int, offset: int = 0) -> list[int]:
         """``count`` variation indices of split ``split`` from position ``offset``."""
-        if split not in SPLITS:
-            raise EnvironmentConfigError(f"Unknown split {split!r}; expected one of {SPLITS}.")
+        check_split(split)
         if not self._variations:
             self._load(0, gold=False)
-        available = self._variations[split]
-        if offset < 0 or count < 0 or offset + count > len(available):
-            raise EnvironmentConfigError(
-                f"ScienceWorld task {self.task_name!r} has {len(available)} {split} variations; "
-                f"asked for {count} from offset {offset}."
-            )
-        return available[offset : offset + count]
+        return seed_window(
+            self._variations[split], count, offset, f"ScienceWorld task {self.task_name!r}", f"{split} variations"
+        )
 
     def reset(self, seed: int, split: str = "train") -> tuple[str, dict[str, Any]]:
         """Load variation ``seed`` (of split ``split``); return (observation, info)."""
-        if split not in SPLITS:
-            raise EnvironmentConfigError(f"Unknown split {split!r}; expected one of {SPLITS}.")
+        check_split(split)
         if not 0 <= int(seed) < self._max_variations:
             raise EnvironmentConfigError(
                 f"ScienceWorld task {self.task_name!r} has variations 0-{self._max_variations - 1}; got {seed}."
@@ -189,12 +161,9 @@ class ScienceWorldEnvironment(TextEnvironment):
         self._check_split(int(seed), split)
         observation = str(self._call("step", "look around")).strip()
         self._task = str(self._call("getTaskDescription")).strip()
-        self._gold: list[str] | None = None
-        self._anchor = observation
         self._options: list[str] | None = None
         self._won = False
-        self._episode.start()
-        return observation, self._refresh_info(action_valid=True)
+        return self._start_episode(observation)
 
     def _check_split(self, variation: int, split: str) -> None:
         if variation not in self._variations[split]:
@@ -212,14 +181,15 @@ class ScienceWorldEnvironment(TextEnvironment):
             self._anchor = observation
             self._options = ambiguous_options(observation)
         was_won = self._won
-        info = self._refresh_info(action_valid)
+        info = self._info(action_valid)
         reward, terminated, truncated = self._episode.record(
             info["won"] and not was_won, info["lost"], action_valid
         )
         info["moves"] = self._episode.steps
         return observation, reward, terminated, truncated, info
 
-    def _refresh_info(self, action_valid: bool) -> dict[str, Any]:
+    def _info(self, action_valid: bool) -> dict[str, Any]:
+        """Ask the simulator for score, completion, valid actions and inventory."""
         raw_score = float(self._call("getScore"))
         completed = bool(self._call("getCompleted"))
         self._won = round(100 * raw_score) >= 100
@@ -227,7 +197,7 @@ class ScienceWorldEnvironment(TextEnvironment):
         if self._options is not None:
             valid_actions = list(self._options)
         else:
-            valid_actions = sorted({str(action) for action in self._call_list("getValidActionObjectCombinations")})
+            valid_actions = sorted(set(self._call_list("getValidActionObjectCombinations")))
         return make_info(
             task=self._task,
             task_type=self.task_name,
@@ -241,20 +211,5 @@ class ScienceWorldEnvironment(TextEnvironment):
             moves=self._episode.steps,
         )
 
-    def gold_actions(self) -> list[str]:
-        """ScienceWorld's gold action sequence for the loaded variation."""
-        if not self._episode.active:
-            raise RuntimeError("gold_actions() needs a task: call reset(seed, split) first.")
-        if self._gold is None:
-            self._gold = [str(action) for action in self._call_list("getGoldActionSequence")]
-        return list(self._gold)
-
-    def restart(self) -> None:
-        """Reconnect after a crash: a new JVM if the old one died, a new task object on it."""
-        self._episode.stop()
-        self._connect()
-
-    def close(self) -> None:
-        """Drop this environment's Java object (the shared JVM stays for the others)."""
-        self._episode.stop()
-        self._interface = None
+    def _expert_actions(self) -> list[str]:
+        return self._call_list("getGoldActionSequence")

@@ -28,17 +28,11 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Callable
+from typing import Any
 
-from hindsight.envs.actions import match_valid_action
-from hindsight.envs.base import (
-    EnvironmentConfigError,
-    EnvironmentCrashedError,
-    EnvironmentSpec,
-    StepResult,
-    TextEnvironment,
-)
-from hindsight.envs.episode import EpisodeTracker, make_info
+from hindsight.envs.adapter import InProcessEngineAdapter, ListedActionStep, seed_window
+from hindsight.envs.base import EnvironmentSpec
+from hindsight.envs.tracker import make_info
 from hindsight.envs.reward import RewardConfig
 from hindsight.envs.textworld_games import (
     DEFAULT_CACHE_DIR,
@@ -83,7 +77,7 @@ def _request_infos():
     )
 
 
-class TextWorldEnvironment(TextEnvironment):
+class TextWorldEnvironment(ListedActionStep, InProcessEngineAdapter):
     """One generated TextWorld game at a time (see the module docstring).
 
     Args:
@@ -91,68 +85,41 @@ class TextWorldEnvironment(TextEnvironment):
         reward: Step reward settings.
     """
 
+    display_name = "TextWorld"
+    invalid_action_observation = INVALID_ACTION_OBSERVATION
+
     def __init__(self, spec: EnvironmentSpec, reward: RewardConfig | None = None) -> None:
-        self.spec = spec
         params = dict(spec.params)
         self.cache_dir = os.fspath(params.pop("cache_dir", DEFAULT_CACHE_DIR))
         self.game_type = spec.game
         self.settings = game_settings(spec.game, params)
-        self.backend = None
-        self._episode = EpisodeTracker(spec.max_steps, reward or RewardConfig())
+        super().__init__(spec, reward)
 
-    def _engine(self, call: Callable[[], Any]) -> Any:
-        try:
-            return call()
-        except (EnvironmentConfigError, EnvironmentCrashedError):
-            raise
-        except Exception as error:
-            self._episode.stop()
-            raise EnvironmentCrashedError(
-                f"The TextWorld engine failed ({type(error).__name__}: {error}); call restart()."
-            ) from error
+    def _start_engine(self, game_file: str):
+        import textworld
+
+        return textworld.start(game_file, _request_infos())
 
     def seeds(self, split: str, count: int, offset: int = 0) -> list[int]:
         """``count`` generation seeds of ``split`` from position ``offset``."""
-        seed_range = split_seed_range(split)
-        if offset < 0 or count < 0 or offset + count > len(seed_range):
-            raise EnvironmentConfigError(
-                f"TextWorld has {len(seed_range)} {split} seeds; asked for {count} from offset {offset}."
-            )
-        return list(seed_range[offset : offset + count])
+        return seed_window(split_seed_range(split), count, offset, "TextWorld", f"{split} seeds")
 
     def reset(self, seed: int, split: str = "train") -> tuple[str, dict[str, Any]]:
         """Generate (or reuse) game ``seed`` of ``split`` and start it."""
         game_file = os.fspath(ensure_game(self.cache_dir, self.game_type, self.settings, split, int(seed)))
-        self._episode.stop()
-        if self.backend is None:
-            import textworld
-
-            self.backend = self._engine(lambda: textworld.start(game_file, _request_infos()))
-        else:
-            self._engine(lambda: self.backend.load(game_file))
-        self._state = self._engine(self.backend.reset)
+        self._state = self._load_and_reset(game_file)
         walkthrough = self._state.get("extra.walkthrough") or self._state.get("policy_commands") or []
-        self._gold = [str(action) for action in walkthrough]
         self._task = " ".join(str(self._state["objective"]).split())
-        observation = clean_feedback(self._state["description"])
-        self._anchor = observation
-        self._episode.start()
-        return observation, self._info(action_valid=True)
+        return self._start_episode(
+            clean_feedback(self._state["description"]), gold=[str(action) for action in walkthrough]
+        )
 
-    def step(self, action: str) -> StepResult:
-        """Play ``action`` if it is admissible; otherwise a no-op step (see module doc)."""
-        self._episode.check_can_step()
-        canonical = match_valid_action(action, self._state["admissible_commands"])
-        if canonical is None:
-            reward, terminated, truncated = self._episode.record(False, False, action_valid=False)
-            return INVALID_ACTION_OBSERVATION, reward, terminated, truncated, self._info(action_valid=False)
-        was_won = bool(self._state["won"])
-        self._state, _, _ = self._engine(lambda: self.backend.step(canonical))
-        observation = clean_feedback(self._state.feedback)
-        self._anchor = observation
-        won = bool(self._state["won"])
-        reward, terminated, truncated = self._episode.record(won and not was_won, bool(self._state["lost"]), True)
-        return observation, reward, terminated, truncated, self._info(action_valid=True)
+    def _send(self, action: str) -> str:
+        self._state, _, _ = self._engine(lambda: self.backend.step(action))
+        return clean_feedback(self._state.feedback)
+
+    def _outcome(self) -> tuple[bool, bool]:
+        return bool(self._state["won"]), bool(self._state["lost"])
 
     def _info(self, action_valid: bool) -> dict[str, Any]:
         state = self._state
@@ -169,23 +136,3 @@ class TextWorldEnvironment(TextEnvironment):
             lost=bool(state["lost"]),
             moves=self._episode.steps,
         )
-
-    def gold_actions(self) -> list[str]:
-        """The game's walkthrough (or winning policy) from the start state."""
-        if not self._episode.active:
-            raise RuntimeError("gold_actions() needs a game: call reset(seed, split) first.")
-        return list(self._gold)
-
-    def restart(self) -> None:
-        """Drop the game engine; the next ``reset`` starts a fresh one."""
-        self._episode.stop()
-        old, self.backend = self.backend, None
-        if old is not None:
-            try:
-                old.close()
-            except Exception as error:  # a broken engine may fail to close; it is dropped anyway
-                logger.debug("closing a failed TextWorld engine: %s", error)
-
-    def close(self) -> None:
-        """Release the game engine."""
-        self.restart()

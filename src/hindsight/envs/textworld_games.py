@@ -37,7 +37,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hindsight.envs.base import SPLITS, EnvironmentConfigError
+from hindsight.envs.base import EnvironmentConfigError, check_split
 
 logger = logging.getLogger(__name__)
 
@@ -63,8 +63,7 @@ _COOKING_SPLITS = {"train": "train", "dev": "valid", "test": "test"}
 
 def split_seed_range(split: str) -> range:
     """The generation seeds that belong to ``split``."""
-    if split not in SPLITS:
-        raise EnvironmentConfigError(f"Unknown split {split!r}; expected one of {SPLITS}.")
+    check_split(split)
     start = SPLIT_SEED_START[split]
     return range(start, start + SEEDS_PER_SPLIT)
 

@@ -18,33 +18,24 @@ send an invalid one: the step is a no-op with ``action_valid=False``, the observ
 simulator's own "Unknown action" text, and the anchor observation stays that of the
 unchanged state. Checking the list is exact and needs no parsing of reply texts.
 
-Cost (measured on 2 cores, Java 17). ``TextWorldExpressEnv`` (the package's Python class)
-starts one JVM per instance: ~0.12 s and 66-80 MB RSS each, so 32 of them would take
-~2.4 GB. This adapter drives the same Java entry point (``PythonInterface``) but puts every
-environment of the process on ONE shared JVM (``java_backend.shared_backend``): building
-one more environment takes ~8 ms and ~0.2 MB of live Java heap. Pass
-``backend=JavaBackend(...)`` to give one its own JVM. Random valid actions over 32
-environments ran at ~15,000 steps/s (one py4j round trip per step); 200 gold episodes of
-twc + cookingworld, JVM start included, took 2 s.
+Cost. ``TextWorldExpressEnv`` (the package's Python class) starts one JVM per instance.
+This adapter drives the same Java entry point (``PythonInterface``) but puts every
+environment of the process on ONE shared JVM (``java_backend.shared_backend``), so one
+more environment costs milliseconds and a fraction of a MB (docs/measurements.md). Pass
+``backend=JavaBackend(...)`` to give one its own JVM.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import Any, Sequence
 
 from textworld_express.constants import JAR_PATH
 
-from hindsight.envs.actions import match_valid_action
-from hindsight.envs.base import (
-    SPLITS,
-    EnvironmentConfigError,
-    EnvironmentSpec,
-    StepResult,
-    TextEnvironment,
-)
-from hindsight.envs.episode import EpisodeTracker, make_info
+from hindsight.envs.adapter import JavaObjectAdapter, ListedActionStep, seed_window
+from hindsight.envs.base import EnvironmentConfigError, EnvironmentSpec, check_split
+from hindsight.envs.tracker import make_info
 from hindsight.envs.java_backend import JavaBackend, shared_backend
 from hindsight.envs.reward import RewardConfig
 
@@ -100,7 +91,7 @@ def format_game_params(game: str, params: dict[str, Any]) -> str:
     return ",".join(parts)
 
 
-class TextWorldExpressEnvironment(TextEnvironment):
+class TextWorldExpressEnvironment(ListedActionStep, JavaObjectAdapter):
     """One TextWorldExpress game (see the module docstring).
 
     Args:
@@ -109,21 +100,20 @@ class TextWorldExpressEnvironment(TextEnvironment):
         backend: The JVM to run on (default: the process-wide shared one).
     """
 
+    display_name = "TextWorldExpress"
+    java_class = JAVA_CLASS
+    invalid_action_observation = INVALID_ACTION_OBSERVATION
+
     def __init__(
         self, spec: EnvironmentSpec, reward: RewardConfig | None = None, backend: JavaBackend | None = None
     ) -> None:
-        self.spec = spec
         self.game = spec.game
         self.game_params = format_game_params(spec.game, dict(spec.params))
-        self.backend = backend or shared_backend(JAR_PATH, "TextWorldExpress")
-        self._episode = EpisodeTracker(spec.max_steps, reward or RewardConfig())
         self._seeds_by_split: dict[str, list[int]] = {}
         self._seed_sets: dict[str, set[int]] = {}
-        self._interface, self._generation = None, 0
-        self._connect()
+        super().__init__(spec, reward, backend or shared_backend(JAR_PATH, self.display_name))
 
-    def _connect(self) -> None:
-        self._interface, self._generation = self.backend.new_object(JAVA_CLASS)
+    def _on_connect(self) -> None:
         message = self._call("load", self.game, self.game_params)
         if message:
             raise EnvironmentConfigError(
@@ -131,34 +121,17 @@ class TextWorldExpressEnvironment(TextEnvironment):
                 f"{dict(self.spec.params)}: {str(message).strip()}"
             )
 
-    def _call(self, method_name: str, *args: Any) -> Any:
-        if self._interface is None:
-            raise RuntimeError("This TextWorldExpress environment is closed.")
-        return self.backend.call(self._generation, getattr(self._interface, method_name), *args)
-
-    def _call_list(self, method_name: str) -> list[str]:
-        """Call a Java method returning a list and copy it inside the guarded call."""
-        if self._interface is None:
-            raise RuntimeError("This TextWorldExpress environment is closed.")
-        method = getattr(self._interface, method_name)
-        return self.backend.call(self._generation, lambda: [str(item) for item in method()])
-
     def seeds(self, split: str, count: int, offset: int = 0) -> list[int]:
         """``count`` official seeds of fold ``split`` from position ``offset`` (see module doc)."""
-        available = self._split_seeds(split)
-        if offset < 0 or count < 0 or offset + count > len(available):
-            raise EnvironmentConfigError(
-                f"TextWorldExpress {self.game!r} has {len(available)} {split} seeds; "
-                f"asked for {count} from offset {offset}."
-            )
-        return available[offset : offset + count]
+        return seed_window(
+            self._split_seeds(split), count, offset, f"TextWorldExpress {self.game!r}", f"{split} seeds"
+        )
 
     def _split_seeds(self, split: str) -> list[int]:
-        if split not in SPLITS:
-            raise EnvironmentConfigError(f"Unknown split {split!r}; expected one of {SPLITS}.")
+        check_split(split)
         if split not in self._seeds_by_split:
             getter = {"train": "getSeedsTrain", "dev": "getSeedsDev", "test": "getSeedsTest"}[split]
-            self._seeds_by_split[split] = [int(seed) for seed in self._call_list(getter)]
+            self._seeds_by_split[split] = self._call_list(getter, int)
         return self._seeds_by_split[split]
 
     def _split_seed_set(self, split: str) -> set[int]:
@@ -173,31 +146,19 @@ class TextWorldExpressEnvironment(TextEnvironment):
                 f"Seed {seed} is not a {split} seed of TextWorldExpress (use seeds({split!r}, ...))."
             )
         self._episode.stop()
-        response = json.loads(self._call("generateNewGameJSON", int(seed), split, True))
+        self._state = json.loads(self._call("generateNewGameJSON", int(seed), split, True))
         self._task = str(self._call("getTaskDescription")).strip()
-        self._gold: list[str] | None = None
-        self._episode.start()
-        self._state = response
-        observation = response["observation"].strip()
-        self._anchor = observation
-        return observation, self._info(action_valid=True)
+        return self._start_episode(self._state["observation"].strip())
 
-    def step(self, action: str) -> StepResult:
-        """Play ``action``; an action not in the valid list is a no-op (see module doc)."""
-        self._episode.check_can_step()
-        canonical = match_valid_action(action, self._state["validActions"])
-        if canonical is None:
-            reward, terminated, truncated = self._episode.record(False, False, action_valid=False)
-            return INVALID_ACTION_OBSERVATION, reward, terminated, truncated, self._info(action_valid=False)
-        was_won = bool(self._state["tasksuccess"])
-        self._state = json.loads(self._call("stepJSON", canonical))
-        observation = self._state["observation"].strip()
-        self._anchor = observation
-        won_now = bool(self._state["tasksuccess"]) and not was_won
-        reward, terminated, truncated = self._episode.record(
-            won_now, bool(self._state["taskfailure"]), action_valid=True
-        )
-        return observation, reward, terminated, truncated, self._info(action_valid=True)
+    def _listed_actions(self) -> Sequence[str]:
+        return self._state["validActions"]
+
+    def _send(self, action: str) -> str:
+        self._state = json.loads(self._call("stepJSON", action))
+        return self._state["observation"].strip()
+
+    def _outcome(self) -> tuple[bool, bool]:
+        return bool(self._state["tasksuccess"]), bool(self._state["taskfailure"])
 
     def _info(self, action_valid: bool) -> dict[str, Any]:
         state = self._state
@@ -214,20 +175,5 @@ class TextWorldExpressEnvironment(TextEnvironment):
             moves=self._episode.steps,
         )
 
-    def gold_actions(self) -> list[str]:
-        """The simulator's gold action sequence for the current game."""
-        if not self._episode.active:
-            raise RuntimeError("gold_actions() needs a game: call reset(seed, split) first.")
-        if self._gold is None:
-            self._gold = self._call_list("getGoldActionSequence")
-        return list(self._gold)
-
-    def restart(self) -> None:
-        """Reconnect after a crash: a new JVM if the old one died, a new game object on it."""
-        self._episode.stop()
-        self._connect()
-
-    def close(self) -> None:
-        """Drop this environment's Java object (the shared JVM stays for the others)."""
-        self._episode.stop()
-        self._interface = None
+    def _expert_actions(self) -> list[str]:
+        return self._call_list("getGoldActionSequence")

@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
-from hindsight.config import dataclass_from_params
+from hindsight.params import build as dataclass_from_params
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.rollout.engine import RolloutConfig, run_rollouts
 from hindsight.rollout.tasks import TaskRef, split_tasks
@@ -89,8 +89,8 @@ def evaluate_agents(
             tables.append(_label(result.table, f"{policy_label}-{name}", split))
         if include_random:
             result = run_random_agent(
-                env_factory, tasks, max_steps=rollout_config.max_steps, reward=rollout_config.reward,
-                prompt=rollout_config.prompt, seed=config.seed,
+                env_factory, tasks, max_steps=rollout_config.max_steps, prompt=rollout_config.prompt,
+                seed=config.seed,
             )
             tables.append(_label(result.table, "random", split))
     return pd.concat(tables, ignore_index=True)

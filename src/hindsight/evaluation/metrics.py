@@ -2,7 +2,8 @@
 
 Input is a trajectory table (one row per step) with extra columns naming who played
 (``agent``: e.g. "policy-sampled", "policy-greedy", "random") and on which held-out split
-(``eval_split``: "seen" or "unseen"). Everything here is derived from those rows.
+(``eval_split``: "seen" or "unseen"). Everything here is derived from those rows, episode
+outcomes by ``hindsight.data.outcomes.episode_outcomes`` (one episode per agent, split and id).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+
+from hindsight.data.outcomes import episode_outcomes
 
 SUMMARY_COLUMNS = [
     "agent", "eval_split", "task_type", "episodes", "successes", "success_rate",
@@ -32,27 +35,12 @@ def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def episode_outcomes(steps: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """One row per episode: the ``keys`` columns, success, length and invalid actions.
-
-    An episode is identified by its ``keys`` and its id together, so two agents that played
-    the same episode ids (the same tasks) are never merged into one episode."""
-    grouped = steps.groupby([*keys, "episode_id"], sort=False, dropna=False)
-    outcomes = pd.DataFrame(
-        {
-            "success": grouped["won"].any(),
-            "steps": grouped["step"].count(),
-            "invalid_actions": grouped["action_valid"].apply(lambda valid: int((~valid.astype(bool)).sum())),
-        }
-    )
-    return outcomes.reset_index()
-
-
 def success_summary(steps: pd.DataFrame, by: list[str] | None = None) -> pd.DataFrame:
     """Success rate with its 95% Wilson interval, mean steps and invalid-action rate.
 
     Args:
-        steps: Step rows with ``agent``, ``eval_split`` and ``task_type`` columns.
+        steps: Step rows (a trajectory table) with ``agent``, ``eval_split`` and
+            ``task_type`` columns.
         by: Grouping columns (default agent, eval_split, task_type); an "all" row per
             (agent, eval_split) averages over task types.
 
@@ -66,7 +54,7 @@ def success_summary(steps: pd.DataFrame, by: list[str] | None = None) -> pd.Data
     def summarize(group: pd.DataFrame, labels: dict) -> dict:
         trials, successes = len(group), int(group["success"].sum())
         low, high = wilson_interval(successes, trials)
-        total_steps = int(group["steps"].sum())
+        total_steps = int(group["length"].sum())
         return {
             **labels,
             "episodes": trials,
@@ -74,7 +62,7 @@ def success_summary(steps: pd.DataFrame, by: list[str] | None = None) -> pd.Data
             "success_rate": successes / trials if trials else float("nan"),
             "ci_low": low,
             "ci_high": high,
-            "mean_steps": group["steps"].mean(),
+            "mean_steps": group["length"].mean(),
             "invalid_action_rate": group["invalid_actions"].sum() / max(total_steps, 1),
         }
 

@@ -1,4 +1,5 @@
-"""The policy: model + tokenizer building/loading, prompts, encoding, batched generation, log-probs.
+"""The policy: model + tokenizer building/loading, prompts, the step sample and its encoding,
+batched generation, log-probs.
 
 Names are imported lazily (``from hindsight.policy import Policy`` works), so that a module
 needing only ``hindsight.policy.prompts`` does not pay for importing transformers.
@@ -17,11 +18,12 @@ _EXPORTS = {
     "load_policy": "model",
     "save_policy": "model",
     "train_tokenizer": "tokenizer",
+    "StepSample": "encoding",
     "TokenBatch": "encoding",
-    "EncodedSample": "encoding",
     "encode_sample": "encoding",
     "encode_ids": "encoding",
     "collate": "encoding",
+    "samples_from_table": "encoding",
     "ActionTrie": "constrained",
     "token_logprobs": "logprobs",
     "SamplingConfig": "generation",

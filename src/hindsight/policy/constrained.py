@@ -10,6 +10,9 @@ action plus EOS, so re-tokenizing the action text gives back the same ids.
 The allowed sets depend only on the valid actions and the response prefix, never on the
 prompt, so a scorer can rebuild them (``ActionTrie.allowed_along``) to score the same
 response under another prompt (the skill-augmented one) under the same restriction.
+
+Free generation is restricted only at its end: ``stop_token_ids`` are the tokens that close a
+row (a newline, a stop string), cached on the tokenizer object.
 """
 
 from __future__ import annotations
@@ -96,6 +99,31 @@ class ActionTrie:
             allowed.append(sorted(node))
             node = node[int(token)]
         return allowed
+
+
+TOKEN_CACHE_ATTRIBUTE = "_hindsight_containing_token_cache"
+"""The tokenizer attribute holding its ``token_ids_containing`` answers (the cache lives and
+dies with the tokenizer object, so a new tokenizer never sees another one's answers)."""
+
+
+def token_ids_containing(tokenizer, substring: str) -> frozenset[int]:
+    """Token ids whose text contains ``substring`` (computed once per tokenizer, vocabulary
+    size and string; kept on the tokenizer itself)."""
+    cache = vars(tokenizer).setdefault(TOKEN_CACHE_ATTRIBUTE, {})
+    key = (len(tokenizer), substring)
+    if key not in cache:
+        texts = tokenizer.batch_decode([[index] for index in range(len(tokenizer))])
+        cache[key] = frozenset(index for index, text in enumerate(texts) if substring in text)
+    return cache[key]
+
+
+def stop_token_ids(tokenizer, stop_at_newline: bool, stop_strings: Sequence[str] = ()) -> frozenset[int]:
+    """The ids that end a free-generation row besides EOS: tokens containing a newline (when
+    ``stop_at_newline``) and tokens containing any of ``stop_strings``."""
+    stops = token_ids_containing(tokenizer, "\n") if stop_at_newline else frozenset()
+    for substring in stop_strings:
+        stops = stops | token_ids_containing(tokenizer, substring)
+    return stops
 
 
 def pad_allowed(allowed: Sequence[Sequence[int]], device: torch.device | str = "cpu") -> torch.Tensor:

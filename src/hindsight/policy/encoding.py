@@ -1,4 +1,10 @@
-"""Turn (prompt, response) pairs into padded token batches with a response mask.
+"""The step sample and its encoding: (prompt, response) pairs as token ids, padded batches.
+
+``StepSample`` is the one step-sample type of the project: the rollout engine creates it
+(``generation.generate`` fills its tokens and behaviour log-probs, the engine its identity),
+``samples_from_table`` rebuilds it from a trajectory table, SFT builds it from text
+(``encode_sample``), and distillation scoring and the RL update consume it as it is;
+``collate`` turns a list of them into one ``TokenBatch``.
 
 One rule everywhere (SFT, rollout, scoring, RL): the prompt (rendered through
 ``prompts.render_for_model``) and the response are tokenized SEPARATELY with
@@ -18,39 +24,75 @@ together could merge characters across the boundary and shift which tokens the l
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import torch
 
-from hindsight.policy.prompts import render_for_model
+from hindsight.policy.constrained import ActionTrie
+from hindsight.policy.prompts import PromptConfig, episode_prompts, render_for_model
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass
-class EncodedSample:
-    """One tokenized (prompt, response) pair before padding."""
+@dataclass(kw_only=True)
+class StepSample:
+    """One step sample, from the rollout engine (or a trajectory table, or an SFT pair) to
+    the loss: who it belongs to, the prompt the model read and the response it wrote.
 
+    The same sample can be re-scored under another prompt (the skill-augmented one) without
+    touching its response tokens or their allowed-token sets: ``with_prompt`` swaps the
+    prompt only, so the plain and the skill-augmented log-probs describe the same tokens
+    under the same decoding rule.
+    """
+
+    episode_id: str = ""
+    """The episode the step belongs to ("" outside rollouts, e.g. an SFT pair)."""
+    group_id: str = ""
+    """The episode's group (same task, same seed)."""
+    step: int = 0
+    """Index of the step in its episode."""
+    prompt: str = ""
+    """The prompt text (skill included when the episode had one), before the chat template."""
     prompt_ids: list[int]
-    """Prompt token ids (after truncation)."""
+    """The prompt ids the model read (chat template applied, oldest tokens cut to fit)."""
     response_ids: list[int]
-    """Response token ids, EOS included when it was added."""
+    """The response ids, stop token (EOS) included."""
     allowed_ids: list[list[int]] | None = None
-    """Per response token: the ids the constrained decoder allowed there ([] = unrestricted)."""
+    """Per response token: the ids the constrained decoder allowed there ([] or None: free)."""
+    old_logprobs: torch.Tensor | None = None
+    """Float32 [len(response_ids)]: the behaviour log-probs recorded while sampling (T=1,
+    restricted); None for a sample that was not sampled by the policy."""
     truncated_tokens: int = 0
     """How many of the oldest prompt tokens were dropped to fit ``max_length``."""
+    max_length: int | None = None
+    """The prompt + response token budget, kept when re-encoding under another prompt
+    (None: no limit)."""
 
     @property
     def input_ids(self) -> list[int]:
         """Prompt ids followed by response ids."""
         return self.prompt_ids + self.response_ids
 
+    def with_prompt(self, tokenizer, prompt: str) -> "StepSample":
+        """The same response tokens, restriction and identity under another prompt text
+        (cut to ``max_length`` like any prompt)."""
+        encoded = encode_ids(encode_prompt(tokenizer, prompt), self.response_ids, self.max_length, self.allowed_ids)
+        return dataclasses.replace(
+            self, prompt=prompt, prompt_ids=encoded.prompt_ids, truncated_tokens=encoded.truncated_tokens
+        )
+
 
 @dataclass
 class TokenBatch:
-    """A left-padded batch. All tensors are [B, L] except ``allowed_ids`` [B, L, A]."""
+    """A left-padded batch of step samples. All tensors are [B, L] except ``allowed_ids``
+    [B, L, A]. Every response ends at the last column, so ``[:, -response_width:]`` of any
+    [B, L] tensor holds every sample's response right-aligned."""
 
     input_ids: torch.Tensor
     """Token ids, pad id on the left."""
@@ -58,6 +100,8 @@ class TokenBatch:
     """1 on real tokens, 0 on padding."""
     response_mask: torch.Tensor
     """1 where the token at that position is a response token (EOS included)."""
+    response_width: int
+    """The longest response of the batch, in tokens."""
     allowed_ids: torch.Tensor | None = None
     """Long [B, L, A]: ids allowed at each response position, -1 padded; None = unrestricted."""
 
@@ -72,6 +116,7 @@ class TokenBatch:
             input_ids=self.input_ids.to(device),
             attention_mask=self.attention_mask.to(device),
             response_mask=self.response_mask.to(device),
+            response_width=self.response_width,
             allowed_ids=None if self.allowed_ids is None else self.allowed_ids.to(device),
         )
 
@@ -105,26 +150,26 @@ def encode_response(tokenizer, response: str, add_eos: bool = True) -> list[int]
 def encode_ids(
     prompt_ids: Sequence[int],
     response_ids: Sequence[int],
-    max_length: int,
+    max_length: int | None,
     allowed_ids: Sequence[Sequence[int]] | None = None,
-) -> EncodedSample:
+) -> StepSample:
     """Combine already tokenized prompt and response ids, truncating the prompt's start.
 
     Args:
         prompt_ids: Prompt token ids.
         response_ids: Response token ids (EOS included when the response has one).
-        max_length: Longest prompt + response length kept.
+        max_length: Longest prompt + response length kept (None: no limit).
         allowed_ids: Per response token, the ids the constrained decoder allowed.
 
     Returns:
-        The ``EncodedSample``.
+        The ``StepSample`` (no identity, no prompt text: set them with ``dataclasses.replace``).
 
     Raises:
         ValueError: The prompt is empty, the response alone does not fit next to one prompt
             token, or ``allowed_ids`` does not have one entry per response token.
     """
     response_ids = list(response_ids)
-    if len(response_ids) >= max_length:
+    if max_length is not None and len(response_ids) >= max_length:
         raise ValueError(
             f"encode_ids: the response has {len(response_ids)} tokens, which leaves no room for the prompt "
             f"within max_length={max_length}."
@@ -133,11 +178,14 @@ def encode_ids(
         raise ValueError(
             f"encode_ids: allowed_ids has {len(allowed_ids)} entries for {len(response_ids)} response tokens."
         )
-    kept, dropped = truncate_prompt(prompt_ids, max_length - len(response_ids))
+    keep = len(prompt_ids) if max_length is None else max_length - len(response_ids)
+    kept, dropped = truncate_prompt(prompt_ids, keep)
     if not kept:
         raise ValueError("encode_ids: the prompt is empty; the first response token needs a prompt token before it.")
     allowed = None if allowed_ids is None else [list(ids) for ids in allowed_ids]
-    return EncodedSample(prompt_ids=kept, response_ids=response_ids, allowed_ids=allowed, truncated_tokens=dropped)
+    return StepSample(
+        prompt_ids=kept, response_ids=response_ids, allowed_ids=allowed, truncated_tokens=dropped, max_length=max_length
+    )
 
 
 def encode_sample(
@@ -148,7 +196,7 @@ def encode_sample(
     max_length: int = 1024,
     add_eos: bool = True,
     allowed_ids: Sequence[Sequence[int]] | None = None,
-) -> EncodedSample:
+) -> StepSample:
     """Tokenize one (prompt, response) pair by the rule in the module docstring.
 
     Args:
@@ -161,29 +209,31 @@ def encode_sample(
         allowed_ids: Per response token (EOS included), the ids the decoder allowed.
 
     Returns:
-        The ``EncodedSample``.
+        The ``StepSample`` (its ``prompt`` is ``prompt``; no identity).
     """
-    return encode_ids(
+    encoded = encode_ids(
         encode_prompt(tokenizer, prompt),
         encode_response(tokenizer, response, add_eos=add_eos),
         max_length,
         allowed_ids=allowed_ids,
     )
+    return dataclasses.replace(encoded, prompt=prompt)
 
 
-def collate(samples: Sequence[EncodedSample], pad_token_id: int, pad_to_multiple_of: int | None = None) -> TokenBatch:
-    """Left-pad encoded samples into a ``TokenBatch``.
+def collate(samples: Sequence[StepSample], pad_token_id: int, pad_to_multiple_of: int | None = None) -> TokenBatch:
+    """Left-pad step samples into a ``TokenBatch``.
 
     Args:
-        samples: Encoded samples. ``allowed_ids`` is built when any sample has them
+        samples: Step samples. ``allowed_ids`` is built when any sample has them
             (positions of samples without them are unrestricted: all -1).
         pad_token_id: The id written into padding positions.
         pad_to_multiple_of: Round the batch length up to a multiple of this. Under bf16
             autocast on CPU every new sequence length builds and keeps new oneDNN kernels
-            (measured: +40 MB per length, 4.3 GB after 60 lengths); few lengths, little memory.
+            (docs/measurements.md); few lengths, little memory.
 
     Returns:
-        The batch; ``response_mask`` covers each sample's response ids exactly.
+        The batch; ``response_mask`` covers each sample's response ids exactly, and
+        ``response_width`` is the longest response.
     """
     if not samples:
         raise ValueError("collate: no samples.")
@@ -210,7 +260,13 @@ def collate(samples: Sequence[EncodedSample], pad_token_id: int, pad_to_multiple
             for offset, ids_here in enumerate(sample.allowed_ids):
                 if ids_here:
                     allowed[row, response_start + offset, : len(ids_here)] = torch.tensor(ids_here, dtype=torch.long)
-    return TokenBatch(input_ids=input_ids, attention_mask=attention_mask, response_mask=response_mask, allowed_ids=allowed)
+    return TokenBatch(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        response_mask=response_mask,
+        response_width=max(len(sample.response_ids) for sample in samples),
+        allowed_ids=allowed,
+    )
 
 
 def token_budget_chunks(indices: Sequence[int], lengths: Sequence[int], token_budget: int | None) -> list[list[int]]:
@@ -232,3 +288,46 @@ def token_budget_chunks(indices: Sequence[int], lengths: Sequence[int], token_bu
             chunks.append([index])
             longest = length
     return chunks
+
+
+def samples_from_table(
+    table: pd.DataFrame,
+    tokenizer,
+    prompt_config: PromptConfig,
+    *,
+    constrained: bool = True,
+    max_length: int = 1024,
+) -> list[StepSample]:
+    """Rebuild the step samples of a trajectory table (prompts from the episode history).
+
+    The response is the table's ``response`` text re-tokenized; under constrained decoding
+    the allowed ids come from the trie of that step's valid actions (the same trie the
+    actor sampled from), and a response that is not a valid action gets no restriction.
+    No behaviour log-probs (``old_logprobs`` is None).
+
+    Returns:
+        The samples, in the table's (episode, step) order.
+    """
+    samples = []
+    for episode_id, episode in table.sort_values(["episode_id", "step"]).groupby("episode_id", sort=False):
+        prompts = episode_prompts(
+            episode["task"].iloc[0],
+            episode["observation"].tolist(),
+            episode["action"].tolist(),
+            episode["valid_actions"].tolist(),
+            prompt_config,
+        )
+        for (_, row), prompt in zip(episode.iterrows(), prompts):
+            response = row["response"] or row["action"]
+            response_ids = encode_response(tokenizer, response)
+            allowed = None
+            valid = list(row["valid_actions"])
+            if constrained and response in valid:
+                allowed = ActionTrie.from_actions(tokenizer, valid).allowed_along(response_ids)
+            encoded = encode_ids(encode_prompt(tokenizer, prompt), response_ids, max_length, allowed)
+            samples.append(
+                dataclasses.replace(
+                    encoded, episode_id=str(episode_id), group_id=str(row["group_id"]), step=int(row["step"]), prompt=prompt
+                )
+            )
+    return samples

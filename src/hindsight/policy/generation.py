@@ -7,8 +7,7 @@
    the budget is the row's longest valid action + EOS, or ``max_new_tokens``).
 2. Prompts are sorted by length and cut into chunks of at most ``max_batch_tokens`` padded
    tokens; each chunk is one batch (on CPU, padding and masked attention over a mixed-length
-   batch cost more than one big batch saves: measured, 32 prompts of 105-540 tokens took
-   0.98 s in one padded batch, 0.58 s one by one, 0.56 s in length-sorted chunks of 4).
+   batch cost more than one big batch saves: docs/measurements.md).
    Within a chunk, identical prompts are prefilled once (the members of a group share their
    first prompt), left-padded, with positions counted from each row's first real token; only
    the last position goes through the LM head. The KV cache is then expanded to every row.
@@ -22,6 +21,8 @@
 4. For every sampled token the log-prob under the policy's own T=1 distribution (restricted
    to the allowed ids for constrained rows) is recorded: the same quantity
    ``logprobs.token_logprobs`` recomputes from the returned ids (see its docstring).
+5. Each prompt's answer is a ``Generation``: its text and an ``encoding.StepSample`` holding
+   the prompt ids read, the response ids, their allowed ids and those log-probs.
 
 ``generate_text`` is the free-text greedy wrapper (the analyzer writes JSON with it).
 """
@@ -35,8 +36,14 @@ from typing import Sequence
 import torch
 from transformers import DynamicCache
 
-from hindsight.policy.constrained import ActionTrie, pad_allowed, restricted_log_softmax, sample_from_logprobs
-from hindsight.policy.encoding import encode_prompt, token_budget_chunks, truncate_prompt
+from hindsight.policy.constrained import (
+    ActionTrie,
+    pad_allowed,
+    restricted_log_softmax,
+    sample_from_logprobs,
+    stop_token_ids,
+)
+from hindsight.policy.encoding import StepSample, collate, encode_prompt, token_budget_chunks, truncate_prompt
 from hindsight.policy.logprobs import accepts_logits_to_keep
 
 logger = logging.getLogger(__name__)
@@ -73,49 +80,20 @@ class SamplingConfig:
 
 @dataclass
 class Generation:
-    """One generated response."""
+    """What ``generate`` returns per prompt: the step sample it produced and its text.
 
-    prompt_ids: list[int]
-    """The prompt ids the model actually read (after truncation)."""
-    response_ids: list[int]
-    """Sampled ids, the stop token (EOS, newline or stop-string token) included."""
+    The tokens live only in ``sample`` (the project's one step-sample type); the rollout
+    engine stamps the episode's identity on it and hands it to the trainer unchanged.
+    """
+
+    sample: StepSample
+    """The prompt ids the model actually read (after truncation), the sampled ids (stop token
+    included), their allowed ids (constrained rows, else None) and T=1 log-probs."""
     text: str
     """The response text: the valid action (constrained), or the decoded ids without special
     tokens, cut at the first newline when ``stop_at_newline`` and at the first stop string."""
-    logprobs: list[float]
-    """Per response token: log-prob at T=1 under the (restricted) policy distribution."""
-    allowed_ids: list[list[int]] | None
-    """Per response token: the allowed ids (constrained rows), else None."""
     finished: bool
     """Ended with a stop token (False: cut at ``max_new_tokens``)."""
-    truncated_tokens: int = 0
-    """Oldest prompt tokens dropped to fit ``max_length``."""
-
-
-_CONTAINING_IDS: dict[tuple[int, int, str], frozenset[int]] = {}
-
-
-def token_ids_containing(tokenizer, substring: str) -> frozenset[int]:
-    """Token ids whose text contains ``substring`` (computed once per tokenizer and string)."""
-    key = (id(tokenizer), len(tokenizer), substring)
-    if key not in _CONTAINING_IDS:
-        texts = tokenizer.batch_decode([[index] for index in range(len(tokenizer))])
-        _CONTAINING_IDS[key] = frozenset(index for index, text in enumerate(texts) if substring in text)
-    return _CONTAINING_IDS[key]
-
-
-def newline_token_ids(tokenizer) -> frozenset[int]:
-    """Token ids whose text contains a newline."""
-    return token_ids_containing(tokenizer, "\n")
-
-
-def stop_token_ids(tokenizer, config: SamplingConfig) -> frozenset[int]:
-    """The ids that end a free-generation row besides EOS: newline tokens (when
-    ``stop_at_newline``) and tokens containing a stop string."""
-    stops = newline_token_ids(tokenizer) if config.stop_at_newline else frozenset()
-    for substring in config.stop_strings:
-        stops = stops | token_ids_containing(tokenizer, substring)
-    return stops
 
 
 def _model_max_length(model) -> int:
@@ -123,21 +101,13 @@ def _model_max_length(model) -> int:
     return int(getattr(config, "max_position_embeddings", 2048))
 
 
-def _left_pad(rows: Sequence[Sequence[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
-    length = max(len(row) for row in rows)
-    input_ids = torch.full((len(rows), length), pad_id, dtype=torch.long)
-    attention = torch.zeros((len(rows), length), dtype=torch.long)
-    for index, row in enumerate(rows):
-        input_ids[index, length - len(row) :] = torch.tensor(list(row), dtype=torch.long)
-        attention[index, length - len(row) :] = 1
-    return input_ids.to(device), attention.to(device)
-
-
 class _Row:
     """Decoding state of one sequence."""
 
     def __init__(self, trie: ActionTrie | None) -> None:
         self.trie = trie
+        self.prompt_ids: list[int] = []  # the prompt ids read, after truncation (set by generate)
+        self.dropped = 0  # oldest prompt tokens dropped to fit max_length
         self.node = trie.root if trie is not None else None
         self.ids: list[int] = []
         self.logprobs: list[float] = []
@@ -172,7 +142,7 @@ def generate(
         prompt_ids: Already tokenized prompts (used instead of ``prompts``).
 
     Returns:
-        One ``Generation`` per prompt, in order.
+        One ``Generation`` per prompt, in order (no identity on its sample).
     """
     config = config or SamplingConfig()
     model, tokenizer = policy.model, policy.tokenizer
@@ -194,42 +164,37 @@ def generate(
         for actions in (valid_actions if valid_actions is not None else [None] * len(prompt_ids))
     ]
     max_length = config.max_length or _model_max_length(model)
-    truncated = []
     for row, ids in zip(rows, prompt_ids):
         # A constrained row's response is at most its longest action (+ EOS).
         row.limit = row.trie.depth if row.trie is not None else config.max_new_tokens
-        kept, dropped = truncate_prompt(ids, max_length - row.limit)
-        if not kept:
+        row.prompt_ids, row.dropped = truncate_prompt(ids, max_length - row.limit)
+        if not row.prompt_ids:
             raise ValueError(f"generate: max_length={max_length} leaves no room for the prompt (response {row.limit}).")
-        truncated.append((kept, dropped))
 
+    # Chunks of rows sorted by prompt length (identical prompts adjacent) within the budget.
     token_budget = config.max_batch_tokens or (2048 if device.type == "cpu" else None)
+    order = sorted(range(len(rows)), key=lambda index: (len(rows[index].prompt_ids), rows[index].prompt_ids))
     with torch.no_grad():
-        for chunk in _length_chunks([ids for ids, _ in truncated], token_budget):
-            chunk_rows = [rows[index] for index in chunk]
-            _decode(model, tokenizer, chunk_rows, [truncated[index][0] for index in chunk], config, generator, device)
+        for chunk in token_budget_chunks(order, [len(row.prompt_ids) for row in rows], token_budget):
+            _decode(model, tokenizer, [rows[index] for index in chunk], config, generator, device)
 
-    results = []
-    for row, (ids, dropped) in zip(rows, truncated):
-        results.append(
-            Generation(
-                prompt_ids=ids,
+    texts = prompts if prompts is not None else [""] * len(rows)
+    return [
+        Generation(
+            sample=StepSample(
+                prompt=text,
+                prompt_ids=row.prompt_ids,
                 response_ids=row.ids,
-                text=_response_text(tokenizer, row, config),
-                logprobs=row.logprobs,
                 allowed_ids=row.allowed,
-                finished=row.finished,
-                truncated_tokens=dropped,
-            )
+                old_logprobs=torch.tensor(row.logprobs, dtype=torch.float32),
+                truncated_tokens=row.dropped,
+                max_length=config.max_length,
+            ),
+            text=_response_text(tokenizer, row, config),
+            finished=row.finished,
         )
-    return results
-
-
-def _length_chunks(prompt_ids: list[list[int]], token_budget: int | None) -> list[list[int]]:
-    """Row indices sorted by prompt length (identical prompts adjacent), cut into chunks
-    whose padded size (rows x longest prompt) stays within ``token_budget``."""
-    order = sorted(range(len(prompt_ids)), key=lambda index: (len(prompt_ids[index]), prompt_ids[index]))
-    return token_budget_chunks(order, [len(ids) for ids in prompt_ids], token_budget)
+        for row, text in zip(rows, texts)
+    ]
 
 
 def _response_text(tokenizer, row: _Row, config: SamplingConfig) -> str:
@@ -248,8 +213,8 @@ def _prefill(model, prompt_ids: list[list[int]], pad_id: int, device):
     """Run the unique prompts once; return (last logits [B, V], cache, attention, next positions)."""
     unique: dict[tuple[int, ...], int] = {}
     representative = [unique.setdefault(tuple(ids), len(unique)) for ids in prompt_ids]
-    input_ids, attention = _left_pad([list(ids) for ids in unique], pad_id, device)
-    positions = (attention.cumsum(-1) - 1).clamp(min=0)
+    batch = collate([StepSample(prompt_ids=list(ids), response_ids=[]) for ids in unique], pad_id).to(device)
+    input_ids, attention, positions = batch.input_ids, batch.attention_mask, batch.position_ids
     extra = {"logits_to_keep": 1} if accepts_logits_to_keep(model) else {}
     output = model(
         input_ids=input_ids,
@@ -266,12 +231,12 @@ def _prefill(model, prompt_ids: list[list[int]], pad_id: int, device):
     return output.logits[:, -1].float()[index], cache, attention[index], positions[:, -1][index] + 1
 
 
-def _decode(model, tokenizer, rows: list[_Row], prompt_ids, config, generator, device) -> None:
+def _decode(model, tokenizer, rows: list[_Row], config, generator, device) -> None:
     """The token loop (fills each row's ids, log-probs and allowed ids in place)."""
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     eos_id = tokenizer.eos_token_id
-    stops = stop_token_ids(tokenizer, config)
-    logits, cache, attention, next_position = _prefill(model, prompt_ids, pad_id, device)
+    stops = stop_token_ids(tokenizer, config.stop_at_newline, config.stop_strings)
+    logits, cache, attention, next_position = _prefill(model, [row.prompt_ids for row in rows], pad_id, device)
     live = list(range(len(rows)))  # batch row -> index into rows
 
     for _ in range(max(row.limit for row in rows)):

@@ -47,8 +47,7 @@ def response_logits(model, batch: TokenBatch) -> tuple[torch.Tensor, int]:
         (logits [B, R, V] where logits[:, j] predicts input_ids[:, L - R + j], R).
     """
     length = batch.input_ids.shape[1]
-    span = int(batch.response_mask.sum(dim=-1).max().item()) if batch.response_mask.numel() else 0
-    span = max(min(span, length - 1), 1)
+    span = max(min(batch.response_width, length - 1), 1)
     kwargs = {"logits_to_keep": span + 1} if accepts_logits_to_keep(model) else {}
     output = model(
         input_ids=batch.input_ids,

@@ -51,14 +51,16 @@ class PromptConfig:
         return cls(**(params or {}))
 
 
-def _clean(text: str, limit: int) -> str:
+def one_line(text, limit: int) -> str:
+    """``text`` on one line (whitespace runs collapsed), cut to ``limit`` characters plus
+    " ..." when longer: how every prompt (step or analysis) shows a piece of text."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
 def update_pinned_facts(pinned: list[str], observation: str, config: PromptConfig) -> list[str]:
     """Return ``pinned`` plus ``observation`` if it matches a pin pattern and is new."""
-    cleaned = _clean(observation, config.max_observation_chars)
+    cleaned = one_line(observation, config.max_observation_chars)
     if cleaned and cleaned not in pinned and any(re.search(p, observation) for p in config.pin_patterns):
         return [*pinned, cleaned]
     return list(pinned)
@@ -90,7 +92,7 @@ def build_prompt(
     """
     config = config or PromptConfig()
     limit = config.max_observation_chars
-    lines = [TASK_PREFIX + _clean(task, limit)]
+    lines = [TASK_PREFIX + one_line(task, limit)]
     if pinned_facts:
         lines.append("Known facts:")
         lines.extend(f"- {fact}" for fact in pinned_facts)
@@ -100,9 +102,9 @@ def build_prompt(
         start = first_step_index + len(history) - len(window)
         for offset, (past_observation, past_action) in enumerate(window):
             step = start + offset
-            lines.append(f"Observation {step}: {_clean(past_observation, limit)}")
-            lines.append(f"Action {step}: {_clean(past_action, limit)}")
-    lines.append(f"Current observation: {_clean(observation, limit)}")
+            lines.append(f"Observation {step}: {one_line(past_observation, limit)}")
+            lines.append(f"Action {step}: {one_line(past_action, limit)}")
+    lines.append(f"Current observation: {one_line(observation, limit)}")
     if config.show_valid_actions:
         lines.append("Valid actions: " + " | ".join(valid_actions))
     lines.append(TURN_LINE)

@@ -1,20 +1,17 @@
 """Multi-turn rollouts: the batched engine, the random-valid-action floor, task references."""
 
-from hindsight.rollout.engine import RolloutConfig, RolloutResult, StepSample, planned_episode_ids, run_rollouts
+from hindsight.rollout.engine import RolloutConfig, RolloutResult, planned_episode_ids, run_rollouts
 from hindsight.rollout.env_pool import EnvPool
 from hindsight.rollout.random_agent import run_random_agent
-from hindsight.rollout.stats import episode_summary, rollout_stats
-from hindsight.rollout.tasks import TaskRef, as_task_ref, make_group_id, make_tasks
+from hindsight.rollout.stats import rollout_stats
+from hindsight.rollout.tasks import TaskRef, as_task_ref, make_tasks
 
 __all__ = [
     "EnvPool",
     "RolloutConfig",
     "RolloutResult",
-    "StepSample",
     "TaskRef",
     "as_task_ref",
-    "episode_summary",
-    "make_group_id",
     "make_tasks",
     "planned_episode_ids",
     "rollout_stats",

@@ -9,24 +9,18 @@ through ``env_factory`` and reset to each new task). Every turn:
 2. ONE batched generation answers all of them (``policy.generation.generate``: KV cache,
    identical prompts prefilled once, constrained to the valid actions by default);
 3. each episode sends its action to its environment and records the table row and the step
-   sample (prompt ids, response ids, allowed ids, old log-probs);
+   sample (``policy.encoding.StepSample``: the generation's prompt ids, response ids,
+   allowed ids and old log-probs, stamped with the episode's identity);
 4. episodes that ended (won, env terminated/truncated, ``max_steps``) give their
    environment back and the next queued episodes start in their slots.
 
-What batching buys (``benchmarks/rollout_throughput.py``). The token-loop forward passes
-serve all live episodes at once, and identical prompts (a group's first step) are read once.
-On 2 CPU cores ("small" policy, twc, 32 episodes x 15 steps, two runs of the benchmark)
-that measured 50-52 env steps/s against 41.5-44.5 one episode at a time (1.15-1.25x) and
-36-43 for a ``model.generate`` loop (1.2-1.4x): on a CPU, reading the ~280-token prompt is
-compute-bound and is ~75% of a one-at-a-time step; batching does not reduce its arithmetic,
-only the per-token decode passes. Where a batch-1 forward is latency-bound (an
-accelerator), the gain grows with ``max_parallel`` (not measured here).
-
-Why no prompt-prefix cache across turns: measured over rollouts, the stable prefix (task
-line, pinned facts, "History:") is 10% of the prompt tokens in twc and 18% in cookingworld
-(recipe pinned), and the longest prefix shared with the episode's previous prompt 17% and
-22%: the sliding history window changes everything after it. At most a fifth of the prompt
-reading could be saved, for per-episode caches spliced into the batch; not done.
+What batching buys: the token-loop forward passes serve all live episodes at once, and
+identical prompts (a group's first step) are read once. On a CPU, reading the prompt is
+compute-bound and batching does not reduce its arithmetic, so the gain is small there
+(README "Known limits", ``benchmarks/rollout_throughput.py``); where a batch-1 forward
+is latency-bound (an accelerator), it grows with ``max_parallel``. No prompt-prefix cache
+across turns: the sliding history window rewrites everything after the task line and the
+pinned facts, so at most a fifth of the prompt reading could be saved.
 
 The recorded log-probs are the policy's own T=1 distribution, restricted to the allowed
 tokens when decoding is constrained (``policy.logprobs``), whatever the sampling
@@ -35,6 +29,7 @@ temperature: what the trainer recomputes as ``old_logp``.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections import deque
@@ -46,12 +41,11 @@ import torch
 from tqdm.auto import tqdm
 
 from hindsight.envs.base import EnvironmentCrashedError
-from hindsight.envs.reward import RewardConfig
-from hindsight.policy.encoding import EncodedSample, encode_ids
+from hindsight.policy.encoding import StepSample
 from hindsight.policy.generation import SamplingConfig, generate
 from hindsight.policy.prompts import PromptConfig, parse_action
 from hindsight.rollout.env_pool import EnvFactory, EnvPool
-from hindsight.rollout.episode import TABLE_COLUMNS, Episode
+from hindsight.rollout.live_episode import TABLE_COLUMNS, Episode
 from hindsight.rollout.stats import rollout_stats
 from hindsight.rollout.tasks import TaskRef, as_task_refs
 
@@ -85,8 +79,6 @@ class RolloutConfig:
     ``policy.generation.SamplingConfig``)."""
     prompt: PromptConfig = field(default_factory=PromptConfig)
     """How step prompts are built (history window, pinning, valid-action list)."""
-    reward: RewardConfig = field(default_factory=RewardConfig)
-    """Step reward settings."""
     max_parallel: int = 32
     """Most episodes live (and environments alive) at once."""
     seed: int = 0
@@ -96,12 +88,10 @@ class RolloutConfig:
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any] | None) -> "RolloutConfig":
-        """Build from a parameters dict; ``prompt`` and ``reward`` may be nested dicts."""
+        """Build from a parameters dict; ``prompt`` may be a nested dict."""
         values = dict(params or {})
         if isinstance(values.get("prompt"), Mapping) or values.get("prompt") is None:
             values["prompt"] = PromptConfig.from_params(values.get("prompt"))
-        if isinstance(values.get("reward"), Mapping) or values.get("reward") is None:
-            values["reward"] = RewardConfig.from_params(values.get("reward"))
         return cls(**values)
 
     def sampling(self) -> SamplingConfig:
@@ -118,34 +108,12 @@ class RolloutConfig:
 
 
 @dataclass
-class StepSample:
-    """What the trainer needs of one step: the exact tokens the actor read and wrote."""
-
-    episode_id: str
-    group_id: str
-    step: int
-    prompt: str
-    """The prompt text (skill included when the episode had one), before the chat template."""
-    prompt_ids: list[int]
-    """The prompt ids the model read (chat template applied, oldest tokens cut to fit)."""
-    response_ids: list[int]
-    """The sampled ids, stop token included."""
-    allowed_ids: list[list[int]] | None
-    """Per response token, the ids the constrained decoder allowed (None: free)."""
-    old_logprobs: torch.Tensor
-    """Float32 [len(response_ids)]: log-probs at sampling time (T=1, restricted)."""
-
-    def encoded(self, max_length: int) -> EncodedSample:
-        """The sample as an ``EncodedSample`` for ``encoding.collate``."""
-        return encode_ids(self.prompt_ids, self.response_ids, max_length, allowed_ids=self.allowed_ids)
-
-
-@dataclass
 class RolloutResult:
     """Rollout output: the table (one row per step), the samples (same order), the stats."""
 
     table: pd.DataFrame
     samples: list[StepSample]
+    """One per table row (same order), as the trainer consumes them."""
     stats: dict[str, float]
 
 
@@ -300,21 +268,21 @@ def _play(policy, pool, queue, config, skills, source, policy_version, timer) ->
             timer.generation += time.perf_counter() - tick
 
             still_live = []
-            for (order, episode, samples, crashes), prompt, generation in zip(live, prompts, generations):
-                timer.generated_tokens += len(generation.response_ids)
-                timer.prompt_tokens += len(generation.prompt_ids)
-                timer.truncated_prompts += int(generation.truncated_tokens > 0)
-                constrained_row = generation.allowed_ids is not None
+            for (order, episode, samples, crashes), generation in zip(live, generations):
+                sample = generation.sample
+                timer.generated_tokens += len(sample.response_ids)
+                timer.prompt_tokens += len(sample.prompt_ids)
+                timer.truncated_prompts += int(sample.truncated_tokens > 0)
+                constrained_row = sample.allowed_ids is not None
                 action = generation.text if constrained_row else parse_action(generation.text)
                 tick = time.perf_counter()
                 try:
                     episode.play(
                         action,
                         generation.text,
-                        reward_config=config.reward,
                         source=source,
                         policy_version=policy_version,
-                        response_logprobs=generation.logprobs,
+                        response_logprobs=sample.old_logprobs.tolist(),
                     )
                 except EnvironmentCrashedError as error:
                     timer.environment += time.perf_counter() - tick
@@ -322,18 +290,8 @@ def _play(policy, pool, queue, config, skills, source, policy_version, timer) ->
                     continue
                 timer.environment += time.perf_counter() - tick
                 steps_done += 1
-                samples.append(
-                    StepSample(
-                        episode_id=episode.episode_id,
-                        group_id=episode.group_id,
-                        step=episode.step - 1,
-                        prompt=prompt,
-                        prompt_ids=generation.prompt_ids,
-                        response_ids=generation.response_ids,
-                        allowed_ids=generation.allowed_ids,
-                        old_logprobs=torch.tensor(generation.logprobs, dtype=torch.float32),
-                    )
-                )
+                identity = {"episode_id": episode.episode_id, "group_id": episode.group_id, "step": episode.step - 1}
+                samples.append(dataclasses.replace(sample, **identity))
                 if episode.done:
                     pool.release(episode.env)
                     finished.append((order, episode, samples))

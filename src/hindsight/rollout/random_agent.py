@@ -1,9 +1,10 @@
 """The random-valid-action agent: the floor every evaluation is compared with.
 
 At every step it plays one of the listed valid actions uniformly at random (seeded), on the
-same environments, tasks, step limit and reward as the policy's rollouts, and writes the
-same table (``Episode`` rows; ``response == action``, ``response_logprobs`` empty,
-``policy_version = -1``). Episodes run one after another: there is no model to batch.
+same environments, tasks and step limit as the policy's rollouts, records the reward the
+environment gives (as they do), and writes the same table (``Episode`` rows;
+``response == action``, ``response_logprobs`` empty, ``policy_version = -1``). Episodes run
+one after another: there is no model to batch.
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from hindsight.envs.reward import RewardConfig
 from hindsight.policy.prompts import PromptConfig
 from hindsight.rollout.engine import RolloutResult
 from hindsight.rollout.env_pool import EnvFactory, EnvPool
-from hindsight.rollout.episode import TABLE_COLUMNS, Episode
+from hindsight.rollout.live_episode import TABLE_COLUMNS, Episode
 from hindsight.rollout.stats import rollout_stats
 from hindsight.rollout.tasks import as_task_refs
 
@@ -34,7 +34,6 @@ def run_random_agent(
     *,
     group_size: int = 1,
     max_steps: int | None = None,
-    reward: RewardConfig | None = None,
     prompt: PromptConfig | None = None,
     seed: int = 0,
     source: str = "rollout",
@@ -42,11 +41,11 @@ def run_random_agent(
     """Play ``group_size`` random-valid-action episodes per task.
 
     Args:
-        env_factory: Builds an environment for a spec (e.g. ``hindsight.envs.make_env``).
+        env_factory: Builds an environment for a spec (e.g. ``hindsight.envs.make_env``);
+            the environment's ``RewardConfig`` decides the rewards.
         tasks: Task references (``TaskRef`` or ``(spec, seed, split)``).
         group_size: Episodes per task.
         max_steps: Step limit (None: each task spec's ``max_steps``).
-        reward: Step reward settings.
         prompt: Prompt settings (only the pinned facts depend on it; no prompt is read).
         seed: Seed of the action choices.
         source: The table's ``source`` value.
@@ -54,7 +53,6 @@ def run_random_agent(
     Returns:
         A ``RolloutResult`` with the table, no samples, and the stats.
     """
-    reward = reward or RewardConfig()
     prompt = prompt or PromptConfig()
     chooser = random.Random(seed)
     rows: list[dict] = []
@@ -76,9 +74,7 @@ def run_random_agent(
                     while not episode.done:
                         valid = episode.valid_actions
                         action = chooser.choice(valid) if valid else "look"
-                        episode.play(
-                            action, action, reward_config=reward, source=source, policy_version=RANDOM_AGENT_VERSION
-                        )
+                        episode.play(action, action, source=source, policy_version=RANDOM_AGENT_VERSION)
                 finally:
                     pool.release(env)
                 rows.extend(episode.rows)

@@ -3,29 +3,27 @@
 A task is one environment instance: an ``EnvironmentSpec`` (environment, game, parameters),
 a fold (``split``) and a seed inside it. All rollouts of one task in one iteration form a
 group, identified by ``group_id = "env/game/split/seed"`` (the trajectory table's
-``group_id``, e.g. ``"textworldexpress/twc/train/17"``).
+``group_id``, e.g. ``"textworldexpress/twc/train/17"``, made by
+``hindsight.data.schema.make_group_id``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import random
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
+from hindsight.data.schema import make_group_id
 from hindsight.envs.base import SPLITS, EnvironmentSpec
 
 logger = logging.getLogger(__name__)
 
 
-def make_group_id(spec: EnvironmentSpec, split: str, seed: int) -> str:
-    """The group id ``"env/game/split/seed"`` of a task instance."""
-    return f"{spec.env}/{spec.game}/{split}/{int(seed)}"
-
-
 def spec_key(spec: EnvironmentSpec) -> str:
     """A hashable, stable key of a spec (its params dict makes the spec itself unhashable)."""
-    return json.dumps([spec.env, spec.game, spec.params, spec.max_steps], sort_keys=True, default=str)
+    return json.dumps([spec.env, spec.game, spec.params, spec.max_steps, spec.reward], sort_keys=True, default=str)
 
 
 @dataclass(frozen=True)
@@ -46,7 +44,7 @@ class TaskRef:
     @property
     def group_id(self) -> str:
         """``"env/game/split/seed"``."""
-        return make_group_id(self.spec, self.split, self.seed)
+        return make_group_id(self.spec.env, self.spec.game, self.split, self.seed)
 
 
 def as_task_ref(task: Any) -> TaskRef:
@@ -85,3 +83,19 @@ def split_tasks(spec: EnvironmentSpec, split: str, count: int, offset: int = 0, 
     finally:
         env.close()
     return make_tasks(spec, split, seeds)
+
+
+def training_task_pool(tasks: Sequence[TaskRef], fraction: float, seed: int) -> list[TaskRef]:
+    """The first ``fraction`` of a shuffled (fixed seed) training-task list: smaller
+    fractions are subsets of larger ones, so the data-efficiency grid is nested."""
+    shuffled = list(tasks)
+    random.Random(seed).shuffle(shuffled)
+    keep = max(1, round(fraction * len(shuffled)))
+    return shuffled[:keep]
+
+
+def sample_update_tasks(pool: Sequence[TaskRef], count: int, seed: int, update: int) -> list[TaskRef]:
+    """The tasks of one RL update: a deterministic draw of ``count`` from the pool that
+    depends on (seed, update) only, so a resumed run draws the same tasks."""
+    rng = random.Random(seed * 1_000_003 + update)
+    return rng.sample(list(pool), min(count, len(pool)))

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
+from hindsight.policy.prompts import one_line
+
 DEFAULT_MAX_CHARS = 6000
 """Cap on the whole prompt; earlier steps are dropped first."""
 DEFAULT_MAX_FIELD_CHARS = 600
@@ -39,17 +41,12 @@ OUTPUT_INSTRUCTION = (
 )
 
 
-def _cut(text: Any, limit: int) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit] + " ..."
-
-
 def _step_block(number: int, step: dict[str, Any], limit: int) -> str:
     valid = "true" if bool(step.get("action_valid", True)) else "false"
     return (
         f"Step {number}\n"
-        f"Observation: {_cut(step.get('observation', ''), limit)}\n"
-        f"Response: {_cut(step.get('response', ''), limit)}\n"
+        f"Observation: {one_line(step.get('observation', ''), limit)}\n"
+        f"Response: {one_line(step.get('response', ''), limit)}\n"
         f"Action valid: {valid}"
     )
 
@@ -76,7 +73,7 @@ def build_analysis_prompt(
     Returns:
         The prompt text, ending with a newline.
     """
-    head = [INTRODUCTION, f"Task description: {_cut(task, max_field_chars)}",
+    head = [INTRODUCTION, f"Task description: {one_line(task, max_field_chars)}",
             f"episode_success: {'success' if success else 'failure'}"]
     tail = [WORKFLOW_INSTRUCTION if success else AVOIDANCE_INSTRUCTION, OUTPUT_INSTRUCTION]
     blocks = [_step_block(number, step, max_field_chars) for number, step in enumerate(steps, start=1)]

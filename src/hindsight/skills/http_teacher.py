@@ -21,9 +21,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 from hindsight.skills.analysis_prompt import DEFAULT_MAX_CHARS
-from hindsight.skills.episodes import EpisodeView
+from hindsight.skills.episode_views import EpisodeView
 from hindsight.skills.records import SkillRecord, record_from_output
-from hindsight.skills.teacher import Teacher, episode_analysis_prompt
+from hindsight.skills.teachers import Teacher, episode_analysis_prompt
 
 logger = logging.getLogger(__name__)
 

@@ -14,10 +14,10 @@ from typing import Callable, Sequence
 
 from hindsight.policy.generation import generate_text
 from hindsight.skills.analysis_prompt import DEFAULT_MAX_CHARS
-from hindsight.skills.episodes import EpisodeView
+from hindsight.skills.episode_views import EpisodeView
 from hindsight.skills.records import SkillRecord, parse_rate, record_from_output
 from hindsight.skills.structured import structured_skill_outputs
-from hindsight.skills.teacher import Teacher, episode_analysis_prompt
+from hindsight.skills.teachers import Teacher, episode_analysis_prompt
 
 logger = logging.getLogger(__name__)
 

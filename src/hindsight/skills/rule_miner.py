@@ -22,9 +22,9 @@ from typing import Sequence
 
 from hindsight.skills.action_roles import abstract_action, is_information_action, parse_action_structure, task_words
 from hindsight.skills.analysis_prompt import skill_target_json
-from hindsight.skills.episodes import EpisodeView, StepView
+from hindsight.skills.episode_views import EpisodeView, StepView
 from hindsight.skills.records import SkillRecord, record_from_output
-from hindsight.skills.teacher import Teacher
+from hindsight.skills.teachers import Teacher
 
 logger = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ import logging
 import pandas as pd
 
 from hindsight.skills.analysis_prompt import DEFAULT_MAX_CHARS, skill_target_json
-from hindsight.skills.episodes import episodes_from_table
-from hindsight.skills.teacher import episode_analysis_prompt
+from hindsight.skills.episode_views import episodes_from_table
+from hindsight.skills.teachers import episode_analysis_prompt
 
 logger = logging.getLogger(__name__)
 

@@ -1,17 +1,38 @@
-"""All skill teachers behind one import: the ``Teacher`` interface and its three
-implementations (rule miner, OpenAI-compatible endpoint, the policy itself)."""
+"""The one interface every skill teacher implements.
 
-from hindsight.skills.http_teacher import OpenAICompatibleTeacher, TeacherRequestError
-from hindsight.skills.policy_teacher import PolicyTeacher, policy_analyzer
-from hindsight.skills.rule_miner import RuleMinerTeacher
-from hindsight.skills.teacher import Teacher, episode_analysis_prompt
+A teacher reads finished episodes and writes one ``SkillRecord`` per episode, in order.
+Failures (a parse error, an unreachable endpoint) give records with ``parse_ok=False``;
+they are counted (``parse_rate``), never raised.
+"""
 
-__all__ = [
-    "OpenAICompatibleTeacher",
-    "PolicyTeacher",
-    "RuleMinerTeacher",
-    "Teacher",
-    "TeacherRequestError",
-    "episode_analysis_prompt",
-    "policy_analyzer",
-]
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Sequence
+
+from hindsight.skills.analysis_prompt import DEFAULT_MAX_CHARS, build_analysis_prompt
+from hindsight.skills.episode_views import EpisodeView
+from hindsight.skills.records import SkillRecord
+
+
+class Teacher(ABC):
+    """Writes a hindsight skill for each finished episode."""
+
+    name: str = "teacher"
+
+    @abstractmethod
+    def write_skills(self, episodes: Sequence[EpisodeView]) -> list[SkillRecord]:
+        """Return one record per episode, in the same order."""
+
+
+def episode_analysis_prompt(episode: EpisodeView, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
+    """The analysis prompt of an episode (the same text for every teacher and the SFT set).
+
+    Args:
+        episode: The episode.
+        max_chars: Cap on the prompt length (see ``build_analysis_prompt``).
+
+    Returns:
+        The prompt text.
+    """
+    return build_analysis_prompt(episode.task, episode.success, episode.analysis_steps(), max_chars=max_chars)

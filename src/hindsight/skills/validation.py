@@ -1,4 +1,5 @@
-"""The validation filter of Stage 1 (ALGORITHMS.md section 1, step 3) and the Skills table.
+"""The validation filter of Stage 1 (ALGORITHMS.md section 1, step 3) and the validated
+Skills table (its shape is ``hindsight.skills.records.skills_table``).
 
 A skill is kept when, rolling the same task out again with the skill injected, the number of
 successes rises by at least ``min_success_gain`` AND the success rate rises by at least
@@ -13,10 +14,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from hindsight.skills.records import SkillRecord
-
-SKILLS_TABLE_COLUMNS = ("episode_id", "group_id", "success", "summary", "skill", "teacher", "accepted",
-                        "delta_success", "parse_ok")
+from hindsight.skills.records import SkillRecord, skills_table
 _TOLERANCE = 1e-9  # rates like 3/8 - 2/8 compare exactly at the boundary despite rounding
 
 
@@ -67,14 +65,14 @@ def skill_passes_validation(
     return count_gain >= min_success_gain and rate_gain >= min_rate_gain - _TOLERANCE
 
 
-def skills_table(
+def validated_skills_table(
     records: Sequence[SkillRecord],
     validation: Mapping[str, ValidationOutcome] | None = None,
     *,
     min_success_gain: int = 1,
     min_rate_gain: float = 0.125,
 ) -> pd.DataFrame:
-    """The Skills table (DESIGN.md data contracts) of a teacher's records.
+    """The Skills table (``skills_table``) of a teacher's records, with the filter's verdicts.
 
     Without ``validation`` every parsed skill is accepted and ``delta_success`` is NaN. With
     it, a skill is accepted when it parsed, was validated (its episode id is a key) and
@@ -90,26 +88,21 @@ def skills_table(
     Returns:
         DataFrame with columns ``SKILLS_TABLE_COLUMNS``, one row per record.
     """
-    rows = []
+    if validation is None:
+        return skills_table(records)
+    accepted, delta_success = [], []
     for record in records:
-        accepted, delta = record.parse_ok, math.nan
-        if validation is not None:
-            outcome = validation.get(record.episode_id)
-            if outcome is None:
-                accepted = False
-            else:
-                delta = outcome.delta_success_rate
-                accepted = record.parse_ok and skill_passes_validation(
-                    outcome.plain_successes, outcome.plain_trials, outcome.skill_successes, outcome.skill_trials,
-                    min_success_gain=min_success_gain, min_rate_gain=min_rate_gain,
-                )
-        rows.append(
-            {
-                "episode_id": record.episode_id, "group_id": record.group_id, "success": bool(record.success),
-                "summary": record.summary, "skill": record.skill, "teacher": record.teacher,
-                "accepted": bool(accepted), "delta_success": float(delta), "parse_ok": bool(record.parse_ok),
-            }
+        outcome = validation.get(record.episode_id)
+        if outcome is None:
+            accepted.append(False)
+            delta_success.append(math.nan)
+            continue
+        delta_success.append(outcome.delta_success_rate)
+        accepted.append(
+            record.parse_ok
+            and skill_passes_validation(
+                outcome.plain_successes, outcome.plain_trials, outcome.skill_successes, outcome.skill_trials,
+                min_success_gain=min_success_gain, min_rate_gain=min_rate_gain,
+            )
         )
-    return pd.DataFrame(rows, columns=list(SKILLS_TABLE_COLUMNS)).astype(
-        {"success": bool, "accepted": bool, "delta_success": float, "parse_ok": bool}
-    )
+    return skills_table(records, accepted, delta_success)

@@ -6,8 +6,9 @@ states of Python, NumPy and torch (and of any named ``torch.Generator``), the up
 counter, and any extra picklable state (the skill bank, the metric history, the last
 update's rollout and skills tables).
 
-Writes are atomic: the directory is written under a temporary name and renamed when
-complete, so a run killed during a save leaves the previous checkpoint as the latest one.
+Writes are atomic (``hindsight.atomic.atomic_directory``): the directory is written under
+a temporary name and renamed when complete, so a run killed during a save leaves the
+previous checkpoint as the latest one.
 ``latest_checkpoint`` ignores partial directories.
 """
 
@@ -16,13 +17,14 @@ from __future__ import annotations
 import random
 import re
 import shutil
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+
+from hindsight.atomic import atomic_directory
 
 CHECKPOINT_PATTERN = re.compile(r"^update_(\d{6})$")
 
@@ -86,10 +88,8 @@ def save_checkpoint(
     from hindsight.policy.model import save_policy
 
     root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
     final = root / f"update_{update:06d}"
-    staging = root / f".update_{update:06d}.partial-{uuid.uuid4().hex[:8]}"
-    try:
+    with atomic_directory(final) as staging:
         save_policy(policy, staging / "policy")
         torch.save(
             {
@@ -101,12 +101,6 @@ def save_checkpoint(
             },
             staging / "state.pt",
         )
-        if final.exists():
-            shutil.rmtree(final)
-        staging.rename(final)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
     if keep_last:
         for old in list_checkpoints(root)[:-keep_last]:
             shutil.rmtree(old, ignore_errors=True)
@@ -138,3 +132,49 @@ def load_training_state(checkpoint: str | Path) -> TrainingState:
         rng=state["rng"],
         extra=state["extra"],
     )
+
+
+@dataclass
+class ResumedRun:
+    """Where a resumed RL run stands: the next update, the metric history so far and the
+    last update's tables (so re-running a finished run returns them, not empty ones)."""
+
+    update: int
+    history: list[dict[str, float]]
+    last_skills: Any
+    last_rollout: Any
+
+
+def resume_rl(checkpoint_dir: str | Path | None, policy, optimizer, generators: dict[str, torch.Generator]) -> ResumedRun | None:
+    """Restore the newest checkpoint of an RL run into ``policy`` (in place), ``optimizer``
+    and the RNGs; None when there is none.
+
+    The saved weights are copied into the caller's model instead of training the loaded
+    one: the policy stays trained in place, and its parameters keep their allocator-aligned
+    memory (tensors read from safetensors sit at other alignments, where CPU matmul kernels
+    round differently by 1-2 ulp, which broke the bit-exact resume).
+    """
+    checkpoint = latest_checkpoint(checkpoint_dir) if checkpoint_dir is not None else None
+    if checkpoint is None:
+        return None
+    from hindsight.policy.model import load_policy
+
+    state = load_training_state(checkpoint)
+    saved = load_policy(checkpoint / "policy", device=policy.device)
+    policy.model.load_state_dict(saved.model.state_dict())
+    policy.version = saved.version
+    del saved
+    optimizer.load_state_dict(state.optimizer)
+    restore_rng_state(state.rng, generators)
+    return ResumedRun(
+        update=state.update,
+        history=list(state.extra.get("history", [])),
+        last_skills=state.extra.get("last_skills"),
+        last_rollout=state.extra.get("last_rollout"),
+    )
+
+
+def save_rl_checkpoint(checkpoint_dir: str | Path, run: ResumedRun, policy, optimizer, generators: dict[str, torch.Generator]) -> Path:
+    """Checkpoint an RL run after update ``run.update`` (what ``resume_rl`` reads back)."""
+    extra = {"history": run.history, "last_skills": run.last_skills, "last_rollout": run.last_rollout}
+    return save_checkpoint(checkpoint_dir, run.update, policy, optimizer, generators=generators, extra=extra)

@@ -13,10 +13,9 @@ from typing import Sequence
 import pandas as pd
 import torch
 
-from hindsight.policy.encoding import token_budget_chunks
+from hindsight.policy.encoding import StepSample, collate, token_budget_chunks
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.skills.injection import inject_skill
-from hindsight.training.samples import ResponseSample, collate_responses
 
 SCORING_TOKEN_BUDGET = 8192
 """Padded tokens per no-grad scoring pass (batch rows x longest sequence)."""
@@ -32,7 +31,7 @@ def has_skill(skill) -> bool:
 @torch.no_grad()
 def response_logprobs(
     model,
-    samples: Sequence[ResponseSample],
+    samples: Sequence[StepSample],
     batch_size: int,
     pad_token_id: int,
     token_budget: int | None = SCORING_TOKEN_BUDGET,
@@ -45,12 +44,12 @@ def response_logprobs(
     was_training = model.training
     model.eval()
     out: list[torch.Tensor] = []
-    lengths = [len(sample.encoded.input_ids) for sample in samples]
+    lengths = [len(sample.input_ids) for sample in samples]
     rows = [list(range(start, min(start + batch_size, len(samples)))) for start in range(0, len(samples), batch_size)]
     for indices in (part for block in rows for part in token_budget_chunks(block, lengths, token_budget)):
         chunk = [samples[i] for i in indices]
-        batch = collate_responses(chunk, pad_token_id)
-        logp = token_logprobs(model, batch.tokens.to(next(model.parameters()).device))[:, -batch.response_width :].float().cpu()
+        batch = collate(chunk, pad_token_id)
+        logp = token_logprobs(model, batch.to(next(model.parameters()).device))[:, -batch.response_width :].float().cpu()
         for row, sample in zip(logp, chunk):
             out.append(row[row.shape[0] - len(sample.response_ids) :].clone())
     if was_training:
@@ -61,7 +60,7 @@ def response_logprobs(
 def skill_augmented_logprobs(
     model,
     tokenizer,
-    samples: Sequence[ResponseSample],
+    samples: Sequence[StepSample],
     skill_of_episode: dict[str, str | None],
     batch_size: int,
 ) -> list[torch.Tensor | None]:
@@ -80,7 +79,7 @@ def skill_augmented_logprobs(
 
 
 def scores_table(
-    samples: Sequence[ResponseSample],
+    samples: Sequence[StepSample],
     plain: Sequence[torch.Tensor],
     skill: Sequence[torch.Tensor | None],
     tokenizer,

@@ -2,14 +2,15 @@
 
 Defaults follow ALGORITHMS.md (paper settings) wherever they carry over to a tiny CPU
 policy; the learning rate, the number of updates and the batch size are scaled to the
-embedded default and are parameters (``conf/base/parameters_training.yml``).
+embedded default; ``conf/base/parameters_training.yml`` restates these defaults. The run's
+seed and the analyzer settings come from the shared settings (``hindsight.config``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hindsight.config import dataclass_from_params
+from hindsight.params import build
 
 ALGORITHMS = ("seed", "grpo", "gigpo", "opid")
 SKILL_SOURCES = ("on_policy", "fixed_bank")
@@ -21,21 +22,21 @@ class RLConfig:
 
     algorithm: str = "seed"
     """seed (PPO + gated on-policy distillation), grpo, gigpo or opid."""
-    updates: int = 10
+    updates: int = 4
     """Number of RL updates (rollout -> analyze -> score -> update)."""
     tasks_per_update: int = 8
     """Training tasks rolled out per update (paper: 16)."""
-    group_size: int = 8
+    group_size: int = 4
     """Rollouts per task: one group (paper: 8)."""
     task_fraction: float = 1.0
     """Fraction of the training task pool this run may draw from (data-efficiency grid)."""
-    learning_rate: float = 1e-5
+    learning_rate: float = 1e-4
     """AdamW learning rate (paper: 1e-6 for 3B; a tiny policy needs more)."""
     ppo_epochs: int = 1
     """Passes over each rollout batch."""
     mini_batch_size: int = 64
     """Step samples per optimizer step."""
-    micro_batch_tokens: int | None = 8192
+    micro_batch_tokens: int | None = 4096
     """Padded tokens per forward/backward pass: a mini-batch runs as micro-batches within
     this budget with gradients accumulated (same loss, bounded activation memory; None:
     the whole mini-batch in one pass)."""
@@ -67,25 +68,13 @@ class RLConfig:
     """SEED skills: on_policy (the current policy writes them) or fixed_bank (ablation)."""
     distill: bool = True
     """SEED: False drops the distillation loss (ablation: plain GRPO from Stage 1)."""
-    analyzer_max_new_tokens: int = 384
-    """Token limit of one skill analysis written by the policy: at least the length of the
-    analyzer's SFT targets, or every analysis is cut before its JSON closes."""
-    analyzer_structured: bool = False
-    """Write the skill JSON's frame and let the policy fill only its two strings
-    (``skills.structured``): every analysis parses; a third of
-    ``analyzer_max_new_tokens`` goes to the summary, the rest to the skill."""
-    analyzer_max_prompt_chars: int = 6000
-    """Cap on the analysis prompt (keep equal to skills.analyzer_max_prompt_chars, which
-    built the analyzer's SFT set)."""
     max_grad_norm: float = 1.0
     """Gradient clipping norm."""
-    eval_every: int = 5
+    eval_every: int = 0
     """Held-out evaluation every this many updates and after the last (0: never; the
     evaluation pipeline evaluates the final policy anyway)."""
     checkpoint_every: int = 1
     """Checkpoint every this many updates (resume continues from the last one)."""
-    seed: int = 0
-    """Seed of task sampling, rollouts and mini-batch order."""
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
@@ -94,14 +83,12 @@ class RLConfig:
             raise ValueError(f"training.rl.skill_source must be one of {SKILL_SOURCES}, got {self.skill_source!r}")
         if not 0 < self.task_fraction <= 1:
             raise ValueError(f"training.rl.task_fraction must be in (0, 1], got {self.task_fraction}")
-        if not isinstance(self.analyzer_structured, bool):
-            raise ValueError(f"training.rl.analyzer_structured must be true or false, got {self.analyzer_structured!r}")
         if self.micro_batch_tokens is not None and self.micro_batch_tokens < 1:
             raise ValueError(f"training.rl.micro_batch_tokens must be a positive token count or null, got {self.micro_batch_tokens}")
 
     @classmethod
     def from_params(cls, params: dict | None) -> "RLConfig":
-        return dataclass_from_params(cls, params, "training.rl")
+        return build(cls, params, "training.rl")
 
     @property
     def uses_skills(self) -> bool:

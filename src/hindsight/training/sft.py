@@ -24,7 +24,7 @@ from typing import Callable, Sequence
 import pandas as pd
 import torch
 
-from hindsight.config import dataclass_from_params
+from hindsight.params import build
 from hindsight.policy.encoding import collate, encode_sample, token_budget_chunks
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.policy.model import has_native_bf16
@@ -66,8 +66,6 @@ class SFTConfig:
     """Stop after this many seconds of training, whatever the step count."""
     log_every: int = 10
     """Log metrics every this many optimizer steps."""
-    seed: int = 0
-    """Seed of the example order."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.bf16_autocast, bool) and self.bf16_autocast != "auto":
@@ -77,7 +75,7 @@ class SFTConfig:
 
     @classmethod
     def from_params(cls, params: dict | None) -> "SFTConfig":
-        return dataclass_from_params(cls, params, "sft")
+        return build(cls, params, "sft")
 
 
 def _length_bucketed_batches(lengths: Sequence[int], batch_size: int, rng: random.Random) -> list[list[int]]:
@@ -114,6 +112,7 @@ def train_sft(
     examples: pd.DataFrame,
     config: SFTConfig,
     log_metrics: Callable[[dict, int], None] | None = None,
+    seed: int = 0,
 ) -> pd.DataFrame:
     """Fine-tune ``policy.model`` in place on ``examples`` (columns ``prompt``, ``response``).
 
@@ -123,6 +122,7 @@ def train_sft(
             (bc / skill_bc / analyzer) and is reported in the history.
         config: Training settings.
         log_metrics: Called as ``log_metrics(metrics, step)`` every ``log_every`` steps.
+        seed: Seed of the example order.
 
     Returns:
         The history: one row per logged step (step, loss, lr, tokens_per_s, elapsed_s).
@@ -141,7 +141,7 @@ def train_sft(
 
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=config.learning_rate, weight_decay=config.weight_decay)
-    rng = random.Random(config.seed)
+    rng = random.Random(seed)
     device = next(model.parameters()).device
     use_bf16 = has_native_bf16(device) if config.bf16_autocast == "auto" else config.bf16_autocast
     logger.info("SFT on %s, %s", device, "bf16 autocast" if use_bf16 else "float32")

@@ -3,37 +3,34 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import pandas as pd
 
 from hindsight import tracking
-from hindsight.config import environment_specs, rollout_config
+from hindsight.config import EvaluationConfig, ProjectConfig
 from hindsight.envs import make_env
-from hindsight.evaluation.heldout import HeldoutConfig, evaluate_agents
+from hindsight.evaluation.heldout import evaluate_agents
 from hindsight.evaluation.metrics import success_summary
 from hindsight.evaluation.report import markdown_table, success_plot
 
 logger = logging.getLogger(__name__)
 
 
-def _evaluate(policy, label: str, include_random: bool, params: dict[str, Any]) -> pd.DataFrame:
-    specs = environment_specs(params["environment"])
-    settings = rollout_config(params["rollout"], params["prompt"], params["reward"], params["environment"])
-    heldout = HeldoutConfig.from_params(params["evaluation"].get("heldout"))
-    return evaluate_agents(policy, specs, make_env, settings, heldout, policy_label=label, include_random=include_random)
+def _evaluate(policy, label: str, include_random: bool, project: ProjectConfig, evaluation: EvaluationConfig) -> pd.DataFrame:
+    heldout = project.heldout_config(evaluation.heldout, random_floor=evaluation.random_floor)
+    return evaluate_agents(
+        policy, project.specs(), make_env, project.rollout_config(), heldout, policy_label=label, include_random=include_random
+    )
 
 
-def evaluate_stage1_policy(policy, environment, evaluation, rollout, prompt, reward) -> pd.DataFrame:
+def evaluate_stage1_policy(policy, project: ProjectConfig, evaluation: EvaluationConfig) -> pd.DataFrame:
     """Held-out episodes of the Stage-1 checkpoint (agent "stage1-*") and of the random floor."""
-    params = dict(environment=environment, evaluation=evaluation, rollout=rollout, prompt=prompt, reward=reward)
-    return _evaluate(policy, "stage1", True, params)
+    return _evaluate(policy, "stage1", evaluation.random_floor, project, evaluation)
 
 
-def evaluate_rl_policy(policy, environment, evaluation, rollout, prompt, reward) -> pd.DataFrame:
+def evaluate_rl_policy(policy, project: ProjectConfig, evaluation: EvaluationConfig) -> pd.DataFrame:
     """Held-out episodes of the RL checkpoint (agent "rl-*")."""
-    params = dict(environment=environment, evaluation=evaluation, rollout=rollout, prompt=prompt, reward=reward)
-    return _evaluate(policy, "rl", False, params)
+    return _evaluate(policy, "rl", False, project, evaluation)
 
 
 def headline_summary(summary: pd.DataFrame) -> str:

@@ -1,22 +1,24 @@
-"""Wiring of the evaluation pipeline."""
+"""Wiring of the evaluation stage."""
 
 from kedro.pipeline import Node, Pipeline
 
 from hindsight.pipelines.evaluation.nodes import evaluate_rl_policy, evaluate_stage1_policy, report_evaluation
+from hindsight.pipelines.settings import stage_pipeline
 
-SHARED = ["params:environment", "params:evaluation", "params:rollout", "params:prompt", "params:reward"]
+SETTINGS = ["project_settings", "evaluation_settings"]
 
 
 def create_pipeline(**kwargs) -> Pipeline:
-    return Pipeline(
+    return stage_pipeline(
+        "evaluation",
         [
-            Node(evaluate_stage1_policy, inputs=["warmup_policy", *SHARED], outputs="stage1_evaluation_episodes", name="evaluate_stage1_policy"),
-            Node(evaluate_rl_policy, inputs=["rl_policy", *SHARED], outputs="rl_evaluation_episodes", name="evaluate_rl_policy"),
+            Node(evaluate_stage1_policy, inputs=["stage1_policy", *SETTINGS], outputs="stage1_evaluation_episodes", name="evaluate_stage1_policy"),
+            Node(evaluate_rl_policy, inputs=["rl_policy", *SETTINGS], outputs="rl_evaluation_episodes", name="evaluate_rl_policy"),
             Node(
                 report_evaluation,
                 inputs=["stage1_evaluation_episodes", "rl_evaluation_episodes"],
                 outputs=["evaluation_episodes", "evaluation_summary", "evaluation_table", "evaluation_plot"],
                 name="report_evaluation",
             ),
-        ]
+        ],
     )

@@ -1,10 +1,11 @@
-"""Nodes of the experiments pipeline: run the grid (``hindsight.training.grid``) and turn
+"""Nodes of the experiments pipeline: run the grid (``hindsight.experiments.grid``) and turn
 its cells into the results table, the curves and the report
-(``hindsight.evaluation.experiments``)."""
+(``hindsight.experiments.report``)."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from pathlib import Path
 from typing import Any
@@ -12,25 +13,24 @@ from typing import Any
 import pandas as pd
 
 from hindsight import tracking
-from hindsight.evaluation.experiments import (
+from hindsight.config import ExperimentsConfig, GridSettings, ProjectConfig, TrainingConfig
+from hindsight.experiments.report import (
     data_efficiency_plot,
     learning_curves_plot,
     markdown_report,
     results_table,
 )
-from hindsight.training.grid import Cell, GridSpec, cell_key, cell_training_params, run_grid
-from hindsight.training.rl_config import RLConfig
-from hindsight.training.rl_run import heldout_evaluator, rl_setup, run_rl, skill_bank_from_table, weights_fingerprint
+from hindsight.params import as_dict, build
+from hindsight.skills.skill_bank import skill_bank_from_table
+from hindsight.experiments.grid import Cell, GridSpec, cell_key, cell_rl_config, run_grid
+from hindsight.training.rl_run import heldout_evaluator, rl_setup, run_rl, weights_fingerprint
 
 logger = logging.getLogger(__name__)
 
 
-def _preset(experiments: dict[str, Any]) -> dict[str, Any]:
-    name = experiments.get("preset", "full")
-    presets = experiments.get("presets") or {}
-    if name not in presets:
-        raise ValueError(f"experiments.preset={name!r} is not one of the presets {sorted(presets)}")
-    return dict(presets[name])
+def read_experiment_settings(training: dict[str, Any], experiments: dict[str, Any]) -> GridSettings:
+    """``parameters_training.yml`` and ``parameters_experiments.yml`` as one typed object."""
+    return GridSettings(training=build(TrainingConfig, training, "training"), experiments=build(ExperimentsConfig, experiments, "experiments"))
 
 
 @contextlib.contextmanager
@@ -46,19 +46,7 @@ def _child_run(cell: Cell, key: str):
         yield run.info.run_id
 
 
-def run_experiment_grid(
-    warmup_policy,
-    base_policy,
-    skills: pd.DataFrame,
-    experiments: dict[str, Any],
-    training: dict[str, Any],
-    environment: dict[str, Any],
-    rollout: dict[str, Any],
-    prompt: dict[str, Any],
-    reward: dict[str, Any],
-    evaluation: dict[str, Any],
-    ingestion: dict[str, Any],
-):
+def run_experiment_grid(stage1_policy, base_policy, skills: pd.DataFrame, project: ProjectConfig, settings: GridSettings):
     """Run every cell of the preset's grid (skipping cells finished earlier on the same data).
 
     Returns:
@@ -66,39 +54,34 @@ def run_experiment_grid(
         success per split and task type; one row per cell and evaluation point: the
         learning-curve data).
     """
-    preset = _preset(experiments)
-    grid = GridSpec(
-        methods=list(preset.get("methods") or []),
-        seeds=list(preset.get("seeds") or [0]),
-        fractions=[float(f) for f in preset.get("fractions") or [1.0]],
-        fraction_methods=list(preset.get("fraction_methods") or ["grpo", "seed"]),
-    )
-    base_training = {**training, "rl": {**(training.get("rl") or {}), **(preset.get("rl") or {})}}
-    setup = rl_setup(environment, rollout, prompt, reward, evaluation, training, ingestion, preset.get("heldout"))
-    specs, settings, heldout, pool = setup.specs, setup.rollout, setup.heldout, setup.pool
+    preset = settings.experiments.grid
+    grid = GridSpec(methods=list(preset.methods), seeds=list(preset.seeds), fractions=list(preset.fractions), fraction_methods=list(preset.fraction_methods))
+    base_rl = dataclasses.replace(settings.training.rl, **preset.rl)
+    setup = rl_setup(project, settings.training, preset.heldout)
     bank = skill_bank_from_table(skills)
-    starts = {"stage1": warmup_policy, "base": base_policy}
+    starts = {"stage1": stage1_policy, "base": base_policy}
     fingerprint = "|".join(
-        [weights_fingerprint(warmup_policy.model), weights_fingerprint(base_policy.model), str(sorted(bank.items()))]
+        [weights_fingerprint(stage1_policy.model), weights_fingerprint(base_policy.model), str(sorted(bank.items()))]
     )
-    cache = Path(experiments.get("cache_dir", "data/07_model_output/experiment_cells"))
+    cache = Path(settings.experiments.cache_dir)
 
     def settings_of(cell: Cell) -> dict[str, Any]:
-        start_from, rl = cell_training_params(base_training, cell)
-        return {"start_from": start_from, "rl": rl, "heldout": heldout.__dict__, "rollout": rollout, "prompt": prompt,
-                "reward": reward, "environment": environment, "pool": len(pool)}
+        start_from, rl = cell_rl_config(base_rl, cell)
+        shared = {k: v for k, v in as_dict(project).items() if k != "seed"}  # the cell's seed is its own
+        return {"start_from": start_from, "rl": as_dict(rl), "heldout": as_dict(setup.heldout), "project": shared,
+                "pool": len(setup.pool)}
 
     start_evaluations: dict[str, dict[str, float]] = {}
 
     def run_cell(cell: Cell) -> dict[str, Any]:
-        start_from, rl = cell_training_params(base_training, cell)
-        config = RLConfig.from_params(rl)
+        start_from, config = cell_rl_config(base_rl, cell)
         if start_from not in start_evaluations:  # same tasks and seed: once per checkpoint
-            evaluate = heldout_evaluator(specs, settings, heldout)
+            evaluate = heldout_evaluator(setup.specs, setup.rollout, setup.heldout)
             start_evaluations[start_from] = evaluate(starts[start_from], 0)
         result = run_rl(
-            starts[start_from], config, pool, settings, specs, heldout,
+            starts[start_from], config, setup,
             checkpoint_dir=cache / "checkpoints" / cell_key(cell, settings_of(cell), fingerprint),
+            seed=cell.seed,
             skill_bank=bank,
             log_metrics=lambda metrics, step: tracking.log_metrics(metrics, step=step),
             evaluate_start=True,
@@ -131,17 +114,17 @@ def run_experiment_grid(
     cells_table = pd.DataFrame(cells)
     failed = int((cells_table["status"] == "failed").sum())
     tracking.log_metrics({"experiments/cells": float(len(cells_table)), "experiments/failed_cells": float(failed)})
-    tracking.set_tags({"experiments.preset": experiments.get("preset", "full")})
+    tracking.set_tags({"experiments.preset": settings.experiments.preset})
     return cells_table, pd.DataFrame(histories)
 
 
-def report_experiments(cells: pd.DataFrame, histories: pd.DataFrame, experiments: dict[str, Any]):
+def report_experiments(cells: pd.DataFrame, histories: pd.DataFrame, settings: GridSettings):
     """Results table (mean +- std over seeds), learning curves, data-efficiency plot, report.
 
     Returns:
         (results table, markdown report, learning-curves figure, data-efficiency figure).
     """
     results = results_table(cells)
-    report = markdown_report(cells, results, preset=experiments.get("preset", "full"), data_versions=tracking.data_versions())
+    report = markdown_report(cells, results, preset=settings.experiments.preset, data_versions=tracking.data_versions())
     print("\n" + report, flush=True)
     return results, report, learning_curves_plot(histories), data_efficiency_plot(cells)

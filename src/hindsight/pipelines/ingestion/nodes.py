@@ -8,45 +8,41 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
-
 import pandas as pd
 
 from hindsight import tracking
-from hindsight.config import environment_specs, reward_config
+from hindsight.config import IngestionConfig, ProjectConfig
 from hindsight.data import expert, external
-from hindsight.data.episodes import ingestion_counts, summarize_episodes
+from hindsight.data.outcomes import ingestion_counts, summarize_episodes
 from hindsight.data.schema import empty_trajectory_table, validate_trajectories
 
 logger = logging.getLogger(__name__)
 
 
-def collect_expert_trajectories(
-    environment: dict[str, Any], ingestion: dict[str, Any], reward: dict[str, Any]
-) -> pd.DataFrame:
+def collect_expert_trajectories(project: ProjectConfig, ingestion: IngestionConfig) -> pd.DataFrame:
     """Play the gold action sequence on N tasks per game and fold.
 
     Args:
-        environment: The shared ``environment`` parameters (env family, games, max steps).
+        project: The shared settings (environment, games, max steps, reward).
         ingestion: ``expert_episodes``: episodes per fold, e.g. ``{"train": 100}``.
-        reward: The shared ``reward`` parameters.
 
     Returns:
         The expert trajectory table (``source="expert"``).
     """
     table = expert.collect_expert_trajectories(
-        environment_specs(environment),
-        episodes_per_split=dict(ingestion.get("expert_episodes") or {}),
-        reward=reward_config(reward),
+        project.specs(),
+        episodes_per_split=dict(ingestion.expert_episodes),
+        reward=project.environment.reward,
     )
     logger.info("Collected %d expert episodes (%d steps)", table["episode_id"].nunique(), len(table))
     return table
 
 
-def load_external_trajectories(ingestion: dict[str, Any]) -> pd.DataFrame:
+def load_external_trajectories(project: ProjectConfig, ingestion: IngestionConfig) -> pd.DataFrame:
     """Load and validate every external trajectory file named in the parameters.
 
     Args:
+        project: The shared settings (the step reward of conversation episodes).
         ingestion: ``external_files``: paths (JSONL / JSON / parquet); ``external_source``:
             the ``source`` given to conversation-format episodes.
 
@@ -54,8 +50,10 @@ def load_external_trajectories(ingestion: dict[str, Any]) -> pd.DataFrame:
         The concatenated external trajectories (empty when no file is named).
     """
     tables = []
-    for path in ingestion.get("external_files") or []:
-        table = external.load_external_trajectories(Path(path))
+    for path in ingestion.external_files:
+        table = external.load_external_trajectories(
+            Path(path), reward=project.environment.reward, source=ingestion.external_source
+        )
         logger.info("Loaded %d steps from %s", len(table), path)
         tables.append(table)
     if not tables:

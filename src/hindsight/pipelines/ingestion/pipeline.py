@@ -1,4 +1,4 @@
-"""Wiring of the ingestion pipeline."""
+"""Wiring of the ingestion stage."""
 
 from kedro.pipeline import Node, Pipeline
 
@@ -8,20 +8,22 @@ from hindsight.pipelines.ingestion.nodes import (
     load_external_trajectories,
     summarize_trajectories,
 )
+from hindsight.pipelines.settings import stage_pipeline
 
 
 def create_pipeline(**kwargs) -> Pipeline:
-    return Pipeline(
+    return stage_pipeline(
+        "ingestion",
         [
             Node(
                 collect_expert_trajectories,
-                inputs=["params:environment", "params:ingestion", "params:reward"],
+                inputs=["project_settings", "ingestion_settings"],
                 outputs="expert_trajectories",
                 name="collect_expert_trajectories",
             ),
             Node(
                 load_external_trajectories,
-                inputs="params:ingestion",
+                inputs=["project_settings", "ingestion_settings"],
                 outputs="external_trajectories",
                 name="load_external_trajectories",
             ),
@@ -31,11 +33,6 @@ def create_pipeline(**kwargs) -> Pipeline:
                 outputs="trajectories",
                 name="combine_trajectories",
             ),
-            Node(
-                summarize_trajectories,
-                inputs="trajectories",
-                outputs="episode_summary",
-                name="summarize_trajectories",
-            ),
-        ]
+            Node(summarize_trajectories, inputs="trajectories", outputs="episode_summary", name="summarize_trajectories"),
+        ],
     )

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -12,9 +10,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from hindsight import tracking  # noqa: E402
-from hindsight.config import prompt_config  # noqa: E402
+from hindsight.config import ProjectConfig, ScoringConfig  # noqa: E402
+from hindsight.policy.encoding import samples_from_table  # noqa: E402
 from hindsight.training.distillation import response_logprobs, scores_table, skill_augmented_logprobs  # noqa: E402
-from hindsight.training.samples import samples_from_table  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
@@ -23,9 +21,8 @@ def score_distillation_signals(
     trajectories: pd.DataFrame,
     skills: pd.DataFrame,
     policy,
-    scoring: dict[str, Any],
-    prompt: dict[str, Any],
-    rollout: dict[str, Any],
+    project: ProjectConfig,
+    scoring: ScoringConfig,
 ) -> pd.DataFrame:
     """Token-level ``logp_plain``, ``logp_skill``, gap and gate of every step whose episode
     has a parsed skill, under the same decoding rule the actor used.
@@ -42,14 +39,14 @@ def score_distillation_signals(
     samples = samples_from_table(
         table,
         policy.tokenizer,
-        prompt_config(prompt),
-        constrained=bool(rollout.get("constrained", True)),
-        max_length=int(scoring.get("max_length", 1024)),
+        project.rollout.prompt,
+        constrained=project.rollout.constrained,
+        max_length=scoring.max_length,
     )
-    batch_size = int(scoring.get("batch_size", 32))
+    batch_size = scoring.batch_size
     plain = response_logprobs(policy.model, samples, batch_size, policy.tokenizer.pad_token_id)
     skill = skill_augmented_logprobs(policy.model, policy.tokenizer, samples, skill_of, batch_size)
-    scores = scores_table(samples, plain, skill, policy.tokenizer, gate_beta=float(scoring.get("gate_beta", 5.0)))
+    scores = scores_table(samples, plain, skill, policy.tokenizer, gate_beta=scoring.gate_beta)
     tracking.log_metrics(
         {
             "scoring/gate_mean": float(scores["gate"].mean()),

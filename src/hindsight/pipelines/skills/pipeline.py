@@ -1,7 +1,8 @@
-"""Wiring of the skills pipeline."""
+"""Wiring of the skills stage."""
 
 from kedro.pipeline import Node, Pipeline
 
+from hindsight.pipelines.settings import stage_pipeline
 from hindsight.pipelines.skills.nodes import (
     build_analyzer_sft_set,
     roll_out_base_policy,
@@ -11,31 +12,32 @@ from hindsight.pipelines.skills.nodes import (
 
 
 def create_pipeline(**kwargs) -> Pipeline:
-    return Pipeline(
+    return stage_pipeline(
+        "skills",
         [
             Node(
                 roll_out_base_policy,
-                inputs=["base_policy", "params:environment", "params:skills", "params:rollout", "params:prompt", "params:reward"],
+                inputs=["base_policy", "project_settings", "skills_settings"],
                 outputs="skill_rollouts",
                 name="roll_out_base_policy",
             ),
             Node(
                 write_hindsight_skills,
-                inputs=["trajectories", "skill_rollouts", "params:skills", "teacher_credentials"],
+                inputs=["trajectories", "skill_rollouts", "skills_settings", "teacher_credentials"],
                 outputs="skill_records",
                 name="write_hindsight_skills",
             ),
             Node(
                 validate_skills,
-                inputs=["skill_records", "skill_rollouts", "base_policy", "params:environment", "params:skills", "params:rollout", "params:prompt", "params:reward"],
+                inputs=["skill_records", "skill_rollouts", "base_policy", "project_settings", "skills_settings"],
                 outputs="skills",
                 name="validate_skills",
             ),
             Node(
                 build_analyzer_sft_set,
-                inputs=["trajectories", "skill_rollouts", "skills", "params:skills"],
+                inputs=["trajectories", "skill_rollouts", "skills", "project_settings", "skills_settings"],
                 outputs="analyzer_sft_set",
                 name="build_analyzer_sft_set",
             ),
-        ]
+        ],
     )

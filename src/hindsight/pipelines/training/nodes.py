@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import matplotlib
 
@@ -12,54 +11,36 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from hindsight import tracking  # noqa: E402
-from hindsight.training.rl_run import (  # noqa: E402
-    checkpoint_directory,
-    rl_setup,
-    run_rl,
-    skill_bank_from_table,
-)
-from hindsight.training.rl_config import RLConfig  # noqa: E402
+from hindsight.config import ProjectConfig, TrainingConfig  # noqa: E402
+from hindsight.params import as_dict  # noqa: E402
+from hindsight.skills.skill_bank import skill_bank_from_table  # noqa: E402
+from hindsight.training.rl_run import checkpoint_directory, rl_setup, run_rl  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
 
-def train_with_rl(
-    warmup_policy,
-    base_policy,
-    skills: pd.DataFrame,
-    algorithm: str,
-    training: dict[str, Any],
-    environment: dict[str, Any],
-    rollout: dict[str, Any],
-    prompt: dict[str, Any],
-    reward: dict[str, Any],
-    evaluation: dict[str, Any],
-    ingestion: dict[str, Any],
-):
-    """Run the RL loop of ``algorithm`` (seed | grpo | gigpo | opid); return the policy.
+def train_with_rl(stage1_policy, base_policy, skills: pd.DataFrame, project: ProjectConfig, training: TrainingConfig):
+    """Run the RL loop of ``training.rl.algorithm`` (seed | grpo | gigpo | opid); return the policy.
 
-    ``training.start_from`` picks the starting checkpoint: ``stage1`` (the warm-up
-    checkpoint, default) or ``base`` (behaviour cloning only: the "without Stage 1"
-    ablation). The starting checkpoint is also the frozen KL reference.
+    ``training.start_from`` picks the starting checkpoint: ``stage1`` (default) or ``base``
+    (behaviour cloning only: the "without Stage 1" ablation). The starting checkpoint is
+    also the frozen KL reference.
 
     Returns:
         (trained policy, per-update history, last rollout table, last skills table).
     """
-    config = RLConfig.from_params({**(training.get("rl") or {}), "algorithm": algorithm})
-    start = {"stage1": warmup_policy, "base": base_policy}.get(training.get("start_from", "stage1"))
-    if start is None:
-        raise ValueError(f"training.start_from must be 'stage1' or 'base', got {training.get('start_from')!r}")
-    setup = rl_setup(environment, rollout, prompt, reward, evaluation, training, ingestion, training.get("heldout"))
-    specs, settings, heldout, pool = setup.specs, setup.rollout, setup.heldout, setup.pool
-    everything = dict(algorithm=algorithm, training=training, environment=environment, rollout=rollout, prompt=prompt, reward=reward, evaluation=heldout.__dict__)
-    checkpoints = checkpoint_directory(training.get("checkpoint_root", "data/06_models/rl_checkpoints"), everything, start.model)
-    logger.info("RL (%s) checkpoints in %s", config.algorithm, checkpoints)
+    start = {"stage1": stage1_policy, "base": base_policy}[training.start_from]
+    setup = rl_setup(project, training)
+    settings = {"project": as_dict(project), "training": as_dict(training)}
+    checkpoints = checkpoint_directory(training.checkpoint_root, settings, start.model)
+    logger.info("RL (%s) checkpoints in %s", training.rl.algorithm, checkpoints)
     result = run_rl(
-        start, config, pool, settings, specs, heldout, checkpoints,
+        start, training.rl, setup, checkpoints,
+        seed=project.seeds.rollouts,
         skill_bank=skill_bank_from_table(skills),
         log_metrics=lambda metrics, step: tracking.log_metrics(metrics, step=step),
     )
-    result.policy.version = config.updates
+    result.policy.version = training.rl.updates
     return result.policy, result.history, result.last_rollout, result.skills
 
 

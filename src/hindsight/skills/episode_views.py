@@ -2,8 +2,9 @@
 
 ``episodes_from_table`` groups the table's rows (one per step sample, see the data contract
 in the project brief / DESIGN.md) by ``episode_id`` and orders them by ``step``. Episode facts
-are derived here, not read from stored columns: success = any(won), or, when a return
-threshold is given, sum(reward) >= threshold (ALGORITHMS.md section 1).
+come from ``hindsight.data.outcomes.episode_outcomes``, not from stored columns: success =
+any(won), or, when a return threshold is given, sum(reward) >= threshold (ALGORITHMS.md
+section 1); a table without ``reward`` counts every step as 0.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+
+from hindsight.data.outcomes import episode_outcomes
 
 REQUIRED_COLUMNS = ("episode_id", "group_id", "task", "step", "observation", "action", "response", "action_valid", "won")
 
@@ -82,6 +85,8 @@ def episodes_from_table(
     missing = [column for column in REQUIRED_COLUMNS if column not in trajectories.columns]
     if missing:
         raise ValueError(f"{source}: missing column(s) {', '.join(missing)}")
+    with_reward = trajectories if "reward" in trajectories.columns else trajectories.assign(reward=0.0)
+    outcomes = episode_outcomes(with_reward).set_index("episode_id")
     episodes: list[EpisodeView] = []
     for episode_id, rows in trajectories.groupby("episode_id", sort=False):
         rows = rows.sort_values("step", kind="stable")
@@ -107,11 +112,11 @@ def episodes_from_table(
                     won=bool(row.won),
                 )
             )
-        first = rows.iloc[0]
+        first, outcome = rows.iloc[0], outcomes.loc[episode_id]
         if success_return_threshold is None:
-            success = any(step.won for step in steps)
+            success = outcome["success"]
         else:
-            success = sum(step.reward for step in steps) >= success_return_threshold
+            success = outcome["return"] >= success_return_threshold
         episodes.append(
             EpisodeView(
                 episode_id=str(episode_id),

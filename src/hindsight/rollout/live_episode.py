@@ -1,15 +1,17 @@
 """One episode in progress: its environment, prompt state and recorded table rows.
 
 The rollout engine and the random agent both drive episodes through this class, so the
-table they write has one shape (``TABLE_COLUMNS``: the trajectory table of the data
-contract plus ``response_logprobs``) and one set of rules:
+table they write has one shape (``TABLE_COLUMNS``: ``hindsight.data.schema.ROLLOUT_COLUMNS``,
+the trajectory table of the data contract plus ``response_logprobs``; rows built by
+``hindsight.data.rows.trajectory_row``) and one set of rules:
 
 - the prompt of step t is ``prompts.build_prompt`` over the task text, the earlier
   (observation, action) pairs, the current observation, its valid actions and the pinned
   facts, with the episode's skill injected when it has one (``skills.injection``);
   without a skill it equals what ``prompts.episode_prompts`` rebuilds from the table rows;
-- ``reward = envs.reward.step_reward(won_now, action_valid)`` under the run's
-  ``RewardConfig``; ``won`` is True only on the winning step;
+- ``reward`` is the environment's own step reward (``envs.reward.step_reward(won_now,
+  action_valid)`` under the ``RewardConfig`` the environment was built with), recorded as
+  given; ``won`` is True only on the winning step;
 - the episode ends (``done``) when the environment terminates or truncates, when the task
   is won, or after ``max_steps`` steps (truncation by the rollout).
 """
@@ -20,38 +22,17 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from hindsight.data.rows import EpisodeFields, trajectory_row
+from hindsight.data.schema import ROLLOUT_COLUMNS
 from hindsight.envs.base import TextEnvironment
-from hindsight.envs.reward import RewardConfig, step_reward
 from hindsight.policy.prompts import PromptConfig, build_prompt, update_pinned_facts
 from hindsight.rollout.tasks import TaskRef
 from hindsight.skills.injection import inject_skill
 
 logger = logging.getLogger(__name__)
 
-TABLE_COLUMNS = [
-    "episode_id",
-    "group_id",
-    "env",
-    "task_type",
-    "task",
-    "split",
-    "seed",
-    "step",
-    "observation",
-    "anchor_observation",
-    "valid_actions",
-    "action",
-    "response",
-    "reward",
-    "score",
-    "done",
-    "won",
-    "action_valid",
-    "source",
-    "policy_version",
-    "response_logprobs",
-]
-"""The trajectory table's columns (data contract) plus ``response_logprobs`` (list[float])."""
+TABLE_COLUMNS = list(ROLLOUT_COLUMNS)
+"""The rollout table's columns, in order."""
 
 
 @dataclass
@@ -102,7 +83,6 @@ class Episode:
         action: str,
         response: str,
         *,
-        reward_config: RewardConfig,
         source: str,
         policy_version: int,
         response_logprobs: list[float] | None = None,
@@ -112,7 +92,6 @@ class Episode:
         Args:
             action: The action parsed from the response.
             response: The raw model output.
-            reward_config: Reward settings.
             source: The table's ``source`` value.
             policy_version: Version of the acting policy.
             response_logprobs: Per-token log-probs of the response (recorded as is).
@@ -121,35 +100,37 @@ class Episode:
             The table row (also appended to ``self.rows``).
         """
         acted_on, acted_info = self.observation, self.info
-        next_observation, _, terminated, truncated, next_info = self.env.step(action)
+        next_observation, reward, terminated, truncated, next_info = self.env.step(action)
         won_now = bool(next_info.get("won", False)) and not self.won
-        action_valid = bool(next_info.get("action_valid", True))
         self.step += 1
         self.won = self.won or won_now
         self.done = bool(terminated or truncated or self.won or self.step >= self.max_steps)
-        row = {
-            "episode_id": self.episode_id,
-            "group_id": self.group_id,
-            "env": self.task.spec.env,
-            "task_type": str(acted_info.get("task_type", self.task.spec.game)),
-            "task": self.task_text,
-            "split": self.task.split,
-            "seed": int(self.task.seed),
-            "step": self.step - 1,
-            "observation": acted_on,
-            "anchor_observation": str(acted_info.get("anchor_observation", acted_on)),
-            "valid_actions": list(acted_info.get("valid_actions") or []),
-            "action": action,
-            "response": response,
-            "reward": float(step_reward(won_now, action_valid, reward_config)),
-            "score": float(next_info.get("score", 0.0) or 0.0),
-            "done": self.done,
-            "won": won_now,
-            "action_valid": action_valid,
-            "source": source,
-            "policy_version": int(policy_version),
-            "response_logprobs": [float(value) for value in (response_logprobs or [])],
-        }
+        identity = EpisodeFields(
+            episode_id=self.episode_id,
+            group_id=self.group_id,
+            env=self.task.spec.env,
+            task_type=str(acted_info.get("task_type", self.task.spec.game)),
+            task=self.task_text,
+            split=self.task.split,
+            seed=self.task.seed,
+            source=source,
+            policy_version=policy_version,
+        )
+        row = trajectory_row(
+            identity,
+            step=self.step - 1,
+            observation=acted_on,
+            anchor_observation=str(acted_info.get("anchor_observation", acted_on)),
+            valid_actions=acted_info.get("valid_actions") or [],
+            action=action,
+            response=response,
+            reward=reward,
+            score=next_info.get("score", 0.0) or 0.0,
+            done=self.done,
+            won=won_now,
+            action_valid=next_info.get("action_valid", True),
+        )
+        row["response_logprobs"] = [float(value) for value in (response_logprobs or [])]
         self.rows.append(row)
         self.history.append((acted_on, action))
         self.observation, self.info = next_observation, next_info

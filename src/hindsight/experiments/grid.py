@@ -1,17 +1,8 @@
 """The experiment grid: methods x seeds x training-task fractions, one RL run per cell.
 
 Every cell has the same budget (updates, tasks per update, group size, so the same number
-of episodes) and is evaluated on the same held-out tasks. A method is a named set of
-overrides of the RL settings and of the starting checkpoint (ALGORITHMS.md section 1,
-"Ablations"):
-
-    grpo              GRPO from the base (behaviour-cloned) policy
-    gigpo             GiGPO from the base policy
-    opid              OPID from the Stage-1 checkpoint (skill shift folded into the advantage)
-    seed              SEED from the Stage-1 checkpoint
-    seed_no_stage1    SEED from the base policy (its analyzer never learnt the JSON format)
-    seed_no_distill   plain GRPO from the Stage-1 checkpoint
-    seed_fixed_bank   SEED whose skills come from the Stage-1 skill bank, not the policy
+of episodes) and is evaluated on the same held-out tasks; a method (``methods.METHODS``) is
+a starting checkpoint and overrides of the RL settings.
 
 A cell's key hashes its settings and the fingerprint of its inputs (the starting weights
 and the skill bank), so a re-run skips the cells already finished on the same data and
@@ -21,7 +12,7 @@ are not part of it. A failed cell is recorded as failed; the grid goes on.
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import hashlib
 import json
 import logging
@@ -31,18 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from hindsight.experiments.methods import METHODS
+from hindsight.training.rl_config import RLConfig
+
 logger = logging.getLogger(__name__)
-
-METHODS: dict[str, dict[str, Any]] = {
-    "grpo": {"start_from": "base", "rl": {"algorithm": "grpo"}},
-    "gigpo": {"start_from": "base", "rl": {"algorithm": "gigpo"}},
-    "opid": {"start_from": "stage1", "rl": {"algorithm": "opid"}},
-    "seed": {"start_from": "stage1", "rl": {"algorithm": "seed"}},
-    "seed_no_stage1": {"start_from": "base", "rl": {"algorithm": "seed"}},
-    "seed_no_distill": {"start_from": "stage1", "rl": {"algorithm": "seed", "distill": False}},
-    "seed_fixed_bank": {"start_from": "stage1", "rl": {"algorithm": "seed", "skill_source": "fixed_bank"}},
-}
-
 
 @dataclass(frozen=True)
 class Cell:
@@ -83,12 +66,11 @@ class GridSpec:
         return cells
 
 
-def cell_training_params(training: dict[str, Any], cell: Cell) -> tuple[str, dict[str, Any]]:
-    """(start_from, RL parameter dict) of one cell: the base settings + the method's
-    overrides + the cell's seed and task fraction."""
+def cell_rl_config(base: RLConfig, cell: Cell) -> tuple[str, RLConfig]:
+    """(start_from, RL settings) of one cell: the grid's base settings + the method's
+    overrides + the cell's task fraction (its seed is the run's seed)."""
     method = METHODS[cell.method]
-    rl = {**copy.deepcopy(training.get("rl") or {}), **method["rl"], "seed": cell.seed, "task_fraction": cell.fraction}
-    return method["start_from"], rl
+    return method.start_from, dataclasses.replace(base, **method.rl, task_fraction=cell.fraction)
 
 
 EXECUTION_ONLY_SETTINGS = frozenset({"progress", "micro_batch_tokens"})

@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from hindsight.data.episodes import ingestion_counts, metric_key, summarize_episodes
+from hindsight.data.outcomes import ingestion_counts, metric_key, summarize_episodes
 from hindsight.data.schema import EPISODE_SUMMARY_COLUMNS, empty_trajectory_table, validate_trajectories
 
 

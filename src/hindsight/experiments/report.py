@@ -13,15 +13,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-METHOD_LABELS = {
-    "grpo": "GRPO",
-    "gigpo": "GiGPO",
-    "opid": "OPID",
-    "seed": "SEED",
-    "seed_no_stage1": "SEED w/o Stage 1",
-    "seed_no_distill": "SEED w/o distillation",
-    "seed_fixed_bank": "SEED w/o on-policy skills",
-}
+from hindsight.experiments.methods import METHODS  # noqa: E402
+
 _METRIC = re.compile(r"^eval/(?P<split>[^/]+)/(?P<task_type>[^/]+)/success_rate$")
 
 
@@ -64,7 +57,7 @@ def _wide(results: pd.DataFrame, fraction: float = 1.0) -> str:
     columns = sorted({(s, t) for s, t in zip(part["split"], part["task_type"])}, key=lambda st: (st[0], st[1] == "all", st[1]))
     header = "| method | " + " | ".join(f"{s}: {'average' if t == 'all' else t}" for s, t in columns) + " | seeds |"
     lines = [header, "|---|" + "---:|" * len(columns) + "---:|"]
-    for method in [m for m in METHOD_LABELS if m in set(part["method"])]:
+    for method in [m for m in METHODS if m in set(part["method"])]:
         rows = part[part["method"] == method].set_index(["split", "task_type"])
         cells = []
         for key in columns:
@@ -74,7 +67,7 @@ def _wide(results: pd.DataFrame, fraction: float = 1.0) -> str:
             else:
                 cells.append("-")
         seeds = int(rows["seeds"].max())
-        lines.append(f"| {METHOD_LABELS[method]} | " + " | ".join(cells) + f" | {seeds} |")
+        lines.append(f"| {METHODS[method].label} | " + " | ".join(cells) + f" | {seeds} |")
     return "\n".join(lines) + "\n"
 
 
@@ -89,12 +82,12 @@ def markdown_report(cells: pd.DataFrame, results: pd.DataFrame, preset: str, dat
         lines.append("| method | " + " | ".join(f"{int(100 * f)}% tasks" for f in fractions) + " |")
         lines.append("|---|" + "---:|" * len(fractions))
         average = results[results["task_type"] == "all"]
-        for method in [m for m in METHOD_LABELS if m in set(average["method"])]:
+        for method in [m for m in METHODS if m in set(average["method"])]:
             row = []
             for fraction in fractions:
                 values = average[(average["method"] == method) & (average["fraction"] == fraction)]
                 row.append(" / ".join(f"{s}: {100 * v:.1f} ± {100 * d:.1f}" for s, v, d in zip(values["split"], values["mean"], values["std"])) or "-")
-            lines.append(f"| {METHOD_LABELS[method]} | " + " | ".join(row) + " |")
+            lines.append(f"| {METHODS[method].label} | " + " | ".join(row) + " |")
         lines.append("")
     lines += ["## Cells", "", "| cell | status | MLflow run | seconds | env steps |", "|---|---|---|---:|---:|"]
     for row in cells.itertuples(index=False):
@@ -119,7 +112,7 @@ def learning_curves_plot(histories: pd.DataFrame):
     full = histories[histories["fraction"] == 1.0] if "fraction" in histories else histories
     for axis, split in zip(axes[0], splits):
         column = f"eval/{split}/all/success_rate"
-        for method in [m for m in METHOD_LABELS if m in set(full.get("method", []))]:
+        for method in [m for m in METHODS if m in set(full.get("method", []))]:
             points = full[(full["method"] == method) & full[column].notna()]
             if points.empty:
                 continue
@@ -131,7 +124,7 @@ def learning_curves_plot(histories: pd.DataFrame):
                 low=(column, "min"),
                 high=(column, "max"),
             )
-            axis.plot(by_update["steps"], 100 * by_update["mean"], marker="o", label=METHOD_LABELS[method])
+            axis.plot(by_update["steps"], 100 * by_update["mean"], marker="o", label=METHODS[method].label)
             axis.fill_between(by_update["steps"], 100 * by_update["low"], 100 * by_update["high"], alpha=0.15)
         axis.set_title(f"held-out ({split}) success vs environment steps")
         axis.set_xlabel("environment steps")
@@ -152,7 +145,7 @@ def data_efficiency_plot(cells: pd.DataFrame):
             if group["fraction"].nunique() < 2:
                 continue
             stats = group.groupby("fraction")[column].agg(["mean", "std"]).fillna(0)
-            axis.errorbar(100 * stats.index, 100 * stats["mean"], yerr=100 * stats["std"], marker="o", capsize=3, label=METHOD_LABELS.get(method, method))
+            axis.errorbar(100 * stats.index, 100 * stats["mean"], yerr=100 * stats["std"], marker="o", capsize=3, label=(METHODS[method].label if method in METHODS else method))
         axis.set_title(f"data efficiency: {column.split('/')[1]}")
         axis.set_xlabel("training tasks used (%)")
         axis.set_ylabel("held-out success %")

@@ -1,0 +1,42 @@
+"""Write a directory so that it appears whole under its final name, or not at all.
+
+The model-directory dataset and the training checkpoints both write a directory of several
+files (weights, tokenizer, optimizer state). A process killed half-way through must not
+leave a directory that a later load takes for a complete one. ``atomic_directory`` hands out
+an empty staging directory next to the target (``.<name>.partial-<random>``, on the same
+file system, so the final rename is atomic); the caller fills it, and only when the block
+ends without an error is the staging directory renamed to the target, replacing an older
+one. On an error the staging directory is removed and the target is left as it was.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+
+@contextmanager
+def atomic_directory(target: str | Path) -> Iterator[Path]:
+    """Yield an empty staging directory that becomes ``target`` when the block succeeds.
+
+    Args:
+        target: The directory to (re)write; its parent is created if missing.
+
+    Yields:
+        The staging directory to write into (a hidden sibling of ``target``).
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.parent / f".{target.name}.partial-{uuid.uuid4().hex[:8]}"
+    staging.mkdir()
+    try:
+        yield staging
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)

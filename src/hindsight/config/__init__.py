@@ -1,0 +1,57 @@
+"""Typed settings: one documented dataclass per parameters file.
+
+- ``project``: ``parameters.yml``, what every stage shares (seed, environment, rollout,
+  analyzer) and the seeds derived from the one run seed;
+- ``stages``: ``parameters_<stage>.yml``, one block per stage, in run order;
+- ``files``: which file holds which block, and the check that runs before every run.
+
+Kedro hands nodes parameter dictionaries; each pipeline's ``read_settings`` node turns its
+block into its dataclass (``hindsight.params.build``) and the stage's nodes take that object.
+"""
+
+from hindsight.config.files import STAGE_FILES, check_parameters, file_of_key, file_settings, project_settings
+from hindsight.config.project import AnalyzerConfig, EnvironmentConfig, GameConfig, ProjectConfig, RolloutSettings, Seeds
+from hindsight.config.stages import (
+    BehaviourCloningConfig,
+    EvaluationConfig,
+    ExperimentsConfig,
+    GridPreset,
+    GridSettings,
+    HeldoutPlay,
+    IngestionConfig,
+    OpenAIEndpointConfig,
+    PolicyConfig,
+    ScoringConfig,
+    SkillsConfig,
+    Stage1Config,
+    TrainingConfig,
+    ValidationConfig,
+)
+
+__all__ = [
+    "STAGE_FILES",
+    "AnalyzerConfig",
+    "BehaviourCloningConfig",
+    "EnvironmentConfig",
+    "EvaluationConfig",
+    "ExperimentsConfig",
+    "GameConfig",
+    "GridPreset",
+    "GridSettings",
+    "HeldoutPlay",
+    "IngestionConfig",
+    "OpenAIEndpointConfig",
+    "PolicyConfig",
+    "ProjectConfig",
+    "RolloutSettings",
+    "ScoringConfig",
+    "Seeds",
+    "SkillsConfig",
+    "Stage1Config",
+    "TrainingConfig",
+    "ValidationConfig",
+    "check_parameters",
+    "file_of_key",
+    "file_settings",
+    "project_settings",
+]

@@ -1,0 +1,195 @@
+"""Settings every stage shares (``conf/*/parameters.yml``): the run's seed, the environment
+and its games, how the policy is prompted and decodes, and how it writes skills.
+
+``ProjectConfig`` is the file's dataclass; the ``settings`` pipeline builds it once and every
+stage reads it. Each random stream of a run derives from the one ``seed`` (``Seeds``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hindsight.envs.base import EnvironmentSpec
+from hindsight.envs.reward import RewardConfig
+from hindsight.evaluation.heldout import HeldoutConfig
+from hindsight.policy.prompts import PromptConfig
+from hindsight.rollout.engine import RolloutConfig
+
+if TYPE_CHECKING:
+    from hindsight.config.stages import HeldoutPlay
+
+
+@dataclass
+class GameConfig:
+    """One game of the environment."""
+
+    game: str
+    """Game / task name inside the environment (``twc``, ``cookingworld``, ``boil``)."""
+    params: dict[str, Any] = field(default_factory=dict)
+    """Game parameters (TextWorldExpress: ``numLocations``, ``numItemsToPutAway``, ...)."""
+
+
+def _default_games() -> list[GameConfig]:
+    return [
+        GameConfig("twc", {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}),
+        GameConfig(
+            "cookingworld",
+            {"numLocations": 1, "numIngredients": 1, "numDistractorItems": 0, "includeDoors": 0, "limitInventorySize": 0},
+        ),
+    ]
+
+
+@dataclass
+class EnvironmentConfig:
+    """The environment, its games and how a step is rewarded."""
+
+    env: str = "textworldexpress"
+    """textworldexpress | scienceworld | textworld | alfworld."""
+    max_steps: int = 20
+    """Steps after which an episode ends unsolved."""
+    seen_seed_offset: int = 500
+    """First train-fold task position of the held-out "seen" split: the training tasks lie
+    before it (TextWorldExpress's train fold has 1000 seeds per game)."""
+    games: list[GameConfig] = field(default_factory=_default_games)
+    """The games trained and evaluated on (one task type each)."""
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    """Step reward: ``success_reward * won - invalid_penalty * invalid``."""
+
+    def __post_init__(self) -> None:
+        if not self.games:
+            raise ValueError("environment.games must list at least one game")
+
+    def specs(self) -> list[EnvironmentSpec]:
+        """One ``EnvironmentSpec`` per game, in the order of ``games``."""
+        return [
+            EnvironmentSpec(env=self.env, game=g.game, params=dict(g.params), max_steps=self.max_steps, reward=self.reward)
+            for g in self.games
+        ]
+
+
+@dataclass
+class RolloutSettings:
+    """How the policy is prompted and decodes when it plays (every stage that plays)."""
+
+    constrained: bool = True
+    """Decode only valid actions (token trie); false = free generation (LLMs)."""
+    temperature: float = 0.4
+    """Sampling temperature of training rollouts (the skills stage and the evaluation
+    set their own)."""
+    top_p: float = 1.0
+    """Nucleus sampling mass (1.0 = off)."""
+    max_new_tokens: int = 24
+    """Longest free-generation response, in tokens."""
+    max_length: int = 1024
+    """Prompt + response tokens; the oldest prompt tokens are dropped beyond it."""
+    max_parallel: int = 32
+    """Episodes (and environments) live at once: one batched generation per turn."""
+    progress: bool = True
+    """A tqdm bar: live episodes and env steps/s."""
+    prompt: PromptConfig = field(default_factory=PromptConfig)
+    """How a step prompt is built (history window, pinned facts, valid-action list)."""
+
+
+@dataclass
+class AnalyzerConfig:
+    """How the policy writes a hindsight skill (the RL loop, and a policy teacher)."""
+
+    max_new_tokens: int = 96
+    """Token limit of one analysis (below the rule miner's 170-380-token targets: README
+    "Known limits"; use at least the target length with a policy that can write skills)."""
+    structured: bool = False
+    """Fill only the two strings of a fixed JSON frame (``skills.structured``)."""
+    max_prompt_chars: int = 2400
+    """Cap on the analysis prompt, for the analyzer SFT set and for the analyses in RL."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.structured, bool):
+            raise ValueError(f"analyzer.structured must be true or false, got {self.structured!r}")
+
+
+@dataclass(frozen=True)
+class Seeds:
+    """Every random stream of a run, derived from its one ``seed`` (with seed 0 they are the
+    values the project always used, so results carry over)."""
+
+    seed: int
+
+    @property
+    def model(self) -> int:
+        """Weight initialisation of the embedded policy."""
+        return self.seed
+
+    @property
+    def examples(self) -> int:
+        """Order of the SFT examples (behaviour cloning, Stage 1)."""
+        return self.seed
+
+    @property
+    def rollouts(self) -> int:
+        """Sampling of the skills stage's rollouts and of the RL run (tasks, episodes, mini-batches)."""
+        return self.seed
+
+    @property
+    def validation(self) -> int:
+        """Sampling of the skill-validation re-rollouts (a stream apart from ``rollouts``)."""
+        return self.seed + 1
+
+    @property
+    def evaluation(self) -> int:
+        """Sampling during held-out evaluation (fixed whatever the RL seed, so every run of a
+        grid is evaluated on the same draws)."""
+        return self.seed + 1234
+
+
+@dataclass
+class ProjectConfig:
+    """``parameters.yml``: what every stage shares."""
+
+    seed: int = 0
+    """The run's seed; every random stream derives from it (``Seeds``)."""
+    environment: EnvironmentConfig = field(default_factory=EnvironmentConfig)
+    """The environment, its games and the step reward."""
+    rollout: RolloutSettings = field(default_factory=RolloutSettings)
+    """How the policy is prompted and decodes."""
+    analyzer: AnalyzerConfig = field(default_factory=AnalyzerConfig)
+    """How the policy writes skills."""
+
+    @property
+    def seeds(self) -> Seeds:
+        return Seeds(self.seed)
+
+    def specs(self) -> list[EnvironmentSpec]:
+        """The environment specs, one per game."""
+        return self.environment.specs()
+
+    def rollout_config(self, *, group_size: int = 1, temperature: float | None = None, seed: int | None = None) -> RolloutConfig:
+        """The rollout engine's settings for one stage: the shared decoding and prompt, and
+        the stage's group size, temperature and seed (the reward is the environment's:
+        ``specs()`` carries it)."""
+        shared = self.rollout
+        return RolloutConfig(
+            group_size=group_size,
+            temperature=shared.temperature if temperature is None else float(temperature),
+            top_p=shared.top_p,
+            constrained=shared.constrained,
+            max_new_tokens=shared.max_new_tokens,
+            max_length=shared.max_length,
+            prompt=dataclasses.replace(shared.prompt),
+            max_parallel=shared.max_parallel,
+            seed=self.seeds.rollouts if seed is None else int(seed),
+            progress=shared.progress,
+        )
+
+    def heldout_config(self, play: "HeldoutPlay", random_floor: bool = False) -> HeldoutConfig:
+        """The held-out evaluation of a stage: its budget, splits and decodings, the
+        environment's "seen" offset and the run's evaluation seed."""
+        return HeldoutConfig(
+            episodes_per_game=play.episodes_per_game,
+            seen_seed_offset=self.environment.seen_seed_offset,
+            splits=tuple(play.splits),
+            decodings=dict(play.decodings),
+            random_floor=random_floor,
+            seed=self.seeds.evaluation,
+        )

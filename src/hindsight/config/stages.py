@@ -1,0 +1,270 @@
+"""Settings of each stage, one dataclass per ``conf/*/parameters_<stage>.yml``, in run order:
+ingestion -> behaviour_cloning -> skills -> stage1 -> training -> evaluation (and the
+scoring and experiments pipelines).
+
+Defaults live here and only here: ``conf/base`` restates them so a user sees every knob, and
+a test checks that the YAML keys are these fields and its values these defaults. Library
+settings (``SFTConfig``, ``RLConfig``, ``PromptConfig``, ``RewardConfig``, ``LoraSettings``)
+are nested as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from hindsight.experiments.methods import METHODS
+from hindsight.policy.model import LoraSettings
+from hindsight.training.rl_config import RLConfig
+from hindsight.training.sft import SFTConfig
+
+HELDOUT_SPLITS = ("seen", "unseen")
+
+
+@dataclass
+class IngestionConfig:
+    """``parameters_ingestion.yml``: the expert episodes and external trajectory files."""
+
+    expert_episodes: dict[str, int] = field(default_factory=lambda: {"train": 100, "dev": 0, "test": 0})
+    """Gold-path episodes per fold and game (the RL training tasks are the first
+    ``training.tasks_per_game`` train seeds; held-out "seen" tasks lie after them)."""
+    external_files: list[str] = field(default_factory=list)
+    """Extra trajectory files (JSONL / JSON / parquet; project schema or agent-SFT
+    conversations), relative to the project root."""
+    external_source: str = "expert"
+    """The ``source`` given to conversation-format episodes."""
+
+
+@dataclass
+class PolicyConfig:
+    """Which policy behaviour cloning starts from."""
+
+    model_dir: str | None = None
+    """A local HF causal-LM directory (its own tokenizer; never downloaded), or null for
+    the embedded tiny model built from scratch."""
+    preset: str = "small"
+    """Embedded model size: tiny (~1M parameters, tests) | small (~4M, default) | base (~30M)."""
+    vocab_size: int = 2048
+    """Vocabulary of the tokenizer trained on the training prompts (embedded model)."""
+    dtype: str | None = None
+    """Parameter dtype of a loaded model (float32 when null)."""
+    lora: LoraSettings | None = None
+    """A LoRA adapter on a loaded model, e.g. {rank: 16, alpha: 32, dropout: 0.05,
+    target_modules: [q_proj, v_proj]}; null = full fine-tuning."""
+
+
+def _behaviour_cloning_sft() -> SFTConfig:
+    return SFTConfig(learning_rate=0.002, batch_size=8, max_steps=750, bf16_autocast="auto")
+
+
+@dataclass
+class BehaviourCloningConfig:
+    """``parameters_behaviour_cloning.yml``: the policy and its behaviour cloning on the
+    expert steps (-> the base policy)."""
+
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    """The policy to start from."""
+    sft: SFTConfig = field(default_factory=_behaviour_cloning_sft)
+    """A step budget, not a time budget: the same data gives the same weights on any CPU.
+    750 steps of 8 are about 3.7 epochs of the default 1630 expert steps (~3 min on 2
+    cores with bf16); at a fixed token budget, more smaller steps learned faster (README
+    "Tuning the default")."""
+
+
+@dataclass
+class OpenAIEndpointConfig:
+    """An OpenAI-compatible chat endpoint as the Stage-1 teacher (key: ``teacher_credentials``)."""
+
+    base_url: str = "http://127.0.0.1:8000/v1"
+    model: str = "Qwen2.5-7B-Instruct"
+    timeout_s: float = 60.0
+    max_retries: int = 3
+    backoff_s: float = 2.0
+    max_concurrency: int = 4
+    temperature: float = 0.0
+
+
+@dataclass
+class ValidationConfig:
+    """The validation filter: keep a skill only if, injected into the prompt, it raises
+    successes on M re-rollouts of its task by >= ``min_success_gain`` and the success rate
+    by >= ``min_rate_gain`` over the plain rollouts."""
+
+    enabled: bool = True
+    rollouts: int = 4
+    """M: re-rollouts per skill."""
+    min_success_gain: int = 1
+    min_rate_gain: float = 0.125
+
+
+TEACHERS = ("rule_miner", "openai", "policy")
+
+
+@dataclass
+class SkillsConfig:
+    """``parameters_skills.yml``: Stage 1, steps 1-4 (rollouts, teacher, validation, SFT set)."""
+
+    tasks_per_game: int = 4
+    """Training tasks per game the base policy plays (the first train-fold seeds)."""
+    rollouts_per_task: int = 4
+    """K: base-policy rollouts per task."""
+    temperature: float = 0.4
+    """Sampling temperature of those rollouts and of the validation re-rollouts."""
+    teacher: str = "rule_miner"
+    """rule_miner (offline, default) | openai (any OpenAI-compatible endpoint) | policy."""
+    openai: OpenAIEndpointConfig = field(default_factory=OpenAIEndpointConfig)
+    """The endpoint, for ``teacher: openai``."""
+    validation: ValidationConfig = field(default_factory=ValidationConfig)
+    """The validation filter."""
+    analyzer_sft_from: str = "accepted"
+    """The analyzer SFT set is built from the accepted skills (the paper) or from every
+    parsed one (``parsed``: when too few pass validation for the analyzer to learn)."""
+
+    def __post_init__(self) -> None:
+        if self.teacher not in TEACHERS:
+            raise ValueError(f"skills.teacher must be one of {TEACHERS}, got {self.teacher!r}")
+        if self.analyzer_sft_from not in ("accepted", "parsed"):
+            raise ValueError(f"skills.analyzer_sft_from must be accepted or parsed, got {self.analyzer_sft_from!r}")
+
+
+def _stage1_sft() -> SFTConfig:
+    return SFTConfig(learning_rate=0.001, batch_size=16, max_steps=80, bf16_autocast="auto")
+
+
+@dataclass
+class Stage1Config:
+    """``parameters_stage1.yml``: Stage 1 of SEED from the base policy: behaviour cloning +
+    skill-conditioned behaviour cloning + analyzer SFT (-> the Stage-1 checkpoint)."""
+
+    sft: SFTConfig = field(default_factory=_stage1_sft)
+    """The SFT run on the mixture."""
+    analyzer_repeat: int = 1
+    """Copies of the analyzer SFT set in the mixture."""
+
+
+@dataclass
+class HeldoutPlay:
+    """How many held-out tasks are played, in which splits, with which decodings (the tasks
+    themselves are fixed by the environment's folds and ``environment.seen_seed_offset``)."""
+
+    episodes_per_game: int = 25
+    """Tasks per game and split (one episode each)."""
+    splits: list[str] = field(default_factory=lambda: list(HELDOUT_SPLITS))
+    """seen = train-fold seeds never trained on; unseen = the test fold."""
+    decodings: dict[str, float] = field(default_factory=lambda: {"sampled": 0.4, "greedy": 0.0})
+    """Agent name suffix -> sampling temperature (0 = greedy)."""
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.splits) - set(HELDOUT_SPLITS))
+        if unknown:
+            raise ValueError(f"held-out splits: unknown split(s) {unknown}; use {list(HELDOUT_SPLITS)}")
+
+
+@dataclass
+class TrainingConfig:
+    """``parameters_training.yml``: the RL run."""
+
+    start_from: str = "stage1"
+    """stage1 (SEED) | base (the "without Stage 1" ablation). The start is also the KL reference."""
+    tasks_per_game: int = 100
+    """Training-task pool per game: the first train-fold seeds (the expert episodes' tasks
+    with the default ``ingestion.expert_episodes.train``)."""
+    checkpoint_root: str = "data/06_models/rl_checkpoints"
+    """Checkpoints live under a fingerprint of the run's settings and starting weights."""
+    heldout: HeldoutPlay = field(default_factory=lambda: HeldoutPlay(episodes_per_game=8, decodings={"sampled": 0.4}))
+    """Held-out evaluation during training (every ``rl.eval_every`` updates)."""
+    rl: RLConfig = field(default_factory=RLConfig)
+    """The algorithm and its hyperparameters."""
+
+    def __post_init__(self) -> None:
+        if self.start_from not in ("stage1", "base"):
+            raise ValueError(f"training.start_from must be 'stage1' or 'base', got {self.start_from!r}")
+
+
+@dataclass
+class ScoringConfig:
+    """``parameters_scoring.yml``: token-level distillation signals of the skill rollouts."""
+
+    gate_beta: float = 5.0
+    """gate = sigmoid(gate_beta * (logp_skill - logp_plain))."""
+    batch_size: int = 32
+    max_length: int = 1024
+
+
+@dataclass
+class EvaluationConfig:
+    """``parameters_evaluation.yml``: the final held-out evaluation."""
+
+    heldout: HeldoutPlay = field(default_factory=HeldoutPlay)
+    """25 tasks per game and split: 2 games x 2 splits x 25 = 100 tasks."""
+    random_floor: bool = True
+    """Also play the random-valid-action agent on the same tasks."""
+
+
+@dataclass
+class GridPreset:
+    """One experiment grid: methods x seeds x task fractions, each cell one RL run."""
+
+    methods: list[str] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=lambda: [0])
+    """RL seeds of the cells."""
+    fractions: list[float] = field(default_factory=lambda: [1.0])
+    """Training-task fractions of the data-efficiency study."""
+    fraction_methods: list[str] = field(default_factory=lambda: ["grpo", "seed"])
+    """Methods also run at the fractions below 1."""
+    rl: dict = field(default_factory=dict)
+    """Overrides of ``training.rl`` for every cell (the budget)."""
+    heldout: HeldoutPlay = field(default_factory=lambda: HeldoutPlay(episodes_per_game=8, decodings={"sampled": 0.4}))
+    """Held-out evaluation of every cell (at its start and every ``eval_every`` updates)."""
+
+    def __post_init__(self) -> None:
+        known = {f.name for f in fields(RLConfig)}
+        unknown = sorted(set(self.rl) - known)
+        if unknown:
+            raise ValueError(f"experiments preset rl overrides: unknown key(s) {unknown}; known: {sorted(known)}")
+
+
+ALL_METHODS = list(METHODS)
+
+
+def _default_presets() -> dict[str, GridPreset]:
+    return {
+        "quick": GridPreset(
+            methods=list(ALL_METHODS), seeds=[0], fractions=[0.5, 1.0],
+            rl={"updates": 2, "tasks_per_update": 2, "group_size": 2, "eval_every": 1},
+            heldout=HeldoutPlay(episodes_per_game=2, decodings={"sampled": 0.4}),
+        ),
+        "full": GridPreset(
+            methods=list(ALL_METHODS), seeds=[0, 1, 2], fractions=[0.4, 1.0],
+            rl={"updates": 4, "tasks_per_update": 4, "group_size": 4, "eval_every": 4},
+            heldout=HeldoutPlay(episodes_per_game=8, decodings={"sampled": 0.4}),
+        ),
+    }
+
+
+@dataclass
+class ExperimentsConfig:
+    """``parameters_experiments.yml``: the experiment grid."""
+
+    preset: str = "full"
+    """Which preset runs: full (the README's Results) or quick (minutes)."""
+    cache_dir: str = "data/07_model_output/experiment_cells"
+    """Finished cells are kept here and skipped on re-runs."""
+    presets: dict[str, GridPreset] = field(default_factory=_default_presets)
+    """The grids by name."""
+
+    def __post_init__(self) -> None:
+        if self.preset not in self.presets:
+            raise ValueError(f"experiments.preset={self.preset!r} is not one of the presets {sorted(self.presets)}")
+
+    @property
+    def grid(self) -> GridPreset:
+        """The chosen preset."""
+        return self.presets[self.preset]
+
+
+@dataclass
+class GridSettings:
+    """What the experiment grid reads: the training run every cell varies, and the grid."""
+
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    experiments: ExperimentsConfig = field(default_factory=ExperimentsConfig)

@@ -1,0 +1,45 @@
+"""The methods of the experiment grid, in report order: one list, with each method's label
+and what it changes (ALGORITHMS.md section 1, "Ablations").
+
+A method is a starting checkpoint and a set of overrides of the RL settings:
+
+    grpo              GRPO from the base (behaviour-cloned) policy
+    gigpo             GiGPO from the base policy
+    opid              OPID from the Stage-1 checkpoint (skill shift folded into the advantage)
+    seed              SEED from the Stage-1 checkpoint
+    seed_no_stage1    SEED from the base policy (its analyzer never learnt the JSON format)
+    seed_no_distill   plain GRPO from the Stage-1 checkpoint
+    seed_fixed_bank   SEED whose skills come from the Stage-1 skill bank, not the policy
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Method:
+    """One row of the grid's tables."""
+
+    name: str
+    label: str
+    """How reports name it."""
+    start_from: str
+    """stage1 or base."""
+    rl: dict[str, Any] = field(default_factory=dict)
+    """Overrides of ``training.rl``."""
+
+
+METHOD_LIST = (
+    Method("grpo", "GRPO", "base", {"algorithm": "grpo"}),
+    Method("gigpo", "GiGPO", "base", {"algorithm": "gigpo"}),
+    Method("opid", "OPID", "stage1", {"algorithm": "opid"}),
+    Method("seed", "SEED", "stage1", {"algorithm": "seed"}),
+    Method("seed_no_stage1", "SEED w/o Stage 1", "base", {"algorithm": "seed"}),
+    Method("seed_no_distill", "SEED w/o distillation", "stage1", {"algorithm": "seed", "distill": False}),
+    Method("seed_fixed_bank", "SEED w/o on-policy skills", "stage1", {"algorithm": "seed", "skill_source": "fixed_bank"}),
+)
+
+METHODS: dict[str, Method] = {method.name: method for method in METHOD_LIST}
+"""By name, in report order."""

@@ -1,0 +1,131 @@
+"""Typed settings from parameter dictionaries: the one place a YAML block becomes a dataclass.
+
+``build(cls, values, where)`` turns a (possibly nested) dictionary into the dataclass
+``cls``: nested dataclass fields (also inside ``list[...]``, ``dict[str, ...]`` and
+``... | None``) are built recursively, and an unknown key raises ``ParameterError`` naming
+the full key (``training.rl.updatez``) and the file the block comes from. Nothing else in
+the project reads parameter dictionaries.
+
+This module imports nothing of the project, so every library module may use it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Any, Mapping, TypeVar
+
+T = TypeVar("T")
+
+
+class ParameterError(ValueError):
+    """A parameter block that does not match its settings dataclass."""
+
+
+def _source(where: str) -> str:
+    """Which file a dotted parameter key is read from (``training.rl`` ->
+    ``parameters_training.yml``), for error messages."""
+    from hindsight.config.files import file_of_key  # the registry; imported lazily (it imports the library)
+
+    return file_of_key(where.split(".")[0].split("[")[0])
+
+
+def _unknown_key_error(cls: type, where: str, unknown: list[str]) -> ParameterError:
+    known = sorted(field.name for field in dataclasses.fields(cls))
+    keys = ", ".join(f"'{where}.{key}'" if where else f"'{key}'" for key in unknown)
+    return ParameterError(
+        f"unknown parameter key(s) {keys} (block '{where or cls.__name__}' of {_source(where) if where else 'the parameters'}"
+        f", or a --params override); the known keys of '{where or cls.__name__}' are {known}"
+    )
+
+
+def _convert(value: Any, hint: Any, where: str) -> Any:
+    """``value`` converted to the type ``hint`` where that is (or contains) a dataclass."""
+    if value is None:
+        return None
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        dataclass_options = [arg for arg in options if dataclasses.is_dataclass(arg)]
+        if dataclass_options and isinstance(value, Mapping):
+            return _convert(value, dataclass_options[0], where)
+        return value
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        if isinstance(value, hint):
+            return value
+        if not isinstance(value, Mapping):
+            raise ParameterError(f"parameter '{where}' ({_source(where)}) must be a mapping of {hint.__name__} keys, got {value!r}")
+        return build(hint, value, where)
+    if origin is list and isinstance(value, (list, tuple)):
+        (item,) = typing.get_args(hint) or (Any,)
+        return [_convert(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is tuple and isinstance(value, (list, tuple)):
+        return tuple(value)
+    if origin is dict and isinstance(value, Mapping):
+        args = typing.get_args(hint)
+        item = args[1] if len(args) == 2 else Any
+        return {k: _convert(v, item, f"{where}.{k}") for k, v in value.items()}
+    return value
+
+
+def _default_instance(cls: type) -> Any:
+    """``cls()`` when every field has a default, else None."""
+    try:
+        return cls()
+    except TypeError:
+        return None
+
+
+def build(cls: type[T], values: Mapping[str, Any] | None, where: str = "", defaults: Any = None) -> T:
+    """Build the settings dataclass ``cls`` from a parameter block.
+
+    Args:
+        cls: The dataclass.
+        values: The block (None or missing keys: the defaults).
+        where: The block's dotted key (``training.rl``), for error messages.
+        defaults: An instance whose values fill the missing keys (a nested field's own
+            default, e.g. the behaviour-cloning ``sft`` settings); None: the class defaults.
+
+    Returns:
+        The instance, nested dataclasses built too.
+
+    Raises:
+        ParameterError: An unknown key, or a value the dataclass rejects.
+    """
+    values = dict(values or {})
+    names = {field.name for field in dataclasses.fields(cls) if field.init}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise _unknown_key_error(cls, where, unknown)
+    hints = typing.get_type_hints(cls)
+    if defaults is None:
+        defaults = _default_instance(cls)
+    converted = {}
+    for name, value in values.items():
+        key = f"{where}.{name}" if where else name
+        default = getattr(defaults, name, None)
+        if dataclasses.is_dataclass(default) and isinstance(value, Mapping):
+            converted[name] = build(type(default), value, key, defaults=default)
+        else:
+            converted[name] = _convert(value, hints.get(name, Any), key)
+    if defaults is not None:
+        for name in names - set(values):
+            converted[name] = getattr(defaults, name)
+    try:
+        return cls(**converted)
+    except ParameterError:
+        raise
+    except (TypeError, ValueError) as error:
+        raise ParameterError(f"parameters '{where or cls.__name__}' ({_source(where) if where else 'parameters'}): {error}") from error
+
+
+def as_dict(settings: Any) -> Any:
+    """A settings dataclass as plain nested dicts and lists (for fingerprints and logs)."""
+    if dataclasses.is_dataclass(settings) and not isinstance(settings, type):
+        return {field.name: as_dict(getattr(settings, field.name)) for field in dataclasses.fields(settings)}
+    if isinstance(settings, Mapping):
+        return {k: as_dict(v) for k, v in settings.items()}
+    if isinstance(settings, (list, tuple)):
+        return [as_dict(v) for v in settings]
+    return settings

@@ -1,0 +1,5 @@
+"""Behaviour cloning: build (or load) the policy and clone the expert steps -> the base policy."""
+
+from hindsight.pipelines.behaviour_cloning.pipeline import create_pipeline
+
+__all__ = ["create_pipeline"]

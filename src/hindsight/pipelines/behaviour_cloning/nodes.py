@@ -1,0 +1,92 @@
+"""Nodes of the behaviour-cloning stage: the SFT set of expert steps, the policy before any
+training, and behaviour cloning -> the base policy (where the "without Stage 1" ablation
+starts)."""
+
+from __future__ import annotations
+
+import logging
+
+import pandas as pd
+
+from hindsight import tracking
+from hindsight.data.outcomes import episode_outcomes
+from hindsight.config import BehaviourCloningConfig, ProjectConfig
+from hindsight.policy.model import build_policy, count_parameters, load_policy
+from hindsight.policy.prompts import episode_prompts
+from hindsight.policy.tokenizer import train_tokenizer
+from hindsight.training.sft import train_sft
+
+logger = logging.getLogger(__name__)
+
+
+def _training_episodes(trajectories: pd.DataFrame) -> pd.DataFrame:
+    """Steps of successful episodes of the train fold (behaviour-cloning data)."""
+    train = trajectories[trajectories["split"] == "train"]
+    outcomes = episode_outcomes(train)
+    won = set(outcomes.loc[outcomes["success"], "episode_id"])
+    return train[train["episode_id"].isin(won)].sort_values(["episode_id", "step"])
+
+
+def behaviour_cloning_examples(trajectories: pd.DataFrame, project: ProjectConfig) -> pd.DataFrame:
+    """One (prompt, response) example per expert step of a successful training episode.
+
+    Args:
+        trajectories: The trajectory table.
+        project: The shared settings (how a step prompt is built).
+
+    Returns:
+        Columns episode_id, group_id, task_type, step, prompt, response, kind="bc".
+    """
+    rows = []
+    for episode_id, episode in _training_episodes(trajectories).groupby("episode_id", sort=False):
+        prompts = episode_prompts(
+            episode["task"].iloc[0],
+            episode["observation"].tolist(),
+            episode["action"].tolist(),
+            episode["valid_actions"].tolist(),
+            project.rollout.prompt,
+        )
+        for (_, row), text in zip(episode.iterrows(), prompts):
+            rows.append(
+                {
+                    "episode_id": episode_id,
+                    "group_id": row["group_id"],
+                    "task_type": row["task_type"],
+                    "step": int(row["step"]),
+                    "prompt": text,
+                    "response": row["response"] or row["action"],
+                    "kind": "bc",
+                }
+            )
+    if not rows:
+        raise ValueError("no successful train-fold episodes in 'trajectories' to behaviour-clone")
+    return pd.DataFrame(rows)
+
+
+def build_initial_policy(examples: pd.DataFrame, project: ProjectConfig, settings: BehaviourCloningConfig):
+    """The policy before any training: a local HF directory, or the embedded tiny model.
+
+    With ``policy.model_dir`` set, that directory is loaded (its own tokenizer and chat
+    template; optional LoRA from ``policy.lora``). Otherwise a BPE tokenizer is trained on
+    the behaviour-cloning prompts and responses and a Qwen2 model of size ``policy.preset``
+    is built.
+    """
+    policy_settings = settings.policy
+    if policy_settings.model_dir:
+        return load_policy(policy_settings.model_dir, lora=policy_settings.lora, dtype=policy_settings.dtype)
+    texts = examples["prompt"].tolist() + examples["response"].tolist()
+    tokenizer = train_tokenizer(texts, vocab_size=policy_settings.vocab_size)
+    policy = build_policy(policy_settings.preset, tokenizer, seed=project.seeds.model)
+    tracking.log_metrics({"warmup/parameters": count_parameters(policy.model), "warmup/vocab_size": len(tokenizer)})
+    return policy
+
+
+def log_prefixed(prefix: str):
+    """A ``(metrics, step)`` sink logging to MLflow under ``prefix/``."""
+    return lambda metrics, step: tracking.log_metrics({f"{prefix}/{k}": v for k, v in metrics.items()}, step=step)
+
+
+def train_base_policy(policy, examples: pd.DataFrame, project: ProjectConfig, settings: BehaviourCloningConfig):
+    """Behaviour cloning: the base policy, and its loss history."""
+    history = train_sft(policy, examples, settings.sft, log_prefixed("bc"), seed=project.seeds.examples)
+    return policy, history.assign(phase="bc")

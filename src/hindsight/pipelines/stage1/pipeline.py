@@ -1,0 +1,26 @@
+"""Wiring of the Stage-1 stage."""
+
+from kedro.pipeline import Node, Pipeline
+
+from hindsight.pipelines.settings import stage_pipeline
+from hindsight.pipelines.stage1.nodes import stage1_examples, train_stage1_policy
+
+
+def create_pipeline(**kwargs) -> Pipeline:
+    return stage_pipeline(
+        "stage1",
+        [
+            Node(
+                stage1_examples,
+                inputs=["bc_examples", "skills", "analyzer_sft_set", "stage1_settings"],
+                outputs="stage1_examples",
+                name="make_stage1_examples",
+            ),
+            Node(
+                train_stage1_policy,
+                inputs=["base_policy", "stage1_examples", "project_settings", "stage1_settings"],
+                outputs=["stage1_policy", "stage1_history"],
+                name="stage1_training",
+            ),
+        ],
+    )

@@ -1,0 +1,175 @@
+"""One RL update of the policy: PPO epochs over mini-batches of step samples, each loss
+term (PPO clip, gated on-policy distillation, KL to the reference) a named ``LossTerm``
+(ALGORITHMS.md section 1, step 5).
+
+Token tensors are response-aligned: with left padding the response of every sample ends at
+the last column, so the last R columns of a [B, L] batch hold the responses, right-aligned.
+The same sample's response occupies the same columns in its plain and its skill-augmented
+batch, which is what lets ``l`` and ``l_skill`` be compared token by token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from hindsight import algorithms
+from hindsight.policy.encoding import StepSample, collate, token_budget_chunks
+from hindsight.policy.logprobs import token_logprobs
+from hindsight.training.distillation import response_logprobs
+from hindsight.training.rl_config import RLConfig
+
+
+@dataclass
+class LossTerm:
+    """One term of the loss in one micro-batch."""
+
+    name: str
+    """ppo, opd or kl (its coefficient: 1, ``opd_coef``, ``kl_coef``)."""
+    loss: torch.Tensor
+    """The term aggregated over its own tokens (``config.loss_agg``)."""
+    mask: torch.Tensor
+    """[B, R] the tokens it was aggregated over (every response, or the distilled ones)."""
+    metrics: dict[str, float]
+    """Its diagnostics (``ppo/clipfrac``, ``opd/gate_mean``, ...)."""
+
+
+def _pad_right_aligned(rows: Sequence[torch.Tensor], width: int) -> torch.Tensor:
+    out = torch.zeros(len(rows), width)
+    for index, row in enumerate(rows):
+        if len(row):
+            out[index, -len(row) :] = row
+    return out
+
+
+def micro_batch_loss_terms(
+    model,
+    chunk: Sequence[StepSample],
+    pad: int,
+    advantage: torch.Tensor,
+    old_rows: Sequence[torch.Tensor],
+    teacher_rows: Sequence[torch.Tensor | None],
+    reference_rows: Sequence[torch.Tensor] | None,
+    config: RLConfig,
+    device,
+) -> list[LossTerm]:
+    """The loss terms of one micro-batch, each aggregated over its own tokens: ppo always,
+    opd when SEED distils and some sample has a teacher, kl when a reference is given."""
+    tokens = collate(chunk, pad).to(device)
+    width = tokens.response_width
+    logp = token_logprobs(model, tokens)[:, -width:].float().cpu()
+    mask = tokens.response_mask[:, -width:].float().cpu()
+    old = _pad_right_aligned(old_rows, width)
+    has_teacher = torch.tensor([row is not None for row in teacher_rows], dtype=torch.float32)
+    teacher = _pad_right_aligned(
+        [row if row is not None else torch.zeros(len(sample.response_ids)) for row, sample in zip(teacher_rows, chunk)],
+        width,
+    )
+    distill_mask = mask * has_teacher[:, None]
+    if config.algorithm == "opid":
+        advantage = algorithms.opid_advantages(advantage, teacher, old, distill_mask, weight=config.opid_weight)
+    terms = []
+    loss, ppo_metrics = algorithms.ppo_clip_loss(
+        logp, old, advantage, mask,
+        clip_low=config.clip_low, clip_high=config.clip_high, dual_clip=config.dual_clip, agg=config.loss_agg,
+    )
+    terms.append(LossTerm("ppo", loss, mask, {f"ppo/{k}": float(v) for k, v in ppo_metrics.items()}))
+    if config.algorithm == "seed" and config.distill and distill_mask.sum() > 0:
+        opd, opd_metrics = algorithms.opd_loss(logp, teacher, distill_mask, gate_beta=config.gate_beta, agg=config.loss_agg)
+        terms.append(LossTerm("opd", opd, distill_mask, {f"opd/{k}": float(v) for k, v in opd_metrics.items()}))
+    if reference_rows is not None:
+        reference = _pad_right_aligned(reference_rows, width)
+        kl = algorithms.aggregate_loss(algorithms.kl_low_var(logp, reference), mask, config.loss_agg)
+        terms.append(LossTerm("kl", kl, mask, {}))
+    return terms
+
+
+def update_policy(
+    policy,
+    reference_model,
+    optimizer: torch.optim.Optimizer,
+    samples: Sequence[StepSample],
+    advantages: torch.Tensor,
+    old_logp: Sequence[torch.Tensor],
+    teacher_logp: Sequence[torch.Tensor | None],
+    config: RLConfig,
+    generator: torch.Generator,
+) -> dict[str, float]:
+    """PPO epochs over mini-batches; returns the mean of every logged metric over the
+    mini-batches that logged it (the opd metrics only over those with distilled tokens).
+
+    A mini-batch is one optimizer step. Its forward/backward passes run over micro-batches
+    of at most ``config.micro_batch_tokens`` padded tokens (samples sorted by length), each
+    term's loss weighted by its micro-batch's share of the term's aggregation count
+    (``algorithms.aggregation_count``), so the accumulated gradient is the mini-batch's
+    gradient while the activation memory is bounded by the budget, not the batch size.
+    """
+    model, pad = policy.model, policy.tokenizer.pad_token_id
+    coefficient = {"ppo": 1.0, "opd": config.opd_coef, "kl": config.kl_coef}
+    reference_logp = (
+        response_logprobs(reference_model, samples, config.mini_batch_size, pad, token_budget=config.micro_batch_tokens)
+        if config.kl_coef
+        else None
+    )
+    lengths = [len(sample.input_ids) for sample in samples]
+    model.train()
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for _ in range(config.ppo_epochs):
+        order = torch.randperm(len(samples), generator=generator).tolist()
+        for start in range(0, len(order), config.mini_batch_size):
+            index = sorted(order[start : start + config.mini_batch_size], key=lambda i: lengths[i])
+            micro_batches = token_budget_chunks(index, lengths, config.micro_batch_tokens)
+            totals = _aggregation_totals(samples, index, teacher_logp, config)
+            optimizer.zero_grad(set_to_none=True)
+            losses: dict[str, float] = {}
+            weighted: dict[str, float] = {}
+            for micro in micro_batches:
+                terms = micro_batch_loss_terms(
+                    model, [samples[i] for i in micro], pad, advantages[micro],
+                    [old_logp[i] for i in micro], [teacher_logp[i] for i in micro],
+                    [reference_logp[i] for i in micro] if reference_logp is not None else None,
+                    config, policy.device,
+                )
+                total = torch.zeros(())
+                for term in terms:
+                    share = algorithms.aggregation_count(term.mask, config.loss_agg) / max(totals[term.name], 1.0)
+                    total = total + coefficient[term.name] * share * term.loss
+                    losses[term.name] = losses.get(term.name, 0.0) + share * float(term.loss.detach())
+                    for key, value in term.metrics.items():  # token-weighted mean over the micro-batches
+                        weighted[key] = weighted.get(key, 0.0) + share * value
+                total.backward()
+            metrics = dict(weighted)
+            metrics["losses/ppo"] = losses["ppo"]
+            if "opd" in losses:
+                metrics["losses/opd"] = losses["opd"]
+            if "kl" in losses:
+                metrics["kl/ref"] = losses["kl"]
+            metrics["losses/total"] = sum(coefficient[name] * value for name, value in losses.items())
+            metrics["losses/grad_norm"] = float(
+                torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], config.max_grad_norm)
+            )
+            optimizer.step()
+            for key, value in metrics.items():
+                sums[key] = sums.get(key, 0.0) + value
+                counts[key] = counts.get(key, 0) + 1
+    model.eval()
+    return {key: value / counts[key] for key, value in sums.items()}
+
+
+def _aggregation_totals(
+    samples: Sequence[StepSample], index: Sequence[int], teacher_logp: Sequence[torch.Tensor | None], config: RLConfig
+) -> dict[str, float]:
+    """Each loss term's aggregation count over the whole mini-batch: its masks are every
+    response (ppo, kl) or the responses with a teacher (opd), one row per sample."""
+
+    def count(rows: list[int]) -> float:
+        mask = torch.zeros(len(rows), max((len(samples[i].response_ids) for i in rows), default=0))
+        for row, i in enumerate(rows):
+            mask[row, : len(samples[i].response_ids)] = 1
+        return algorithms.aggregation_count(mask, config.loss_agg)
+
+    every = count(list(index))
+    return {"ppo": every, "kl": every, "opd": count([i for i in index if teacher_logp[i] is not None])}

@@ -1,0 +1,96 @@
+"""Every parameters file matches its settings dataclass: the same keys (recursively) and,
+in ``conf/base``, the dataclass defaults as values, so the defaults live in one place."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hindsight.config import ProjectConfig, check_parameters, file_settings
+from hindsight.params import ParameterError, as_dict, build
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+
+
+def _keys(value, cls) -> set[str]:
+    """Dotted keys of a YAML block, descending where the dataclass has a nested dataclass."""
+    keys = set()
+    hints = {f.name: f for f in dataclasses.fields(cls)}
+    for key, item in value.items():
+        keys.add(key)
+        default = getattr(cls(), key, None) if key in hints else None
+        if isinstance(item, dict) and dataclasses.is_dataclass(default):
+            keys |= {f"{key}.{inner}" for inner in _keys(item, type(default))}
+    return keys
+
+
+def _fields(cls) -> set[str]:
+    keys = set()
+    for field in dataclasses.fields(cls):
+        keys.add(field.name)
+        default = getattr(cls(), field.name)
+        if dataclasses.is_dataclass(default):
+            keys |= {f"{field.name}.{inner}" for inner in _fields(type(default))}
+    return keys
+
+
+@pytest.mark.parametrize("file_name", sorted(file_settings()))
+def test_base_file_keys_are_the_dataclass_fields_and_values_its_defaults(file_name):
+    block, settings_class = file_settings()[file_name]
+    path = CONF / "base" / file_name
+    assert path.is_file(), f"{path} is missing"
+    content = yaml.safe_load(path.read_text())
+    if block is None:  # the shared file: its top-level keys are ProjectConfig's fields
+        values = content
+    else:
+        assert set(content) == {block}, f"{file_name} must hold one block, '{block}'"
+        values = content[block]
+    assert _keys(values, settings_class) == _fields(settings_class), file_name
+    assert as_dict(build(settings_class, values, block or "")) == as_dict(settings_class()), (
+        f"{file_name} restates values other than the defaults of {settings_class.__name__}"
+    )
+
+
+def test_every_base_parameters_file_has_a_dataclass():
+    files = {path.name for path in (CONF / "base").glob("parameters*.yml")}
+    assert files == set(file_settings())
+
+
+def test_the_test_configuration_builds():
+    params = {}
+    for path in sorted((CONF / "base").glob("parameters*.yml")):
+        params.update(yaml.safe_load(path.read_text()))
+    params.update(yaml.safe_load((CONF / "test" / "parameters.yml").read_text()))
+    settings = check_parameters(params)
+    assert settings["behaviour_cloning"].policy.preset == "tiny"
+    assert settings["behaviour_cloning"].sft.max_steps == 6
+    # keys a partial block leaves out take the field's own default, not the class default
+    assert settings["behaviour_cloning"].sft.warmup_ratio == 0.05
+    assert settings["training"].heldout.splits == ["seen", "unseen"]
+
+
+def test_a_misspelt_nested_key_names_the_key_and_the_file():
+    with pytest.raises(ParameterError) as error:
+        check_parameters({"training": {"rl": {"updatez": 3}}})
+    assert "'training.rl.updatez'" in str(error.value)
+    assert "parameters_training.yml" in str(error.value)
+
+
+def test_an_unknown_top_level_key_is_named():
+    with pytest.raises(ParameterError, match="'algorithm'"):
+        check_parameters({"algorithm": "grpo"})
+
+
+def test_a_bad_value_names_the_block_and_the_file():
+    with pytest.raises(ParameterError, match="parameters_training.yml"):
+        check_parameters({"training": {"rl": {"algorithm": "ppo"}}})
+    with pytest.raises(ParameterError, match="parameters.yml"):
+        build(ProjectConfig, {"analyzer": {"structured": "yes"}})
+
+
+def test_the_seeds_derive_from_the_one_run_seed():
+    seeds = ProjectConfig(seed=3).seeds
+    assert (seeds.model, seeds.examples, seeds.rollouts, seeds.validation, seeds.evaluation) == (3, 3, 3, 4, 1237)
