@@ -68,7 +68,8 @@ def run_variant(variant: str, steps: int) -> dict:
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from hindsight.policy.encoding import collate, token_budget_chunks
+    from hindsight.policy.batching import token_budget_chunks
+    from hindsight.policy.encoding import collate
     from hindsight.policy.logprobs import token_logprobs
     from hindsight.policy.model import MODEL_PRESETS
 

@@ -74,25 +74,29 @@ def test_step_group_advantages_mean_and_std():
     assert torch.allclose(advantages, torch.tensor([-1.0 / math.sqrt(2), 1.0 / math.sqrt(2), 0.0]))
 
 
-def test_gigpo_episode_plus_weighted_step_advantage():
+def test_gigpo_episode_plus_weighted_step_advantage_one_mode_for_both_terms():
     # Group g: trajectory A (2 steps, score 1), trajectory B (2 steps, score 0).
-    # Episode: samples [1, 1, 0, 0], mean 0.5, unbiased std sqrt(1/3) -> +-0.5 * sqrt(3).
-    # Anchors: A0 and B0 share state "start" (returns 0.9 and 0.2 -> step adv +-0.35);
-    # A1 "kitchen" and B1 "hall" are singletons -> 0.
+    # Anchors: A0 and B0 share state "start" (returns 0.9 and 0.2); A1 "kitchen" and B1
+    # "hall" are singletons -> step advantage 0.
     scores = [1.0, 1.0, 0.0, 0.0]
     returns = [0.9, 1.0, 0.2, 0.0]
     anchors = ["start", "kitchen", "start", "hall"]
-    advantages = gigpo_advantages(scores, returns, ["g"] * 4, anchors, step_weight=2.0, eps=0.0)
-    episode = 0.5 * math.sqrt(3.0)
-    expected = torch.tensor([episode + 2 * 0.35, episode, -episode - 2 * 0.35, -episode])
-    assert torch.allclose(advantages, expected, atol=1e-5)
+    # mean_norm (std_normalize=False): episode [1, 1, 0, 0] - 0.5 -> +-0.5; step +-0.35.
+    mean_only = gigpo_advantages(scores, returns, ["g"] * 4, anchors, step_weight=2.0, eps=0.0)
+    expected = torch.tensor([0.5 + 2 * 0.35, 0.5, -0.5 - 2 * 0.35, -0.5])
+    assert torch.allclose(mean_only, expected, atol=1e-5)
+    # mean_std_norm: episode std sqrt(1/3) -> +-0.5 * sqrt(3); step std 0.35 * sqrt(2) -> +-1/sqrt(2).
+    normalised = gigpo_advantages(scores, returns, ["g"] * 4, anchors, step_weight=2.0, eps=0.0, std_normalize=True)
+    episode, step = 0.5 * math.sqrt(3.0), 1 / math.sqrt(2.0)
+    expected = torch.tensor([episode + 2 * step, episode, -episode - 2 * step, -episode])
+    assert torch.allclose(normalised, expected, atol=1e-5)
 
 
 def test_gigpo_step_std_normalize_and_fuzzy_anchor():
     scores = [1.0, 0.0]
     returns = [1.0, 0.0]
     # "room A" vs "room B": ratio 10/12 = 0.833 -> separate at 0.95, joined at 0.8
-    exact = gigpo_advantages(scores, returns, ["g", "g"], ["room A", "room B"], eps=0.0)
+    exact = gigpo_advantages(scores, returns, ["g", "g"], ["room A", "room B"], eps=0.0, std_normalize=True)
     assert torch.allclose(exact, torch.tensor([1 / math.sqrt(2), -1 / math.sqrt(2)]), atol=1e-6)
     fuzzy = gigpo_advantages(scores, returns, ["g", "g"], ["room A", "room B"], eps=0.0,
                              similarity_threshold=0.8, std_normalize=True)

@@ -44,7 +44,7 @@ def test_every_parsed_stage1_skill_is_in_the_bank(distilled):
 def test_fixed_bank_skills_are_distilled(distilled):
     history = pd.read_parquet(distilled.outputs["07_model_output/training_history.parquet"])
     assert history["update"].tolist() == [1, 2]
-    assert (history["opd/skill_parse_rate"] == 1.0).all()  # every training task has a bank skill
+    assert (history["opd/bank_hit_rate"] == 1.0).all()  # every training task has a bank skill
     assert (history["opd/distilled_sample_ratio"] == 1.0).all()
     assert (history["losses/opd"].abs() > 0).all()
     for name in ("opd/gate_mean", "opd/gate_active_ratio"):

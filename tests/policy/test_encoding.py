@@ -113,7 +113,7 @@ def test_padding_to_a_multiple_adds_only_left_padding(tokenizer, tiny_policy, go
 
 
 def test_token_budget_chunks_keep_order_and_budget():
-    from hindsight.policy.encoding import token_budget_chunks
+    from hindsight.policy.batching import token_budget_chunks
 
     lengths = [10, 10, 30, 30, 30, 100, 5]
     chunks = token_budget_chunks(range(7), lengths, 90)
@@ -122,3 +122,18 @@ def test_token_budget_chunks_keep_order_and_budget():
     assert chunks == [[0, 1, 2], [3, 4], [5], [6]]
     assert token_budget_chunks(range(7), lengths, None) == [list(range(7))]
     assert token_budget_chunks([], lengths, 90) == []
+
+
+def test_forced_positions_are_left_out_of_the_choice_mask(tokenizer, gold_steps):
+    """A response position where the decoder allowed one id is forced: it is a response
+    token but not a choice (every log-prob 0, gate 0.5)."""
+    response = encode_response(tokenizer, gold_steps[0]["action"])
+    allowed = [[token, token + 1] if index == 0 else [token] for index, token in enumerate(response)]
+    sample = encode_ids(encode_prompt(tokenizer, gold_steps[0]["prompt"]), response, None, allowed)
+    assert sample.choice_positions == [True] + [False] * (len(response) - 1)
+    batch = collate([sample], tokenizer.pad_token_id)
+    width = batch.response_width
+    assert batch.response_mask[0, -width:].tolist() == [1] * width
+    assert batch.choice_mask[0, -width:].tolist() == [1] + [0] * (width - 1)
+    free = encode_ids(encode_prompt(tokenizer, gold_steps[0]["prompt"]), response, None, None)
+    assert free.choice_positions == [True] * len(response)

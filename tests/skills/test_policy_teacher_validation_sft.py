@@ -109,3 +109,17 @@ def test_skills_table_and_analyzer_sft_set(table):
         "episode_summary": records[0].summary, "episode_skill": records[0].skill}
     with pytest.raises(ValueError, match="not found in the trajectory table"):
         analyzer_sft_examples(table[table.episode_id != "twc-gold"], validated)
+
+
+def test_the_base_policy_can_be_its_own_stage1_teacher(table, tiny_policy):
+    """skills.teacher=policy: self-teaching in Stage 1 (the official self-teacher launcher)."""
+    from hindsight.config import ProjectConfig, SkillsConfig
+    from hindsight.pipelines.skills.nodes import make_teacher, write_hindsight_skills
+    from hindsight.skills.policy_teacher import PolicyTeacher
+
+    project = ProjectConfig()
+    project.analyzer.max_new_tokens = 8
+    teacher = make_teacher(tiny_policy, project, SkillsConfig(teacher="policy"), {})
+    assert isinstance(teacher, PolicyTeacher) and teacher.max_prompt_chars == project.analyzer.max_prompt_chars
+    records = write_hindsight_skills(table, table, teacher)
+    assert len(records) == table["episode_id"].nunique() and set(records["teacher"]) == {"policy"}

@@ -74,9 +74,10 @@ def test_uninterrupted_run_logs_every_update(uninterrupted):
     result, directory = uninterrupted
     history = result.history
     assert history["update"].tolist() == [1, 2, 3]
-    for name in ("ppo/clipfrac", "ppo/approx_kl", "kl/ref", "opd/gate_mean", "opd/skill_parse_rate", "losses/opd"):
+    for name in ("ppo/clipfrac", "ppo/approx_kl", "kl/ref", "opd/gate_mean", "opd/bank_hit_rate", "losses/opd"):
         assert history[name].notna().all(), name
-    assert (history["opd/skill_parse_rate"] == 1.0).all()  # every episode finds its skill in the bank
+    assert (history["opd/bank_hit_rate"] == 1.0).all()  # every episode finds its skill in the bank
+    assert "opd/skill_parse_rate" not in history  # a bank hit is not a parse
     assert (history["rollout/success_rate"] > 0).any() and (history["losses/ppo"] != 0).any()
     assert [p.name for p in list_checkpoints(directory)] == ["update_000002", "update_000003"]  # keep_last=2
 

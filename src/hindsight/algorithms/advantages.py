@@ -120,11 +120,13 @@ def gigpo_advantages(
 ) -> torch.Tensor:
     """GiGPO advantage ``A = A_episode + step_weight * A_step`` (ALGORITHMS.md section 2).
 
-    ``A_episode`` is the GRPO advantage (always std-normalised, statistics over all step
-    samples of the group, as ``group_normalized_advantages`` with defaults). ``A_step`` is
-    ``R_t - mean`` over the anchor-state step group of the sample (samples of the same group
-    whose anchor observation is identical, or similar in fuzzy mode), divided by
-    ``std + eps`` when ``std_normalize``. A step group of one sample gets ``A_step = 0``.
+    ``A_episode`` is the GRPO advantage (statistics over all step samples of the group, as
+    ``group_normalized_advantages``). ``A_step`` is ``R_t - mean`` over the anchor-state step
+    group of the sample (samples of the same group whose anchor observation is identical, or
+    similar in fuzzy mode). One normalisation mode for both terms, as in the official code:
+    ``std_normalize=False`` is its ``mean_norm`` (both terms mean-only), ``True`` its
+    ``mean_std_norm`` (both divided by their std + eps). A step group of one sample gets
+    ``A_step = 0``.
 
     Args:
         scores: [N] episode score carried by each step sample.
@@ -132,15 +134,14 @@ def gigpo_advantages(
         group_ids: [N] task-instance id of each sample.
         anchor_obs: [N] anchor observation of each sample (raw env observation, no history).
         step_weight: ``w`` in the formula.
-        std_normalize: Normalise the step advantage by its step group's std (the episode
-            advantage is normalised regardless).
+        std_normalize: Divide both terms by their group's std (+ eps); False: mean only.
         eps: Added to the std in both terms.
         similarity_threshold: Fuzzy anchor matching (difflib ratio); None = exact match.
 
     Returns:
         [N] float tensor.
     """
-    episode = group_normalized_advantages(scores, group_ids, std_normalize=True, eps=eps)
+    episode = group_normalized_advantages(scores, group_ids, std_normalize=std_normalize, eps=eps)
     returns = as_float_tensor(step_returns, "step_returns", like=episode)
     check_lengths(len(episode), step_returns=returns, anchor_obs=list(anchor_obs))
     step_groups = anchor_state_groups(anchor_obs, group_ids, similarity_threshold=similarity_threshold)

@@ -75,9 +75,11 @@ class RolloutSettings:
 
     constrained: bool = True
     """Decode only valid actions (token trie); false = free generation (LLMs)."""
-    temperature: float = 0.4
-    """Sampling temperature of training rollouts (the skills stage and the evaluation
-    set their own)."""
+    temperature: float = 1.0
+    """Sampling temperature of RL rollouts: 1, the temperature every log-prob (old,
+    current, teacher, reference) is taken at, so the PPO ratio and the distillation target
+    are on-policy (the official SEED recipe; the skills stage and the evaluation sample at
+    their own temperatures)."""
     top_p: float = 1.0
     """Nucleus sampling mass (1.0 = off)."""
     max_new_tokens: int = 24

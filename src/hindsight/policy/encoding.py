@@ -79,6 +79,16 @@ class StepSample:
         """Prompt ids followed by response ids."""
         return self.prompt_ids + self.response_ids
 
+    @property
+    def choice_positions(self) -> list[bool]:
+        """Per response token: whether the policy had a choice there. Where the decoding
+        restriction allowed a single id the token is forced: every log-prob of it is 0 and
+        the distillation gate exactly 0.5, so it carries no signal and is left out of loss
+        denominators and metrics."""
+        if self.allowed_ids is None:
+            return [True] * len(self.response_ids)
+        return [len(ids) != 1 for ids in self.allowed_ids]
+
     def with_prompt(self, tokenizer, prompt: str) -> "StepSample":
         """The same response tokens, restriction and identity under another prompt text
         (cut to ``max_length`` like any prompt)."""
@@ -104,6 +114,15 @@ class TokenBatch:
     """The longest response of the batch, in tokens."""
     allowed_ids: torch.Tensor | None = None
     """Long [B, L, A]: ids allowed at each response position, -1 padded; None = unrestricted."""
+
+    @property
+    def choice_mask(self) -> torch.Tensor:
+        """[B, L] ``response_mask`` without the forced positions (exactly one allowed id;
+        see ``StepSample.choice_positions``)."""
+        if self.allowed_ids is None:
+            return self.response_mask
+        forced = (self.allowed_ids >= 0).sum(dim=-1) == 1
+        return self.response_mask * (~forced).to(self.response_mask.dtype)
 
     @property
     def position_ids(self) -> torch.Tensor:
@@ -267,27 +286,6 @@ def collate(samples: Sequence[StepSample], pad_token_id: int, pad_to_multiple_of
         response_width=max(len(sample.response_ids) for sample in samples),
         allowed_ids=allowed,
     )
-
-
-def token_budget_chunks(indices: Sequence[int], lengths: Sequence[int], token_budget: int | None) -> list[list[int]]:
-    """Cut ``indices`` (in the given order) into consecutive chunks whose padded size
-    (rows x longest sequence in the chunk) stays within ``token_budget``; a sequence longer
-    than the budget gets a chunk of its own. ``None``: one chunk. Sort the indices by length
-    first to waste little padding."""
-    indices = list(indices)
-    if token_budget is None or not indices:
-        return [indices] if indices else []
-    chunks: list[list[int]] = []
-    longest = 0
-    for index in indices:
-        length = lengths[index]
-        if chunks and (len(chunks[-1]) + 1) * max(longest, length) <= token_budget:
-            chunks[-1].append(index)
-            longest = max(longest, length)
-        else:
-            chunks.append([index])
-            longest = length
-    return chunks
 
 
 def samples_from_table(

@@ -43,7 +43,8 @@ from hindsight.policy.constrained import (
     sample_from_logprobs,
     stop_token_ids,
 )
-from hindsight.policy.encoding import StepSample, collate, encode_prompt, token_budget_chunks, truncate_prompt
+from hindsight.policy.batching import token_budget_chunks
+from hindsight.policy.encoding import StepSample, collate, encode_prompt, truncate_prompt
 from hindsight.policy.logprobs import accepts_logits_to_keep
 
 logger = logging.getLogger(__name__)

@@ -13,7 +13,8 @@ from typing import Sequence
 import pandas as pd
 import torch
 
-from hindsight.policy.encoding import StepSample, collate, token_budget_chunks
+from hindsight.policy.batching import token_budget_chunks
+from hindsight.policy.encoding import StepSample, collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.skills.injection import inject_skill
 

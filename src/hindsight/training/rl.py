@@ -40,6 +40,7 @@ from hindsight.rollout.stats import rollout_metrics
 from hindsight.rollout.tasks import TaskRef, sample_update_tasks, training_task_pool
 from hindsight.skills.episode_views import episodes_from_table
 from hindsight.skills.records import skills_table
+from hindsight.skills.skill_bank import SkillBankTeacher
 from hindsight.skills.teachers import Teacher
 from hindsight.training.checkpoint import ResumedRun, resume_rl, save_rl_checkpoint
 from hindsight.training.distillation import skill_augmented_logprobs
@@ -71,7 +72,8 @@ def compute_advantages(table: pd.DataFrame, config: RLConfig) -> torch.Tensor:
         )
         return algorithms.gigpo_advantages(
             scores, step_returns, group_ids, table["anchor_observation"].tolist(),
-            step_weight=config.gigpo_step_weight, similarity_threshold=config.gigpo_similarity_threshold,
+            step_weight=config.gigpo_step_weight, std_normalize=config.std_normalize,
+            similarity_threshold=config.gigpo_similarity_threshold,
         )
     return algorithms.group_normalized_advantages(scores, group_ids, std_normalize=config.std_normalize)
 
@@ -88,10 +90,16 @@ def distillation_targets(
     skills = skills_table(teacher.write_skills(episodes_from_table(table)))
     skill_of = dict(zip(skills["episode_id"], skills["skill"]))
     teacher_logp = skill_augmented_logprobs(policy.model, policy.tokenizer, samples, skill_of, batch_size)
-    metrics = {"opd/skill_parse_rate": float(skills["parse_ok"].mean()) if len(skills) else 0.0}
+    found = float(skills["parse_ok"].mean()) if len(skills) else 0.0
+    metrics = {"opd/bank_hit_rate" if isinstance(teacher, SkillBankTeacher) else "opd/skill_parse_rate": found}
     with_skill = [i for i, logp in enumerate(teacher_logp) if logp is not None]
     if with_skill:
-        metrics["opd/teacher_gap_mean"] = float(torch.cat([teacher_logp[i] - old_logp[i] for i in with_skill]).mean())
+        # the teacher gap l_skill - l_old over the tokens the policy chose (forced ones say nothing)
+        chosen = [torch.tensor(samples[i].choice_positions) for i in with_skill]
+        gaps = torch.cat([(teacher_logp[i] - old_logp[i])[keep] for i, keep in zip(with_skill, chosen)])
+        if len(gaps):
+            metrics["opd/teacher_gap_mean"] = float(gaps.mean())
+            metrics["opd/teacher_gap_positive_ratio"] = float((gaps > 0).float().mean())
     metrics["opd/distilled_sample_ratio"] = len(with_skill) / max(len(samples), 1)
     return skills, teacher_logp, metrics
 

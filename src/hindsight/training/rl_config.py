@@ -49,7 +49,8 @@ class RLConfig:
     loss_agg: str = "token-mean"
     """token-mean, seq-mean-token-mean or seq-mean-token-sum."""
     std_normalize: bool = True
-    """GRPO advantage divided by the group std (False: mean-only variant)."""
+    """Advantages divided by the group std (False: mean-only); for GiGPO both the episode
+    and the step term (the official code's mean_std_norm / mean_norm)."""
     kl_coef: float = 0.01
     """Weight of the low-variance KL to the reference (Stage-1) policy."""
     opd_coef: float = 0.01

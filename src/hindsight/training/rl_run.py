@@ -52,6 +52,11 @@ def rl_setup(project: ProjectConfig, training: TrainingConfig, heldout: HeldoutP
     held-out "seen" tasks were never trained on."""
     specs = project.specs()
     pool = [task for spec in specs for task in split_tasks(spec, "train", training.tasks_per_game)]
+    if project.rollout.temperature != 1.0:
+        logger.warning(
+            "RL rollouts are sampled at T=%s but every log-prob is taken at T=1: the PPO ratio and the "
+            "distillation target are off-policy (set rollout.temperature: 1.0)", project.rollout.temperature,
+        )
     offset = project.environment.seen_seed_offset
     play = heldout or training.heldout
     if "seen" in play.splits and offset < training.tasks_per_game:

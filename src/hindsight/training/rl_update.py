@@ -16,7 +16,8 @@ from typing import Sequence
 import torch
 
 from hindsight import algorithms
-from hindsight.policy.encoding import StepSample, collate, token_budget_chunks
+from hindsight.policy.batching import token_budget_chunks
+from hindsight.policy.encoding import StepSample, collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.training.distillation import response_logprobs
 from hindsight.training.rl_config import RLConfig
@@ -60,7 +61,7 @@ def micro_batch_loss_terms(
     tokens = collate(chunk, pad).to(device)
     width = tokens.response_width
     logp = token_logprobs(model, tokens)[:, -width:].float().cpu()
-    mask = tokens.response_mask[:, -width:].float().cpu()
+    mask = tokens.choice_mask[:, -width:].float().cpu()  # response tokens the policy chose (no forced ones)
     old = _pad_right_aligned(old_rows, width)
     has_teacher = torch.tensor([row is not None for row in teacher_rows], dtype=torch.float32)
     teacher = _pad_right_aligned(
@@ -78,7 +79,9 @@ def micro_batch_loss_terms(
     terms.append(LossTerm("ppo", loss, mask, {f"ppo/{k}": float(v) for k, v in ppo_metrics.items()}))
     if config.algorithm == "seed" and config.distill and distill_mask.sum() > 0:
         opd, opd_metrics = algorithms.opd_loss(logp, teacher, distill_mask, gate_beta=config.gate_beta, agg=config.loss_agg)
-        terms.append(LossTerm("opd", opd, distill_mask, {f"opd/{k}": float(v) for k, v in opd_metrics.items()}))
+        # the gap is logged once, before the update, as l_skill - l_old (training.rl.distillation_targets)
+        gate_metrics = {f"opd/{k}": float(v) for k, v in opd_metrics.items() if k != "teacher_gap_mean"}
+        terms.append(LossTerm("opd", opd, distill_mask, gate_metrics))
     if reference_rows is not None:
         reference = _pad_right_aligned(reference_rows, width)
         kl = algorithms.aggregate_loss(algorithms.kl_low_var(logp, reference), mask, config.loss_agg)
@@ -163,12 +166,13 @@ def _aggregation_totals(
     samples: Sequence[StepSample], index: Sequence[int], teacher_logp: Sequence[torch.Tensor | None], config: RLConfig
 ) -> dict[str, float]:
     """Each loss term's aggregation count over the whole mini-batch: its masks are every
-    response (ppo, kl) or the responses with a teacher (opd), one row per sample."""
+    response (ppo, kl) or the responses with a teacher (opd), forced tokens left out, one
+    row per sample."""
 
     def count(rows: list[int]) -> float:
         mask = torch.zeros(len(rows), max((len(samples[i].response_ids) for i in rows), default=0))
         for row, i in enumerate(rows):
-            mask[row, : len(samples[i].response_ids)] = 1
+            mask[row, : len(samples[i].response_ids)] = torch.tensor(samples[i].choice_positions, dtype=torch.float32)
         return algorithms.aggregation_count(mask, config.loss_agg)
 
     every = count(list(index))

@@ -25,7 +25,8 @@ import pandas as pd
 import torch
 
 from hindsight.params import build
-from hindsight.policy.encoding import collate, encode_sample, token_budget_chunks
+from hindsight.policy.batching import token_budget_chunks
+from hindsight.policy.encoding import collate, encode_sample
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.policy.model import has_native_bf16
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from hindsight import tracking
 from hindsight.data.outcomes import episode_outcomes
-from hindsight.config import AnalyzerConfig, ProjectConfig, SkillsConfig
+from hindsight.config import ProjectConfig, SkillsConfig
 from hindsight.envs import make_env
 from hindsight.rollout.engine import planned_episode_ids, run_rollouts
 from hindsight.rollout.tasks import TaskRef, split_tasks
@@ -29,6 +29,7 @@ from hindsight.skills.episode_views import episodes_from_table
 from hindsight.skills.http_teacher import OpenAICompatibleTeacher
 from hindsight.skills.policy_teacher import PolicyTeacher, policy_analyzer
 from hindsight.skills.rule_miner import RuleMinerTeacher
+from hindsight.skills.teachers import Teacher
 from hindsight.skills.validation import ValidationOutcome, validated_skills_table
 
 logger = logging.getLogger(__name__)
@@ -46,8 +47,10 @@ def roll_out_base_policy(base_policy, project: ProjectConfig, skills: SkillsConf
     return result.table
 
 
-def make_teacher(skills: SkillsConfig, credentials: dict[str, Any], policy=None, analyzer: AnalyzerConfig | None = None):
-    """The teacher named by ``skills.teacher`` (a policy teacher writes with ``analyzer``)."""
+def make_teacher(base_policy, project: ProjectConfig, skills: SkillsConfig, credentials: dict[str, Any]):
+    """The Stage-1 teacher named by ``skills.teacher``: the rule miner, an OpenAI-compatible
+    endpoint, or the base policy itself (self-teaching, greedy, with the ``analyzer``
+    settings: its skills are then the policy's own from the start)."""
     if skills.teacher == "rule_miner":
         return RuleMinerTeacher()
     if skills.teacher == "openai":
@@ -62,17 +65,14 @@ def make_teacher(skills: SkillsConfig, credentials: dict[str, Any], policy=None,
             max_concurrency=endpoint.max_concurrency,
             temperature=endpoint.temperature,
         )
-    if policy is None:
-        raise ValueError("skills.teacher=policy needs a policy")
-    analyzer = analyzer or AnalyzerConfig()
-    return PolicyTeacher(policy_analyzer(policy, analyzer.max_new_tokens, analyzer.structured), max_prompt_chars=analyzer.max_prompt_chars)
+    analyzer = project.analyzer
+    generate = policy_analyzer(base_policy, analyzer.max_new_tokens, analyzer.structured)
+    return PolicyTeacher(generate, max_prompt_chars=analyzer.max_prompt_chars)
 
 
-def write_hindsight_skills(
-    trajectories: pd.DataFrame, skill_rollouts: pd.DataFrame, skills: SkillsConfig, credentials: dict[str, Any]
-) -> pd.DataFrame:
+def write_hindsight_skills(trajectories: pd.DataFrame, skill_rollouts: pd.DataFrame, teacher: Teacher) -> pd.DataFrame:
     """Step 2: one skill per finished episode (base-policy rollouts and the expert episodes
-    of the same tasks), by the configured teacher. Parse failures are counted, not fatal.
+    of the same tasks), by the teacher. Parse failures are counted, not fatal.
 
     Returns:
         The teacher's records (episode_id, group_id, success, summary, skill, teacher,
@@ -81,16 +81,10 @@ def write_hindsight_skills(
     tasks = set(skill_rollouts["group_id"])
     expert = trajectories[trajectories["group_id"].isin(tasks)]
     table = pd.concat([expert, skill_rollouts], ignore_index=True)
-    if skills.teacher == "policy":
-        raise ValueError(
-            "skills.teacher=policy: the skills pipeline writes Stage-1 skills with an external "
-            "teacher (rule_miner or openai); the policy writes its own skills during RL"
-        )
-    teacher = make_teacher(skills, credentials)
     records = teacher.write_skills(episodes_from_table(table))
     rate = parse_rate(records)
     tracking.log_metrics({"skills/parse_rate": rate, "skills/written": float(len(records))})
-    logger.info("Teacher %s wrote %d skills (parse rate %.2f)", skills.teacher, len(records), rate)
+    logger.info("Teacher %s wrote %d skills (parse rate %.2f)", teacher.name, len(records), rate)
     return pd.DataFrame([dataclasses.asdict(record) for record in records])
 
 

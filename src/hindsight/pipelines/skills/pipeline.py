@@ -5,6 +5,7 @@ from kedro.pipeline import Node, Pipeline
 from hindsight.pipelines.settings import stage_pipeline
 from hindsight.pipelines.skills.nodes import (
     build_analyzer_sft_set,
+    make_teacher,
     roll_out_base_policy,
     validate_skills,
     write_hindsight_skills,
@@ -22,8 +23,14 @@ def create_pipeline(**kwargs) -> Pipeline:
                 name="roll_out_base_policy",
             ),
             Node(
+                make_teacher,
+                inputs=["base_policy", "project_settings", "skills_settings", "teacher_credentials"],
+                outputs="skill_teacher",
+                name="make_teacher",
+            ),
+            Node(
                 write_hindsight_skills,
-                inputs=["trajectories", "skill_rollouts", "skills_settings", "teacher_credentials"],
+                inputs=["trajectories", "skill_rollouts", "skill_teacher"],
                 outputs="skill_records",
                 name="write_hindsight_skills",
             ),

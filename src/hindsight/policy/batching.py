@@ -1,0 +1,27 @@
+"""Cutting a set of sequences into forward passes within a padded-token budget: what bounds
+the activation memory of SFT, RL updates, scoring and generation, whatever the batch size."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+def token_budget_chunks(indices: Sequence[int], lengths: Sequence[int], token_budget: int | None) -> list[list[int]]:
+    """Cut ``indices`` (in the given order) into consecutive chunks whose padded size
+    (rows x longest sequence in the chunk) stays within ``token_budget``; a sequence longer
+    than the budget gets a chunk of its own. ``None``: one chunk. Sort the indices by length
+    first to waste little padding."""
+    indices = list(indices)
+    if token_budget is None or not indices:
+        return [indices] if indices else []
+    chunks: list[list[int]] = []
+    longest = 0
+    for index in indices:
+        length = lengths[index]
+        if chunks and (len(chunks[-1]) + 1) * max(longest, length) <= token_budget:
+            chunks[-1].append(index)
+            longest = max(longest, length)
+        else:
+            chunks.append([index])
+            longest = length
+    return chunks
