@@ -51,7 +51,7 @@ def progress_flags(steps: Sequence[StepView]) -> list[bool]:
     return flags
 
 
-def _fold_repeats(stages: list[str]) -> list[tuple[tuple[str, ...], int]]:
+def fold_repeats(stages: list[str]) -> list[tuple[tuple[str, ...], int]]:
     """Fold consecutive repeats of blocks of 1 to 3 stages: [a, a, b, c, b, c] -> [(a,), 2], [(b, c), 2]."""
     folded, position = [], 0
     while position < len(stages):
@@ -104,7 +104,7 @@ def workflow_stages(episode: EpisodeView) -> list[str]:
 def mine_workflow(episode: EpisodeView) -> tuple[str, str]:
     """(summary, skill) of a successful episode."""
     stages = workflow_stages(episode)
-    blocks = _fold_repeats(stages)
+    blocks = fold_repeats(stages)
     rendered = [_render_block(block, count) for block, count in blocks]
     progress = sum(progress_flags(episode.steps))
     distinct = list(dict.fromkeys(stages))
@@ -125,7 +125,7 @@ def mine_workflow(episode: EpisodeView) -> tuple[str, str]:
     return summary, skill
 
 
-def _loop_actions(steps: Sequence[StepView], flags: Sequence[bool]) -> list[tuple[str, int]]:
+def loop_actions(steps: Sequence[StepView], flags: Sequence[bool]) -> list[tuple[str, int]]:
     counts = Counter(_normalize(step.action) for step, progressed in zip(steps, flags) if not progressed)
     consecutive = {
         _normalize(current.action)
@@ -144,7 +144,7 @@ def mine_avoidance(episode: EpisodeView) -> tuple[str, str]:
     literal = task_words(episode.task)
     invalid = list(dict.fromkeys(_normalize(step.action) for step in steps if not step.action_valid))
     invalid_count = sum(not step.action_valid for step in steps)
-    loops = _loop_actions(steps, flags)
+    loops = loop_actions(steps, flags)
     repeated_observation = Counter(_normalize(step.anchor_observation) for step in steps).most_common(1)
     observation_repeats = repeated_observation[0][1] if repeated_observation else 0
     last_progress = max((index for index, flag in enumerate(flags) if flag), default=None)

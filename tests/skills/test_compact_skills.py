@@ -1,0 +1,142 @@
+"""The compact skill language on real TextWorldExpress episodes (see conftest.recorded_tables):
+known skills of gold and failed episodes, the short whole-episode analysis prompt, the written
+form's tokenization, and the tiny untrained policy writing skills under the grammar."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from hindsight.policy.tokenizer import train_tokenizer
+from hindsight.skills import episodes_from_table, parse_rate, parse_skill_json
+from hindsight.skills.compact import (
+    MAX_TEMPLATES,
+    CompactRuleTeacher,
+    compact_analysis_prompt,
+    compact_skill,
+    limit_templates,
+    parse_compact_skill,
+    skill_vocabulary,
+    template_piece,
+    written_skill,
+)
+from hindsight.skills.compact_decoding import CompactPolicyTeacher, compact_policy_analyzer, grammar_skill_outputs
+
+SKILL_TOKEN_LIMIT = 40
+"""A compact skill is at most about this many tokens (module docstring of skills.compact)."""
+PROMPT_TOKEN_LIMIT = 600
+
+
+@pytest.fixture(scope="module")
+def episodes(recorded_tables):
+    table = pd.concat(recorded_tables.values(), ignore_index=True)
+    return {episode.episode_id: episode for episode in episodes_from_table(table)}
+
+
+@pytest.fixture(scope="module")
+def skill_tokenizer(gold_steps, episodes):
+    """A project-style tokenizer trained on the texts the policy reads and writes, the compact
+    analysis prompts and written skills included (the skills repeated, as a set of many
+    episodes would hold them)."""
+    texts = [text for step in gold_steps for text in (step["prompt"], step["action"])]
+    texts += [compact_analysis_prompt(episode) for episode in episodes.values()]
+    texts += [written_skill(compact_skill(episode)) for episode in episodes.values()] * 20  # as often as many episodes
+    return train_tokenizer(texts, vocab_size=600)
+
+
+def test_twc_gold_gives_the_workflow_in_order(episodes):
+    assert compact_skill(episodes["twc-gold"]) == "do: take <object>; put <object> in <container>"
+
+
+def test_cookingworld_gold_gives_the_recipe_workflow_in_order(episodes):
+    # open + take are repeated for the knife / pepper / flour: the block is kept once
+    assert compact_skill(episodes["cooking-gold"]) == (
+        "do: read cookbook; open <container>; take <object>; cook <ingredient> in <appliance>; prepare meal; eat meal"
+    )
+
+
+def test_failure_gives_the_first_wrong_action_and_the_loop(episodes):
+    # "eat the moon" is the first rejected action; "look around" is played again and again
+    assert compact_skill(episodes["twc-failure"]) == "avoid: eat <object>; look around"
+
+
+def test_long_workflows_keep_their_last_step(episodes):
+    stages = [f"stage {index}" for index in range(10)]
+    assert limit_templates(stages, 4) == ["stage 0", "stage 1", "stage 2", "stage 9"]
+    assert limit_templates(stages[:3], 4) == stages[:3]
+    with pytest.raises(ValueError, match="positive"):
+        limit_templates(stages, 0)
+    assert compact_skill(episodes["cooking-gold"], max_templates=3) == "do: read cookbook; open <container>; eat meal"
+
+
+def test_the_teacher_goes_through_the_shared_parser(episodes):
+    records = CompactRuleTeacher().write_skills(list(episodes.values()))
+    assert parse_rate(records) == 1.0
+    for record, episode in zip(records, episodes.values()):
+        assert record.teacher == "compact_rule"
+        assert record.skill == compact_skill(episode)
+        assert record.summary == ("success" if episode.success else "failure")
+        assert parse_skill_json(record.raw_output) == {"episode_summary": record.summary, "episode_skill": record.skill}
+
+
+def test_skills_are_short(episodes, skill_tokenizer):
+    for episode in episodes.values():
+        skill = compact_skill(episode)
+        assert len(parse_compact_skill(skill)[1]) <= MAX_TEMPLATES
+        assert len(skill_tokenizer(skill)["input_ids"]) <= SKILL_TOKEN_LIMIT
+
+
+def test_the_analysis_prompt_shows_the_whole_episode_briefly(episodes, recorded_tables, skill_tokenizer, tokenizer):
+    prompt = compact_analysis_prompt(episodes["twc-failure"])
+    actions = recorded_tables["twc_failure"]["action"].tolist()
+    lines = prompt.splitlines()
+    assert "episode_success: failure" in lines
+    assert [f"{number}. {action}" in lines or f"{number}. {action} +" in lines or f"{number}. {action} !" in lines
+            for number, action in enumerate(actions, start=1)] == [True] * len(actions)
+    assert "2. take dirty teal dress +" in lines and "3. eat the moon !" in lines
+    for episode in episodes.values():
+        text = compact_analysis_prompt(episode)
+        assert len(skill_tokenizer(text)["input_ids"]) < PROMPT_TOKEN_LIMIT
+        assert len(tokenizer(text)["input_ids"]) < PROMPT_TOKEN_LIMIT  # the gold-prompt tokenizer, too
+
+
+def test_the_written_form_tokenizes_piece_by_piece(episodes, skill_tokenizer, tokenizer):
+    for episode in episodes.values():
+        skill = compact_skill(episode)
+        head, templates = parse_compact_skill(skill)
+        written = written_skill(skill)
+        assert parse_compact_skill(written) == (head, templates)
+        for any_tokenizer in (skill_tokenizer, tokenizer):
+            pieces = [head] + [template_piece(template) for template in templates]
+            joined = [token for piece in pieces for token in any_tokenizer(piece)["input_ids"]]
+            assert any_tokenizer(written)["input_ids"] == joined
+
+
+def test_the_vocabulary_is_the_sorted_set_of_templates(episodes):
+    vocabulary = skill_vocabulary(episodes.values())
+    assert vocabulary == sorted(vocabulary) and len(set(vocabulary)) == len(vocabulary)
+    assert {"take <object>", "put <object> in <container>", "eat meal", "eat <object>", "look around"} <= set(vocabulary)
+
+
+def test_the_untrained_policy_writes_parseable_skills_under_the_grammar(episodes, tiny_policy):
+    vocabulary = skill_vocabulary(episodes.values())
+    prompts = [compact_analysis_prompt(episode) for episode in episodes.values()]
+    outputs = grammar_skill_outputs(tiny_policy, prompts, vocabulary, max_templates=3)
+    assert len(outputs) == len(prompts)
+    for output in outputs:
+        fields = parse_skill_json(output)
+        assert fields is not None
+        head, templates = parse_compact_skill(fields["episode_skill"])
+        assert fields["episode_summary"] == ("success" if head == "do:" else "failure")
+        assert 1 <= len(templates) <= 3 and set(templates) <= set(vocabulary)
+    assert grammar_skill_outputs(tiny_policy, prompts, vocabulary, max_templates=3) == outputs  # greedy
+
+
+def test_the_policy_teacher_with_the_compact_analyzer(episodes, tiny_policy):
+    vocabulary = skill_vocabulary(episodes.values())
+    teacher = CompactPolicyTeacher(compact_policy_analyzer(tiny_policy, vocabulary, max_templates=2))
+    assert teacher.prompts(list(episodes.values()))[0] == compact_analysis_prompt(next(iter(episodes.values())))
+    records = teacher.write_skills(list(episodes.values()))
+    assert parse_rate(records) == 1.0 and all(record.teacher == "compact_policy" for record in records)
+    with pytest.raises(ValueError, match="vocabulary is empty"):
+        grammar_skill_outputs(tiny_policy, ["prompt"], [])
