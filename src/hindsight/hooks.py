@@ -1,7 +1,7 @@
-"""Project hooks: check the parameters and the machine's system needs before a run starts, seed everything,
-record data versions, log every report (08_reporting) to the MLflow run, time every node
-with the run's peak memory (Python and the JVM together), and hand freed memory back to the
-system after each node.
+"""Project hooks: check the parameters and the machine's system needs before a run starts,
+provide the settings a partial run skips, seed everything, tag the run with what reproduces
+it (commit, package versions, parameter hash), record data versions and log every report
+(08_reporting) to the MLflow run. Time and memory per node: ``resource_hooks``.
 
 The environments need a Java 17 runtime (TextWorldExpress and ScienceWorld run on the JVM);
 a missing one is reported before any node runs, with how to install it, instead of as a
@@ -13,8 +13,6 @@ from __future__ import annotations
 import logging
 import os
 import random
-import threading
-import time
 from pathlib import Path
 
 from kedro.framework.hooks import hook_impl
@@ -105,6 +103,57 @@ class ReproducibilityHooks:
         logger.info("Seeded python, numpy and torch with %d", seed)
 
 
+RECORDED_PACKAGES = ("textworld-express", "scienceworld", "textworld", "torch", "transformers", "peft", "kedro", "mlflow")
+
+
+def run_record(params: dict, project_path: Path | None = None) -> dict[str, str]:
+    """What reproduces a run, as MLflow tags: the git commit of the project (with
+    ``-dirty`` when the work tree has changes), the installed versions of the environment
+    and learning packages, and a hash of the resolved parameters."""
+    import hashlib
+    import json
+    import subprocess
+    from importlib.metadata import PackageNotFoundError, version
+
+    tags = {"params.sha1": hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()}
+    try:
+        cwd = str(project_path or Path.cwd())
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=cwd, capture_output=True, text=True, timeout=10)
+        if commit.returncode == 0:
+            tags["git.commit"] = commit.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    tags.setdefault("git.commit", "unknown (not a git work tree)")
+    for package in RECORDED_PACKAGES:
+        try:
+            tags[f"version.{package}"] = version(package)
+        except PackageNotFoundError:
+            tags[f"version.{package}"] = "not installed"
+    return tags
+
+
+class RunRecordHooks:
+    """Tag every MLflow run with ``run_record``: the commit, the package versions and the
+    parameter hash that produced it (logged at the first node, once the run is open)."""
+
+    def __init__(self) -> None:
+        self._params: dict | None = None
+
+    @hook_impl
+    def before_pipeline_run(self, run_params, pipeline, catalog) -> None:
+        self._params = catalog.load("parameters")
+
+    @hook_impl
+    def before_node_run(self, node) -> None:
+        if self._params is None:
+            return
+        from hindsight import tracking
+
+        tracking.set_tags(run_record(self._params))
+        self._params = None
+
+
 def _version_of(dataset, save: bool) -> str | None:
     """The version folder a versioned dataset last read (or wrote), None if unversioned."""
     if getattr(dataset, "_version", None) is None:
@@ -179,139 +228,3 @@ class ReportArtifactHooks:
             from hindsight import tracking
 
             tracking.log_artifact(path, artifact_path="reports")
-
-
-def release_free_memory() -> None:
-    """Collect garbage and hand the C heap's free pages back to the system (glibc
-    ``malloc_trim``; elsewhere a no-op). Freed tensors of one stage otherwise stay in the
-    process's resident memory while the next stage allocates its own."""
-    import ctypes
-    import ctypes.util
-    import gc
-
-    gc.collect()
-    name = ctypes.util.find_library("c")
-    if not name:
-        return
-    try:
-        ctypes.CDLL(name).malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
-
-
-class MemoryReleaseHooks:
-    """Release free memory after every node (``release_free_memory``)."""
-
-    @hook_impl
-    def after_node_run(self, node) -> None:
-        release_free_memory()
-
-
-class _TreeMemorySampler:
-    """Samples the resident memory of this process and its children (the JVM) in a daemon
-    thread; ``peak()`` is the largest total seen since the last ``reset()``."""
-
-    def __init__(self, interval_s: float = 0.25) -> None:
-        import psutil
-
-        self._process = psutil.Process()
-        self._interval_s = interval_s
-        self._peak = 0
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="memory-sampler", daemon=True)
-        self._thread.start()
-
-    def current(self) -> int:
-        import psutil
-
-        total = 0
-        for proc in [self._process, *self._process.children(recursive=True)]:
-            try:
-                total += proc.memory_info().rss
-            except psutil.Error:  # a child that just exited
-                continue
-        return total
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval_s):
-            rss = self.current()
-            with self._lock:
-                self._peak = max(self._peak, rss)
-
-    def reset(self) -> None:
-        with self._lock:
-            self._peak = self.current()
-
-    def peak(self) -> int:
-        with self._lock:
-            return max(self._peak, self.current())
-
-    def stop(self) -> None:
-        self._stop.set()
-
-
-class NodeResourceHooks:
-    """Time every node and measure the peak resident memory of the run (Python and the JVM
-    together) while it ran; log both to MLflow (``node_seconds/<node>``,
-    ``node_peak_rss_mb/<node>``, and the totals ``run_seconds`` and ``run_peak_rss_mb``) and
-    print a table at the end of the run, so a slow or hungry stage is plain to see."""
-
-    def __init__(self) -> None:
-        self._sampler: _TreeMemorySampler | None = None
-        self._started: dict[str, float] = {}
-        self._rows: list[tuple[str, float, float]] = []
-        self._run_started = 0.0
-
-    @hook_impl
-    def before_pipeline_run(self, run_params, pipeline, catalog) -> None:
-        self._rows = []
-        self._run_started = time.perf_counter()
-        try:
-            self._sampler = _TreeMemorySampler()
-        except Exception:  # psutil unavailable: timing only
-            self._sampler = None
-
-    @hook_impl
-    def before_node_run(self, node) -> None:
-        if self._sampler is not None:
-            self._sampler.reset()
-        self._started[node.name] = time.perf_counter()
-
-    @hook_impl
-    def after_node_run(self, node) -> None:
-        seconds = time.perf_counter() - self._started.pop(node.name, time.perf_counter())
-        peak_mb = self._sampler.peak() / 2**20 if self._sampler is not None else float("nan")
-        short = node.name.split("(")[0].strip()
-        self._rows.append((short, seconds, peak_mb))
-        from hindsight import tracking
-
-        # the run totals so far: kedro-mlflow closes the MLflow run before after_pipeline_run
-        # hooks of other plugins run, so the last node's values are the run's
-        tracking.log_metrics(
-            {
-                f"node_seconds/{short}": seconds,
-                f"node_peak_rss_mb/{short}": peak_mb,
-                "run_seconds": time.perf_counter() - self._run_started,
-                "run_peak_rss_mb": max(row[2] for row in self._rows),
-            }
-        )
-
-    @hook_impl
-    def after_pipeline_run(self, run_params, pipeline, catalog) -> None:
-        if self._sampler is not None:
-            self._sampler.stop()
-        if not self._rows:
-            return
-        total = time.perf_counter() - self._run_started
-        peak = max(row[2] for row in self._rows)
-        logger.info("Node times and peak memory (Python + JVM), slowest first:")
-        for name, seconds, peak_mb in sorted(self._rows, key=lambda row: -row[1]):
-            if seconds >= 1.0:
-                logger.info("  %-34s %7.1f s %7.0f MB", name[:34], seconds, peak_mb)
-        logger.info("  %-34s %7.1f s %7.0f MB", "pipeline (all nodes)", total, peak)
-
-    @hook_impl
-    def on_pipeline_error(self, error, run_params, pipeline, catalog) -> None:
-        if self._sampler is not None:
-            self._sampler.stop()

@@ -3,17 +3,18 @@
 from hindsight.hooks import (
     DataVersionHooks,
     EnvironmentCheckHooks,
-    MemoryReleaseHooks,
-    NodeResourceHooks,
     ReportArtifactHooks,
     ReproducibilityHooks,
+    RunRecordHooks,
     SettingsHooks,
 )
+from hindsight.resource_hooks import MemoryReleaseHooks, NodeResourceHooks
 
 HOOKS = (
     EnvironmentCheckHooks(),
     ReproducibilityHooks(),
     SettingsHooks(),
+    RunRecordHooks(),
     DataVersionHooks(),
     ReportArtifactHooks(),
     MemoryReleaseHooks(),

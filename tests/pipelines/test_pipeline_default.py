@@ -119,3 +119,16 @@ def test_every_node_is_timed_with_the_run_peak_memory(run):
         assert metrics[f"node_peak_rss_mb/{node}"] > 100, node  # torch alone is more than that
     assert metrics["run_peak_rss_mb"] == max(v for k, v in metrics.items() if k.startswith("node_peak_rss_mb/"))
     assert metrics["run_seconds"] >= sum(v for k, v in metrics.items() if k.startswith("node_seconds/"))
+
+
+def test_mlflow_run_records_what_reproduces_it(run):
+    """The commit (or that there is none), the environment and learning package versions,
+    and a hash of the resolved parameters, as tags of the run."""
+    import importlib.metadata
+
+    tags = run.mlflow_run.data.tags
+    assert tags["git.commit"]
+    assert tags["version.textworld-express"] == importlib.metadata.version("textworld-express")
+    assert tags["version.torch"] == importlib.metadata.version("torch")
+    assert tags["version.transformers"] == importlib.metadata.version("transformers")
+    assert len(tags["params.sha1"]) == 40

@@ -157,3 +157,14 @@ def test_micro_batches_accumulate_the_same_gradient_as_one_pass(warm_policy, gol
     torch.testing.assert_close(micro, whole, rtol=0, atol=1e-5 * float(whole.abs().max()))
     for key in ("losses/ppo", "losses/opd", "kl/ref", "losses/total"):
         assert micro_metrics[key] == pytest.approx(whole_metrics[key], rel=1e-4, abs=1e-7), key
+
+
+def test_a_non_finite_loss_skips_the_update_and_leaves_the_weights(warm_policy, setting):
+    """A NaN advantage makes the loss and the gradient NaN: no step, the weights unchanged,
+    and ``faults/skipped_updates`` counts it."""
+    samples, old, teacher = setting["samples"], setting["old"], setting["teacher"]
+    delta, metrics = sgd_step(warm_policy, samples, [float("nan"), 1.0], old, teacher)
+    assert metrics["faults/skipped_updates"] == 1.0
+    assert torch.count_nonzero(delta) == 0
+    _, finite = sgd_step(warm_policy, samples, [0.0, 1.0], old, teacher)
+    assert finite["faults/skipped_updates"] == 0.0

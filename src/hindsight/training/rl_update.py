@@ -10,6 +10,8 @@ batch, which is what lets ``l`` and ``l_skill`` be compared token by token.
 
 from __future__ import annotations
 
+import logging
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -21,6 +23,8 @@ from hindsight.policy.encoding import StepSample, collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.training.distillation import response_logprobs
 from hindsight.training.rl_config import RLConfig
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -101,7 +105,9 @@ def update_policy(
     generator: torch.Generator,
 ) -> dict[str, float]:
     """PPO epochs over mini-batches; returns the mean of every logged metric over the
-    mini-batches that logged it (the opd metrics only over those with distilled tokens).
+    mini-batches that logged it (the opd metrics only over those with distilled tokens),
+    and ``faults/skipped_updates``: mini-batches whose loss or gradient was not finite,
+    skipped without a step (the weights and the optimizer state stay as they were).
 
     A mini-batch is one optimizer step. Its forward/backward passes run over micro-batches
     of at most ``config.micro_batch_tokens`` padded tokens (samples sorted by length), each
@@ -120,6 +126,7 @@ def update_policy(
     model.train()
     sums: dict[str, float] = {}
     counts: dict[str, int] = {}
+    skipped = 0
     for _ in range(config.ppo_epochs):
         order = torch.randperm(len(samples), generator=generator).tolist()
         for start in range(0, len(order), config.mini_batch_size):
@@ -154,12 +161,18 @@ def update_policy(
             metrics["losses/grad_norm"] = float(
                 torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], config.max_grad_norm)
             )
+            if not (math.isfinite(metrics["losses/total"]) and math.isfinite(metrics["losses/grad_norm"])):
+                # a NaN or inf loss or gradient: no step (weights and optimizer state unchanged)
+                optimizer.zero_grad(set_to_none=True)
+                skipped += 1
+                logger.warning("RL mini-batch skipped: loss %s, gradient norm %s", metrics["losses/total"], metrics["losses/grad_norm"])
+                continue
             optimizer.step()
             for key, value in metrics.items():
                 sums[key] = sums.get(key, 0.0) + value
                 counts[key] = counts.get(key, 0) + 1
     model.eval()
-    return {key: value / counts[key] for key, value in sums.items()}
+    return {**{key: value / counts[key] for key, value in sums.items()}, "faults/skipped_updates": float(skipped)}
 
 
 def _aggregation_totals(
