@@ -168,3 +168,14 @@ def test_a_non_finite_loss_skips_the_update_and_leaves_the_weights(warm_policy, 
     assert torch.count_nonzero(delta) == 0
     _, finite = sgd_step(warm_policy, samples, [0.0, 1.0], old, teacher)
     assert finite["faults/skipped_updates"] == 0.0
+
+
+def test_the_trainer_agrees_with_the_sampling_time_logprobs(warm_policy, setting):
+    """``rollout/logprob_gap``: before the first step the trainer recomputes the old
+    log-probs; on CPU they equal the recorded ones (here computed the same way)."""
+    samples, old, teacher = setting["samples"], setting["old"], setting["teacher"]
+    _, metrics = sgd_step(warm_policy, samples, [0.0, 1.0], old, teacher)
+    assert 0.0 <= metrics["rollout/logprob_gap"] < 1e-4
+    shifted = [row + 0.5 for row in old]
+    _, off = sgd_step(warm_policy, samples, [0.0, 1.0], shifted, teacher)
+    assert off["rollout/logprob_gap"] == pytest.approx(0.5, abs=1e-4)

@@ -80,7 +80,10 @@ def micro_batch_loss_terms(
         logp, old, advantage, mask,
         clip_low=config.clip_low, clip_high=config.clip_high, dual_clip=config.dual_clip, agg=config.loss_agg,
     )
-    terms.append(LossTerm("ppo", loss, mask, {f"ppo/{k}": float(v) for k, v in ppo_metrics.items()}))
+    ppo_metrics = {f"ppo/{k}": float(v) for k, v in ppo_metrics.items()}
+    # |l - l_old|: before the first optimizer step l is the old policy recomputed by the trainer
+    ppo_metrics["rollout/logprob_gap"] = float(algorithms.masked_mean((logp - old).abs().detach(), mask))
+    terms.append(LossTerm("ppo", loss, mask, ppo_metrics))
     if config.algorithm == "seed" and config.distill and distill_mask.sum() > 0:
         opd, opd_metrics = algorithms.opd_loss(logp, teacher, distill_mask, gate_beta=config.gate_beta, agg=config.loss_agg)
         # the gap is logged once, before the update, as l_skill - l_old (training.rl.distillation_targets)
@@ -106,7 +109,9 @@ def update_policy(
 ) -> dict[str, float]:
     """PPO epochs over mini-batches; returns the mean of every logged metric over the
     mini-batches that logged it (the opd metrics only over those with distilled tokens),
-    and ``faults/skipped_updates``: mini-batches whose loss or gradient was not finite,
+    ``rollout/logprob_gap`` (mean |l - l_old| over the chosen tokens of the first
+    mini-batch, before any step: the recorded sampling-time log-probs against the trainer's
+    recomputation, about 0 on CPU), and ``faults/skipped_updates``: mini-batches whose loss or gradient was not finite,
     skipped without a step (the weights and the optimizer state stay as they were).
 
     A mini-batch is one optimizer step. Its forward/backward passes run over micro-batches
@@ -127,7 +132,7 @@ def update_policy(
     sums: dict[str, float] = {}
     counts: dict[str, int] = {}
     skipped = 0
-    for _ in range(config.ppo_epochs):
+    for epoch in range(config.ppo_epochs):
         order = torch.randperm(len(samples), generator=generator).tolist()
         for start in range(0, len(order), config.mini_batch_size):
             index = sorted(order[start : start + config.mini_batch_size], key=lambda i: lengths[i])
@@ -152,6 +157,8 @@ def update_policy(
                         weighted[key] = weighted.get(key, 0.0) + share * value
                 total.backward()
             metrics = dict(weighted)
+            if epoch or start:  # only the first mini-batch still sees the weights that sampled
+                metrics.pop("rollout/logprob_gap", None)
             metrics["losses/ppo"] = losses["ppo"]
             if "opd" in losses:
                 metrics["losses/opd"] = losses["opd"]
