@@ -54,6 +54,26 @@ def apply_override(parameters: dict, assignment: str) -> None:
     node[keys[-1]] = yaml.safe_load(raw)
 
 
+def benchmark_settings(assignments: list[str], threads: int | None, base: dict | None = None) -> dict:
+    """The project's typed settings with ``--set`` overrides applied (``base``: overrides
+    applied first), torch threads set, progress bars off: what every benchmark starts from."""
+    import torch
+
+    from hindsight.config import check_parameters
+
+    threads = threads or int(os.environ.get("HINDSIGHT_TORCH_THREADS", "0"))
+    if threads:
+        torch.set_num_threads(threads)
+    parameters = project_parameters(PROJECT_ROOT / "conf")
+    for key, value in (base or {}).items():
+        parameters[key] = {**parameters.get(key, {}), **value}
+    for assignment in assignments:
+        apply_override(parameters, assignment)
+    settings = check_parameters(parameters)
+    settings["project"].rollout.progress = False
+    return settings
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a parameter")
@@ -62,26 +82,16 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: HINDSIGHT_TORCH_THREADS or all)")
     args = parser.parse_args()
 
-    import torch
-
     import dataclasses
 
-    from hindsight.config import check_parameters
     from hindsight.envs import make_env
     from hindsight.evaluation.heldout import evaluate_agents
     from hindsight.evaluation.metrics import success_summary
     from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples, build_initial_policy, train_base_policy
     from hindsight.pipelines.ingestion.nodes import collect_expert_trajectories
 
-    threads = args.threads or int(os.environ.get("HINDSIGHT_TORCH_THREADS", "0"))
-    if threads:
-        torch.set_num_threads(threads)
-    parameters = project_parameters(PROJECT_ROOT / "conf")
-    for assignment in args.set:
-        apply_override(parameters, assignment)
-    settings = check_parameters(parameters)
+    settings = benchmark_settings(args.set, args.threads)
     project, evaluation = settings["project"], settings["evaluation"]
-    project.rollout.progress = False
 
     started = time.perf_counter()
     trajectories = collect_expert_trajectories(project, settings["ingestion"])

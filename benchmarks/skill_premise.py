@@ -39,7 +39,7 @@ sys.path.insert(0, str(PROJECT_ROOT / "src"))
 sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
 os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
 
-from behaviour_cloning_settings import apply_override, project_parameters  # noqa: E402
+from behaviour_cloning_settings import benchmark_settings  # noqa: E402
 
 
 def held_out_episode_ids(episode_ids: list[str], fraction: float, seed: int) -> set[str]:
@@ -107,9 +107,6 @@ def main() -> None:
 
     import dataclasses
 
-    import torch
-
-    from hindsight.config import check_parameters
     from hindsight.envs import make_env
     from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples
     from hindsight.pipelines.ingestion.nodes import collect_expert_trajectories
@@ -124,16 +121,9 @@ def main() -> None:
     )
     from hindsight.skills.compact_decoding import grammar_skill_outputs
 
-    threads = args.threads or int(os.environ.get("HINDSIGHT_TORCH_THREADS", "0"))
-    if threads:
-        torch.set_num_threads(threads)
-    parameters = project_parameters(PROJECT_ROOT / "conf")
-    parameters["ingestion"]["expert_episodes"] = {"train": args.expert_episodes, "dev": 0, "test": 0}
-    for assignment in args.set:
-        apply_override(parameters, assignment)
-    settings = check_parameters(parameters)
+    experts_only = {"ingestion": {"expert_episodes": {"train": args.expert_episodes, "dev": 0, "test": 0}}}
+    settings = benchmark_settings(args.set, args.threads, base=experts_only)
     project, warmup = settings["project"], settings["behaviour_cloning"]
-    project.rollout.progress = False
     started = time.perf_counter()
 
     # 1. Episodes and their compact skills.
