@@ -6,7 +6,8 @@ leave a directory that a later load takes for a complete one. ``atomic_directory
 an empty staging directory next to the target (``.<name>.partial-<random>``, on the same
 file system, so the final rename is atomic); the caller fills it, and only when the block
 ends without an error is the staging directory renamed to the target, replacing an older
-one. On an error the staging directory is removed and the target is left as it was.
+one. On an error the staging directory is removed and the target is left as it was; an
+OS error (disk full, no permission) comes out as ``DirectoryWriteError`` naming the target.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from pathlib import Path
 from typing import Iterator
 
 
+class DirectoryWriteError(OSError):
+    """A directory could not be written; the previous version of it is untouched."""
+
+
 @contextmanager
 def atomic_directory(target: str | Path) -> Iterator[Path]:
     """Yield an empty staging directory that becomes ``target`` when the block succeeds.
@@ -27,16 +32,28 @@ def atomic_directory(target: str | Path) -> Iterator[Path]:
 
     Yields:
         The staging directory to write into (a hidden sibling of ``target``).
+
+    Raises:
+        DirectoryWriteError: An OS error while writing (disk full, not writable).
     """
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
     staging = target.parent / f".{target.name}.partial-{uuid.uuid4().hex[:8]}"
-    staging.mkdir()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging.mkdir()
+    except OSError as error:
+        raise DirectoryWriteError(f"cannot write '{target}': {error}") from error
     try:
         yield staging
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
+    except DirectoryWriteError:
+        raise
+    except OSError as error:
+        raise DirectoryWriteError(
+            f"writing '{target}' failed ({error}); nothing was replaced: its previous version, if any, is intact"
+        ) from error
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
