@@ -11,8 +11,8 @@ from kedro_project import KedroProject, RunRecord
 
 @pytest.fixture(scope="session")
 def trained_project(tmp_path_factory) -> tuple[KedroProject, RunRecord]:
-    """The whole default pipeline (ingestion -> warm-up -> skills -> Stage 1 -> SEED ->
-    evaluation) run once on ``conf/test`` in a fresh project."""
+    """The whole default pipeline (ingestion -> behaviour_cloning -> skills -> stage1 ->
+    training -> evaluation) run once on ``conf/test`` in a fresh project."""
     project = KedroProject(tmp_path_factory.mktemp("trained_project"))
     record = project.run()
     return project, record

@@ -1,5 +1,5 @@
-"""The whole default pipeline on ``conf/test`` in one ``KedroSession``: ingestion -> warm-up
-BC -> skills -> Stage 1 -> SEED training -> evaluation. Every stage's output is a new
+"""The whole default pipeline on ``conf/test`` in one ``KedroSession``: ingestion ->
+behaviour_cloning -> skills -> stage1 -> training (SEED) -> evaluation. Every stage's output is a new
 version in the catalog, the run is tracked in MLflow, and the reports are its artifacts."""
 
 from __future__ import annotations
@@ -101,13 +101,13 @@ def test_on_policy_skills_of_the_tiny_policy(history):
         assert "opd/gate_mean" not in history or history["opd/gate_mean"].isna().all()
 
 
-def test_rl_policy_weights_differ_from_the_warmup_policy(run):
-    warmup = load_policy(run.outputs["06_models/stage1_policy"], device="cpu")
+def test_rl_policy_weights_differ_from_the_stage1_policy(run):
+    stage1 = load_policy(run.outputs["06_models/stage1_policy"], device="cpu")
     trained = load_policy(run.outputs["06_models/rl_policy"], device="cpu")
     assert trained.version == 2
-    warmup_state, trained_state = warmup.model.state_dict(), trained.model.state_dict()
-    assert warmup_state.keys() == trained_state.keys()
-    changed = [name for name in warmup_state if not torch.equal(warmup_state[name], trained_state[name])]
+    stage1_state, trained_state = stage1.model.state_dict(), trained.model.state_dict()
+    assert stage1_state.keys() == trained_state.keys()
+    changed = [name for name in stage1_state if not torch.equal(stage1_state[name], trained_state[name])]
     assert changed, "RL training left every weight as it was"
 
 
