@@ -1,1 +1,3 @@
-"""Held-out evaluation: success rates with confidence intervals, tables and plots."""
+"""Held-out evaluation: playing a policy and the random-valid-action floor on tasks never
+trained on (``heldout``), success rates with 95% intervals (``metrics``), and the markdown
+table and plot of the evaluation stage (``report``)."""

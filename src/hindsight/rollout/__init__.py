@@ -1,4 +1,6 @@
-"""Multi-turn rollouts: the batched engine, the random-valid-action floor, task references."""
+"""Multi-turn rollouts: the batched engine (``engine``), one live episode (``live_episode``),
+the environment pool (``env_pool``), the random-valid-action floor (``random_agent``), task
+references, pools and per-update draws (``tasks``), and rollout statistics (``stats``)."""
 
 from hindsight.rollout.engine import RolloutConfig, RolloutResult, planned_episode_ids, run_rollouts
 from hindsight.rollout.env_pool import EnvPool
