@@ -160,6 +160,7 @@ class ProjectConfig:
 
     @property
     def seeds(self) -> Seeds:
+        """The run's random streams (``Seeds``)."""
         return Seeds(self.seed)
 
     def specs(self) -> list[EnvironmentSpec]:
