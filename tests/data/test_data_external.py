@@ -144,3 +144,18 @@ def test_source_of_conversation_episodes_is_a_parameter():
     assert set(table["source"]) == {"rollout"}
     with pytest.raises(ValueError, match="source must be one of"):
         load_external_trajectories(EXAMPLES / "messages.jsonl", source="teacher")
+
+
+def test_the_episodes_whose_outcome_was_assumed_are_counted(tmp_path):
+    from hindsight.data.conversations import OUTCOME_ASSUMED
+
+    path = tmp_path / "mixed.json"
+    stated = [{"from": "human", "value": "Find it."}, {"from": "gpt", "value": "Action: look"}]
+    path.write_text(json.dumps([
+        {"conversations": stated, "success": False},
+        {"conversations": stated},
+        {"conversations": stated},
+    ]))
+    table = load_external_trajectories(path, assume_success=True)
+    assert table.attrs[OUTCOME_ASSUMED] == 2
+    assert table.groupby("episode_id", sort=False)["won"].any().tolist() == [False, True, True]

@@ -114,3 +114,18 @@ def test_valid_external_file_is_ingested_with_the_experts(ingested):
     assert external["step"].tolist() == [0, 1] and external["won"].tolist() == [False, True]
     assert table["episode_id"].nunique() == 13
     assert record.mlflow_run.data.metrics["ingestion/episodes"] == 13
+
+
+def test_conversation_episodes_without_an_outcome_are_assumed_won_and_counted(ingested):
+    """Agent-SFT conversation sets are successful demonstrations with no outcome field:
+    ``ingestion.assume_success`` (true by default) decides, and the run logs how many."""
+    project, _, _ = ingested
+    conversation = [{"from": "human", "value": "Your task is to: find the key."}, {"from": "gpt", "value": "Action: look"}]
+    path = project.path / "data" / "01_raw" / "demonstrations.json"
+    path.write_text(json.dumps([{"id": "demo-0", "conversations": conversation}]))
+    record = project.run(
+        pipeline_names=["ingestion"], runtime_params={"ingestion": {"external_files": ["data/01_raw/demonstrations.json"]}}
+    )
+    table = pd.read_parquet(record.outputs[TRAJECTORIES])
+    assert table.loc[table["env"] == "external", "won"].any()
+    assert record.mlflow_run.data.metrics["ingestion/outcome_assumed_episodes"] == 1

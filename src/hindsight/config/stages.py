@@ -32,6 +32,10 @@ class IngestionConfig:
     conversations), relative to the project root."""
     external_source: str = "expert"
     """The ``source`` given to conversation-format episodes."""
+    assume_success: bool = True
+    """Outcome of conversation-format episodes that state none: agent-SFT conversation sets
+    hold successful demonstrations without an outcome field (how many were assumed is
+    logged as ``ingestion/outcome_assumed_episodes``)."""
 
 
 @dataclass

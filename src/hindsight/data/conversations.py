@@ -264,4 +264,16 @@ def conversations_to_table(
         rows.extend(episode_rows)
     row_labels = [row.pop("_label") for row in rows]
     table = pd.DataFrame(rows, columns=list(TRAJECTORY_COLUMNS))
-    return validate_trajectories(table, origin, row_labels=row_labels)
+    table = validate_trajectories(table, origin, row_labels=row_labels)
+    table.attrs[OUTCOME_ASSUMED] = sum(not states_outcome(_turns_of(record, origin)[1]) for record in records)
+    return table
+
+
+OUTCOME_ASSUMED = "outcome_assumed_episodes"
+"""``DataFrame.attrs`` key: how many episodes of a loaded file stated no outcome, so that
+``assume_success`` decided it."""
+
+
+def states_outcome(meta: dict[str, Any]) -> bool:
+    """Whether an episode's fields state its outcome (``success``, ``won`` or ``reward``)."""
+    return any(not _is_absent(meta, name) for name in ("success", "won", "reward"))

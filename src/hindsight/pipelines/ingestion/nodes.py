@@ -13,6 +13,7 @@ import pandas as pd
 from hindsight import tracking
 from hindsight.config import IngestionConfig, ProjectConfig
 from hindsight.data import expert, external
+from hindsight.data.conversations import OUTCOME_ASSUMED
 from hindsight.data.outcomes import ingestion_counts, summarize_episodes
 from hindsight.data.schema import empty_trajectory_table, validate_trajectories
 
@@ -49,13 +50,18 @@ def load_external_trajectories(project: ProjectConfig, ingestion: IngestionConfi
     Returns:
         The concatenated external trajectories (empty when no file is named).
     """
-    tables = []
+    tables, assumed_total = [], 0
     for path in ingestion.external_files:
         table = external.load_external_trajectories(
-            Path(path), reward=project.environment.reward, source=ingestion.external_source
+            Path(path), reward=project.environment.reward, assume_success=ingestion.assume_success,
+            source=ingestion.external_source,
         )
-        logger.info("Loaded %d steps from %s", len(table), path)
+        assumed = int(table.attrs.get(OUTCOME_ASSUMED, 0))
+        logger.info("Loaded %d steps from %s (%d episodes without an outcome field, assumed %s)",
+                    len(table), path, assumed, "won" if ingestion.assume_success else "lost")
+        assumed_total += assumed
         tables.append(table)
+    tracking.log_metrics({"ingestion/outcome_assumed_episodes": float(assumed_total)})
     if not tables:
         return empty_trajectory_table()
     return pd.concat(tables, ignore_index=True)
