@@ -40,6 +40,52 @@ def _unknown_key_error(cls: type, where: str, unknown: list[str]) -> ParameterEr
     )
 
 
+_SCALARS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+
+
+def _matches(value: Any, hint: Any) -> bool:
+    """Whether a converted value has the type its field declares (ints pass for floats;
+    a bool never passes for a number). Hints other than scalars, lists, tuples, dicts,
+    dataclasses and their unions are not checked."""
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, option) for option in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    if hint is list or origin is list or hint is tuple or origin is tuple:
+        return isinstance(value, (list, tuple))
+    if hint is dict or origin is dict:
+        return isinstance(value, Mapping)
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return isinstance(value, hint)
+    return True
+
+
+def _describe(hint: Any) -> str:
+    """A hint in words, for error messages (``int | None`` -> "an integer or null")."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return " or ".join(_describe(option) for option in typing.get_args(hint))
+    if hint is type(None):
+        return "null"
+    if hint in _SCALARS:
+        return _SCALARS[hint]
+    if hint is list or typing.get_origin(hint) in (list, tuple):
+        return "a list"
+    if hint is dict or typing.get_origin(hint) is dict:
+        return "a mapping"
+    return getattr(hint, "__name__", str(hint))
+
+
 def _convert(value: Any, hint: Any, where: str) -> Any:
     """``value`` converted to the type ``hint`` where that is (or contains) a dataclass."""
     if value is None:
@@ -109,6 +155,10 @@ def build(cls: type[T], values: Mapping[str, Any] | None, where: str = "", defau
             converted[name] = build(type(default), value, key, defaults=default)
         else:
             converted[name] = _convert(value, hints.get(name, Any), key)
+        if not _matches(converted[name], hints.get(name, Any)):
+            raise ParameterError(
+                f"parameter '{key}' ({_source(key)}) must be {_describe(hints.get(name, Any))}, got {value!r}"
+            )
     if defaults is not None:
         for name in names - set(values):
             converted[name] = getattr(defaults, name)

@@ -94,3 +94,28 @@ def test_a_bad_value_names_the_block_and_the_file():
 def test_the_seeds_derive_from_the_one_run_seed():
     seeds = ProjectConfig(seed=3).seeds
     assert (seeds.model, seeds.examples, seeds.rollouts, seeds.validation, seeds.evaluation) == (3, 3, 3, 4, 1237)
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"training": {"rl": {"updates": "four"}}}, "'training.rl.updates' (conf/<env>/parameters_training.yml) must be an integer, got 'four'"),
+        ({"training": {"rl": {"learning_rate": True}}}, "'training.rl.learning_rate' (conf/<env>/parameters_training.yml) must be a number"),
+        ({"environment": {"games": 5}}, "'environment.games' (conf/<env>/parameters.yml) must be a list"),
+        ({"ingestion": {"external_files": "a.jsonl"}}, "'ingestion.external_files' (conf/<env>/parameters_ingestion.yml) must be a list"),
+        ({"training": {"rl": {"micro_batch_tokens": 1.5}}}, "must be an integer or null"),
+    ],
+)
+def test_a_value_of_the_wrong_type_names_the_key_the_file_and_the_type(params, message):
+    with pytest.raises(ParameterError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        check_parameters(params)
+
+
+def test_ints_pass_for_floats_and_null_for_optional_fields():
+    settings = check_parameters({"training": {"rl": {"learning_rate": 1, "gigpo_similarity_threshold": None}}})
+    assert settings["training"].rl.learning_rate == 1
+
+
+def test_an_unknown_expert_fold_is_named_before_any_environment_starts():
+    with pytest.raises(ParameterError, match="unknown fold 'valid'.*parameters_ingestion.yml|parameters_ingestion.yml.*unknown fold 'valid'"):
+        check_parameters({"ingestion": {"expert_episodes": {"valid": 3}}})

@@ -56,5 +56,5 @@ def test_budgets_are_checked(untrained_policy):
 
 def test_the_switch_must_be_a_boolean():
     """A quoted "false" in YAML is a string: named in the error instead of read as true."""
-    with pytest.raises(ParameterError, match="analyzer.structured must be true or false"):
+    with pytest.raises(ParameterError, match="'analyzer.structured' .* must be true or false, got 'false'"):
         build(ProjectConfig, {"analyzer": {"structured": "false"}})

@@ -16,6 +16,7 @@ from hindsight.config.stages import (
     BehaviourCloningConfig,
     EvaluationConfig,
     ExperimentsConfig,
+    GridSettings,
     IngestionConfig,
     ScoringConfig,
     SkillsConfig,
@@ -83,12 +84,14 @@ def check_parameters(params: Mapping[str, Any]) -> dict[str, Any]:
     return settings
 
 
+def grid_settings(training: Mapping[str, Any] | None, experiments: Mapping[str, Any] | None) -> GridSettings:
+    """The experiment grid's settings from the ``training`` and ``experiments`` blocks."""
+    return GridSettings(training=build(TrainingConfig, training, "training"), experiments=build(ExperimentsConfig, experiments, "experiments"))
+
+
 def settings_datasets(params: Mapping[str, Any]) -> dict[str, Any]:
     """Every settings dataset the settings nodes produce, by catalog name
     (``project_settings``, ``<stage>_settings``, ``experiment_settings``)."""
-    from hindsight.config.stages import GridSettings
-
-    settings = check_parameters(params)
-    datasets = {f"{key}_settings": value for key, value in settings.items()}
-    datasets["experiment_settings"] = GridSettings(training=settings["training"], experiments=settings["experiments"])
+    datasets = {f"{key}_settings": value for key, value in check_parameters(params).items()}
+    datasets["experiment_settings"] = grid_settings(params.get("training"), params.get("experiments"))
     return datasets

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
+from hindsight.envs.base import SPLITS
 from hindsight.experiments.methods import METHODS
 from hindsight.policy.model import LoraSettings
 from hindsight.training.rl_config import RLConfig
@@ -36,6 +37,13 @@ class IngestionConfig:
     """Outcome of conversation-format episodes that state none: agent-SFT conversation sets
     hold successful demonstrations without an outcome field (how many were assumed is
     logged as ``ingestion/outcome_assumed_episodes``)."""
+
+    def __post_init__(self) -> None:
+        for split, count in self.expert_episodes.items():
+            if split not in SPLITS:
+                raise ValueError(f"ingestion.expert_episodes: unknown fold {split!r}; use {list(SPLITS)}")
+            if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                raise ValueError(f"ingestion.expert_episodes.{split} must be a non-negative integer, got {count!r}")
 
 
 @dataclass
@@ -269,7 +277,8 @@ class ExperimentsConfig:
 
 @dataclass
 class GridSettings:
-    """What the experiment grid reads: the training run every cell varies, and the grid."""
+    """What the experiment grid reads: the training run every cell varies, and the grid
+    (``parameters_training.yml`` and ``parameters_experiments.yml`` together)."""
 
     training: TrainingConfig = field(default_factory=TrainingConfig)
     experiments: ExperimentsConfig = field(default_factory=ExperimentsConfig)

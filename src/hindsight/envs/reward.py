@@ -19,11 +19,6 @@ class RewardConfig:
     invalid_penalty: float = 0.1
     """Subtracted on every step whose action the environment did not accept."""
 
-    @classmethod
-    def from_params(cls, params: dict | None) -> "RewardConfig":
-        """Build from a parameters dict (unknown keys raise ``TypeError``)."""
-        return cls(**(params or {}))
-
 
 def step_reward(won_now: bool, action_valid: bool, config: RewardConfig | None = None) -> float:
     """The reward of one step.

@@ -17,7 +17,6 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
-from hindsight.params import build as dataclass_from_params
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.rollout.engine import RolloutConfig, run_rollouts
 from hindsight.rollout.tasks import TaskRef, split_tasks
@@ -42,15 +41,6 @@ class HeldoutConfig:
     """Also play the random-valid-action agent on the same tasks."""
     seed: int = 1234
     """Seed of sampling during evaluation."""
-
-    @classmethod
-    def from_params(cls, params: dict | None) -> "HeldoutConfig":
-        config = dataclass_from_params(cls, params, "evaluation.heldout")
-        config.splits = tuple(config.splits)
-        unknown = set(config.splits) - {"seen", "unseen"}
-        if unknown:
-            raise ValueError(f"evaluation.heldout.splits: unknown split(s) {sorted(unknown)}; use seen / unseen")
-        return config
 
 
 def heldout_tasks(specs: Sequence[EnvironmentSpec], config: HeldoutConfig) -> dict[str, list[TaskRef]]:

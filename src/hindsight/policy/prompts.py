@@ -46,10 +46,6 @@ class PromptConfig:
     max_observation_chars: int = 1200
     """Longer observations are cut (keeping the start) so one step cannot fill the context."""
 
-    @classmethod
-    def from_params(cls, params: dict | None) -> "PromptConfig":
-        return cls(**(params or {}))
-
 
 def one_line(text, limit: int) -> str:
     """``text`` on one line (whitespace runs collapsed), cut to ``limit`` characters plus

@@ -86,14 +86,6 @@ class RolloutConfig:
     progress: bool = True
     """Show a tqdm progress bar (live episodes, env steps/s)."""
 
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any] | None) -> "RolloutConfig":
-        """Build from a parameters dict; ``prompt`` may be a nested dict."""
-        values = dict(params or {})
-        if isinstance(values.get("prompt"), Mapping) or values.get("prompt") is None:
-            values["prompt"] = PromptConfig.from_params(values.get("prompt"))
-        return cls(**values)
-
     def sampling(self) -> SamplingConfig:
         """The decoding settings of the generation calls."""
         return SamplingConfig(

@@ -34,6 +34,7 @@ class SkillBankTeacher(Teacher):
     """Looks each episode's skill up in a fixed bank (``skill_bank_from_table``)."""
 
     name = "fixed_bank"
+    found_metric = "opd/bank_hit_rate"
 
     def __init__(self, bank: dict[str, str]) -> None:
         self.bank = dict(bank)

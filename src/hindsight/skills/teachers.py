@@ -19,6 +19,9 @@ class Teacher(ABC):
     """Writes a hindsight skill for each finished episode."""
 
     name: str = "teacher"
+    found_metric: str = "opd/skill_parse_rate"
+    """What the share of episodes that got a skill is called in the RL metrics: a parse
+    rate for a teacher that writes, a hit rate for one that looks skills up."""
 
     @abstractmethod
     def write_skills(self, episodes: Sequence[EpisodeView]) -> list[SkillRecord]:

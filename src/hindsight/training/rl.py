@@ -40,7 +40,6 @@ from hindsight.rollout.stats import rollout_metrics
 from hindsight.rollout.tasks import TaskRef, sample_update_tasks, training_task_pool
 from hindsight.skills.episode_views import episodes_from_table
 from hindsight.skills.records import skills_table
-from hindsight.skills.skill_bank import SkillBankTeacher
 from hindsight.skills.teachers import Teacher
 from hindsight.training.checkpoint import ResumedRun, resume_rl, save_rl_checkpoint
 from hindsight.training.distillation import skill_augmented_logprobs
@@ -91,7 +90,7 @@ def distillation_targets(
     skill_of = dict(zip(skills["episode_id"], skills["skill"]))
     teacher_logp = skill_augmented_logprobs(policy.model, policy.tokenizer, samples, skill_of, batch_size)
     found = float(skills["parse_ok"].mean()) if len(skills) else 0.0
-    metrics = {"opd/bank_hit_rate" if isinstance(teacher, SkillBankTeacher) else "opd/skill_parse_rate": found}
+    metrics = {teacher.found_metric: found}
     with_skill = [i for i, logp in enumerate(teacher_logp) if logp is not None]
     if with_skill:
         # the teacher gap l_skill - l_old over the tokens the policy chose (forced ones say nothing)

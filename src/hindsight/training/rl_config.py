@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hindsight.params import build
-
 ALGORITHMS = ("seed", "grpo", "gigpo", "opid")
 SKILL_SOURCES = ("on_policy", "fixed_bank")
 
@@ -86,10 +84,6 @@ class RLConfig:
             raise ValueError(f"training.rl.task_fraction must be in (0, 1], got {self.task_fraction}")
         if self.micro_batch_tokens is not None and self.micro_batch_tokens < 1:
             raise ValueError(f"training.rl.micro_batch_tokens must be a positive token count or null, got {self.micro_batch_tokens}")
-
-    @classmethod
-    def from_params(cls, params: dict | None) -> "RLConfig":
-        return build(cls, params, "training.rl")
 
     @property
     def uses_skills(self) -> bool:

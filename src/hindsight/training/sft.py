@@ -24,7 +24,6 @@ from typing import Callable, Sequence
 import pandas as pd
 import torch
 
-from hindsight.params import build
 from hindsight.policy.batching import token_budget_chunks
 from hindsight.policy.encoding import collate, encode_sample
 from hindsight.policy.logprobs import token_logprobs
@@ -73,10 +72,6 @@ class SFTConfig:
             raise ValueError(f"sft.bf16_autocast must be true, false or \"auto\", got {self.bf16_autocast!r}")
         if self.micro_batch_tokens is not None and self.micro_batch_tokens < 1:
             raise ValueError(f"sft.micro_batch_tokens must be a positive token count or null, got {self.micro_batch_tokens}")
-
-    @classmethod
-    def from_params(cls, params: dict | None) -> "SFTConfig":
-        return build(cls, params, "sft")
 
 
 def _length_bucketed_batches(lengths: Sequence[int], batch_size: int, rng: random.Random) -> list[list[int]]:

@@ -13,24 +13,19 @@ from typing import Any
 import pandas as pd
 
 from hindsight import tracking
-from hindsight.config import ExperimentsConfig, GridSettings, ProjectConfig, TrainingConfig
+from hindsight.config import GridSettings, ProjectConfig
 from hindsight.experiments.report import (
     data_efficiency_plot,
     learning_curves_plot,
     markdown_report,
     results_table,
 )
-from hindsight.params import as_dict, build
+from hindsight.params import as_dict
 from hindsight.skills.skill_bank import skill_bank_from_table
 from hindsight.experiments.grid import Cell, GridSpec, cell_key, cell_rl_config, run_grid
 from hindsight.training.rl_run import heldout_evaluator, rl_setup, run_rl, weights_fingerprint
 
 logger = logging.getLogger(__name__)
-
-
-def read_experiment_settings(training: dict[str, Any], experiments: dict[str, Any]) -> GridSettings:
-    """``parameters_training.yml`` and ``parameters_experiments.yml`` as one typed object."""
-    return GridSettings(training=build(TrainingConfig, training, "training"), experiments=build(ExperimentsConfig, experiments, "experiments"))
 
 
 @contextlib.contextmanager

@@ -3,13 +3,14 @@ needs (ingestion, behaviour cloning, skills, Stage 1) in front of it."""
 
 from kedro.pipeline import Node, Pipeline
 
-from hindsight.pipelines.experiments.nodes import read_experiment_settings, report_experiments, run_experiment_grid
+from hindsight.config.files import grid_settings
+from hindsight.pipelines.experiments.nodes import report_experiments, run_experiment_grid
 
 
 def create_pipeline(**kwargs) -> Pipeline:
     nodes = [
         Node(
-            read_experiment_settings,
+            grid_settings,
             inputs=["params:training", "params:experiments"],
             outputs="experiment_settings",
             name="read_settings",
