@@ -1,12 +1,14 @@
 """Loading external trajectory files: the malformed corpus, conversation sets, round trips."""
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from hindsight.data import TrajectoryValidationError, load_external_trajectories, validate_trajectories
+from hindsight.data.external import MAX_LINE_BYTES
 from hindsight.envs.reward import RewardConfig
 
 HERE = Path(__file__).parent
@@ -37,13 +39,47 @@ EXPECTED_ERRORS = {
     "corrupt.parquet": ["unreadable parquet file"],
     "missing_column.parquet": ["missing field(s) 'action'"],
     "wrong_type_reward.parquet": ["row 0", "field 'reward'", "expected a number, got str '0'"],
+    "duplicate_episode_rows.jsonl": ["line 3", "field 'step'", "episode 'e1' has step 0 twice"],
+    "duplicate_episode_id.json": ["item 1", "field 'id'", "'alfworld_7' already used at item 0"],
+    "nan_reward.jsonl": ["line 2", "field 'reward'", "NaN or missing value (expected float)"],
+    "infinite_score.jsonl": ["line 2", "field 'score'", "expected a finite number, got float inf"],
+    "infinite_outcome_reward.json": ["item 0", "field 'reward'", "expected a finite number, got inf"],
+    "nan_reward_column.parquet": ["row 1", "field 'reward'", "NaN or missing value (expected float)"],
+    "wrong_schema.parquet": ["row 0", "field 'done'", "expected true/false, got int"],
+    "mixed_formats.jsonl": ["line 2", "a trajectory row in a file of conversations (like line 1)"],
+    "mixed_formats_row_first.jsonl": ["line 2", "a conversation in a file of trajectory rows (like line 1)"],
+    "huge_line.jsonl": ["line 2", "over the limit of 8,388,608 bytes per JSON line"],
+    "no_assistant_turn.jsonl": ["line 1", "field 'conversations'", "no assistant turn among its 3 turn(s)"],
+    "empty_conversation.json": ["item 0", "field 'conversations'", "no assistant turn among its 0 turn(s)"],
+    "conversations_not_list.json": ["item 0", "field 'conversations'", "expected a list of turns, got str"],
+    "bom_inside.jsonl": ["line 3", "byte-order mark (U+FEFF)"],
+    "array_of_numbers.json": ["item 0", "neither a trajectory row", "got int 1"],
+    "blank_lines_only.jsonl": ["only blank lines", "no records"],
+    "negative_step.jsonl": ["line 1", "field 'step'", "-1 must be >= 0"],
+    "step_after_done.jsonl": ["line 2", "field 'done'", "ended at step 1 but goes on to step 2"],
+    "null_action.jsonl": ["line 2", "field 'action'", "missing value (expected str)"],
 }
+
+FILE_LEVEL = {
+    "empty.jsonl", "blank_lines_only.jsonl", "trajectories.csv", "top_level_object.json",
+    "not_parquet.parquet", "corrupt.parquet", "missing_column.parquet",
+}
+"""Problems of the whole file: the message says what is wrong, no line or row."""
+
+NO_FIELD = {
+    "bad_json_line.jsonl", "truncated_array.json", "non_utf8.jsonl", "huge_line.jsonl", "bom_inside.jsonl",
+    "mixed_formats.jsonl", "mixed_formats_row_first.jsonl", "array_of_numbers.json",
+    "missing_field.jsonl", "turn_missing_value.json",
+}
+"""Problems of a whole line or record (unreadable, of the wrong kind, or a field absent:
+that field is named without the word "field 'x'")."""
 
 
 def test_every_malformed_file_has_an_expectation():
     files = {path.name for path in MALFORMED.iterdir() if path.name != "README.md"}
     assert files == set(EXPECTED_ERRORS)
-    assert len(files) >= 10
+    assert len(files) >= 32
+    assert FILE_LEVEL <= files and NO_FIELD <= files
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_ERRORS))
@@ -54,6 +90,10 @@ def test_malformed_file_fails_with_its_own_message(name):
     assert name in message
     for piece in EXPECTED_ERRORS[name]:
         assert piece in message, f"{piece!r} not in {message!r}"
+    if name not in FILE_LEVEL:
+        assert re.search(r", (line|item|row) \d+", message), message
+    if name not in FILE_LEVEL | NO_FIELD:
+        assert re.search(r", field '\w+'", message), message
 
 
 def test_malformed_messages_are_distinct():
@@ -63,6 +103,29 @@ def test_malformed_messages_are_distinct():
             load_external_trajectories(MALFORMED / name)
         messages.add(str(error.value).replace(name, "FILE"))
     assert len(messages) == len(EXPECTED_ERRORS)
+
+
+def test_the_huge_line_is_just_over_the_cap():
+    lines = (MALFORMED / "huge_line.jsonl").read_bytes().splitlines()
+    assert len(lines[0]) < MAX_LINE_BYTES < len(lines[1]) < MAX_LINE_BYTES + 1024 * 1024
+
+
+def test_a_byte_order_mark_at_the_start_is_accepted(tmp_path, make_rows):
+    rows = make_rows("a", 2)
+    text = "".join(json.dumps(row) + "\n" for row in rows)
+    (tmp_path / "plain.jsonl").write_text(text, encoding="utf-8")
+    (tmp_path / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    pd.testing.assert_frame_equal(
+        load_external_trajectories(tmp_path / "bom.jsonl"), load_external_trajectories(tmp_path / "plain.jsonl")
+    )
+
+
+def test_steps_in_any_row_order_are_accepted(tmp_path, make_rows):
+    """Row order is not step order (downstream sorts by step); a gap or a repeat is an error."""
+    rows = make_rows("a", 3)
+    (tmp_path / "shuffled.jsonl").write_text("".join(json.dumps(row) + "\n" for row in [rows[2], rows[0], rows[1]]))
+    table = load_external_trajectories(tmp_path / "shuffled.jsonl")
+    assert table["step"].tolist() == [2, 0, 1] and table["done"].tolist() == [True, False, False]
 
 
 def test_missing_file():

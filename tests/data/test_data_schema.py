@@ -44,7 +44,7 @@ def test_valid_table_is_returned_canonical(make_rows):
     "change, expected",
     [
         (lambda rows: rows[1].update(step="1"), r"memory, row 1, field 'step': expected an integer, got str '1'"),
-        (lambda rows: rows[2].update(reward=float("nan")), r"memory, row 2, field 'reward': missing value"),
+        (lambda rows: rows[2].update(reward=float("nan")), r"memory, row 2, field 'reward': NaN or missing value"),
         (lambda rows: rows[0].update(won="no"), r"memory, row 0, field 'won': expected true/false"),
         (lambda rows: rows[0].update(action=None), r"memory, row 0, field 'action': missing value"),
         (lambda rows: rows[1].update(valid_actions=["a", 3]), r"row 1, field 'valid_actions': expected a list of strings"),
@@ -54,6 +54,7 @@ def test_valid_table_is_returned_canonical(make_rows):
         (lambda rows: rows[2].update(task_type="boil"), r"row 2, field 'task_type': episode 'e1' has 'boil' here but 'twc' at row 0"),
         (lambda rows: rows[1].update(reward=True), r"row 1, field 'reward': expected a number, got bool True"),
         (lambda rows: rows[0].update(episode_id=" "), r"row 0, field 'episode_id': ' ' must not be empty"),
+        (lambda rows: rows[0].update(done=True), r"row 0, field 'done': episode 'e1' ended at step 0 but goes on to step 2"),
     ],
 )
 def test_each_problem_has_its_own_message(change, expected, make_rows):

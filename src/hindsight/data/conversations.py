@@ -117,6 +117,8 @@ def _outcome(meta: dict[str, Any], where: str, assume_success: bool) -> bool:
             raise TrajectoryValidationError(
                 f"{where}, field 'reward': expected a number, got {type(value).__name__} {value!r}."
             )
+        if not np.isfinite(float(value)):
+            raise TrajectoryValidationError(f"{where}, field 'reward': expected a finite number, got {value!r}.")
         return float(value) >= SUCCESS_REWARD_THRESHOLD
     return assume_success
 
@@ -162,8 +164,14 @@ def _episode_rows(
         None,
     )
     if first_action is None:
+        field = next((key for key in TURN_LIST_KEYS if key in meta), "conversations")
+        if not any(role == "assistant" for role, _ in normalized):
+            raise TrajectoryValidationError(
+                f"{where}, field {field!r}: no assistant turn among its {len(normalized)} turn(s), so the "
+                "episode has no steps."
+            )
         raise TrajectoryValidationError(
-            f"{where}, field 'conversations': no assistant turn has an 'Action: ...' line, so the "
+            f"{where}, field {field!r}: no assistant turn has an 'Action: ...' line, so the "
             "episode has no actions."
         )
     split = _optional_text(meta, "split", where) or "train"

@@ -9,7 +9,13 @@ Formats (detected by extension, then by content):
   holding it under "data", "episodes", "trajectories" or "rows"). A ``.json`` file that is
   really JSON lines, or a ``.jsonl`` file holding one JSON list, is read as what it is.
   Each record is either a table row (it has ``episode_id`` and ``step``: every column of
-  the schema is then required) or an episode in conversation form.
+  the schema is then required) or an episode in conversation form; one file holds one
+  kind. A JSON line may hold at most ``MAX_LINE_BYTES`` (8 MiB): a longer one is refused
+  before it is parsed.
+
+Text is UTF-8; a byte-order mark at the start of the file is accepted (editors on Windows
+write one), one at the start of a later line (files joined together) is an error. JSON's
+non-standard ``NaN`` / ``Infinity`` parse, and then fail the schema's finite-number check.
 
 Conversation episodes are read by ``hindsight.data.conversations``.
 
@@ -36,6 +42,13 @@ logger = logging.getLogger(__name__)
 EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".parquet": "parquet", ".pq": "parquet"}
 LIST_KEYS = ("data", "episodes", "trajectories", "rows")
 _PARQUET_MAGIC = b"PAR1"
+MAX_LINE_BYTES = 8 * 1024 * 1024
+"""The longest JSON line read (a step with a whole book as its observation is a broken export)."""
+_BOM = "\ufeff"
+
+
+class _LineTooLong(TrajectoryValidationError):
+    """A JSON line over ``MAX_LINE_BYTES``: the file is not read another way."""
 
 
 def load_external_trajectories(
@@ -72,8 +85,10 @@ def load_external_trajectories(
             f"{', '.join(EXTENSIONS)}."
         )
     data = path.read_bytes()
+    if not data:
+        raise TrajectoryValidationError(f"{origin}: the file is empty (0 bytes).")
     if not data.strip():
-        raise TrajectoryValidationError(f"{origin}: the file is empty.")
+        raise TrajectoryValidationError(f"{origin}: the file holds only blank lines ({len(data)} bytes), no records.")
     if kind == "parquet":
         return _load_parquet(path, data, reward, assume_success, source)
     text = _decode_utf8(data, origin)
@@ -97,6 +112,17 @@ def _parse_json_lines(text: str, origin: str) -> tuple[list[Any], list[str]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
+        size = len(line.encode("utf-8")) if len(line) > MAX_LINE_BYTES // 4 else 0  # 4 bytes a character at most
+        if size > MAX_LINE_BYTES:
+            raise _LineTooLong(
+                f"{origin}, line {number}: {size:,} bytes, over the limit of {MAX_LINE_BYTES:,} bytes per "
+                "JSON line (MAX_LINE_BYTES); split the record or shorten its texts."
+            )
+        if line.startswith(_BOM):
+            raise TrajectoryValidationError(
+                f"{origin}, line {number}: starts with a byte-order mark (U+FEFF); only the first line of "
+                "a file may (were two files joined together?)."
+            )
         try:
             records.append(json.loads(line))
         except json.JSONDecodeError as error:
@@ -137,6 +163,8 @@ def _parse_json_records(text: str, origin: str, kind: str) -> tuple[list[Any], l
         return _parse_json_lines(text, origin)
     try:
         return _parse_json_lines(text, origin)
+    except _LineTooLong:
+        raise
     except TrajectoryValidationError as line_error:
         try:
             document = json.loads(text)
@@ -177,13 +205,18 @@ def records_to_table(
     if not _is_episode(records[0]):
         raise TrajectoryValidationError(
             f"{origin}, {labels[0]}: neither a trajectory row (fields 'episode_id' and 'step') nor "
-            f"a conversation (a list of turns, or an object with a {TURN_KEYS_TEXT} list)."
+            f"a conversation (a list of turns, or an object with a {TURN_KEYS_TEXT} list); got "
+            f"{type(records[0]).__name__} {repr(records[0])[:40]}."
         )
     return conversations_to_table(records, labels, origin, reward or RewardConfig(), assume_success, source)
 
 
 def _rows_to_table(records: Sequence[Any], labels: Sequence[str], origin: str) -> pd.DataFrame:
     for record, label in zip(records, labels):
+        if _is_episode(record) and not is_table_row(record):
+            raise TrajectoryValidationError(
+                f"{origin}, {label}: a conversation in a file of trajectory rows (like {labels[0]})."
+            )
         if not isinstance(record, dict):
             raise TrajectoryValidationError(
                 f"{origin}, {label}: expected a JSON object (a trajectory row like {labels[0]}), "

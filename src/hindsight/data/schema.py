@@ -238,9 +238,9 @@ def coerce_columns(
         converted = []
         for position, value in enumerate(values):
             if _is_missing(value):
+                what = "NaN or missing value" if column.kind == "float" else "missing value"
                 raise TrajectoryValidationError(
-                    f"{_where(origin, row_labels, position)}, field {name!r}: missing value "
-                    f"(expected {column.kind})."
+                    f"{_where(origin, row_labels, position)}, field {name!r}: {what} (expected {column.kind})."
                 )
             try:
                 converted.append(convert(value))
@@ -274,7 +274,9 @@ def _check_values(table: pd.DataFrame, origin: str, row_labels: Sequence[str] | 
 def _check_episodes(table: pd.DataFrame, origin: str, row_labels: Sequence[str] | None) -> None:
     first_row: dict[str, int] = {}
     seen_steps: dict[str, set[int]] = {}
+    done_at: dict[str, tuple[int, int]] = {}  # episode -> (first done step, its row)
     constants = {name: table[name].tolist() for name in EPISODE_CONSTANT_FIELDS}
+    done = table["done"].tolist()
     for position, (episode, step) in enumerate(zip(table["episode_id"].tolist(), table["step"].tolist())):
         if episode not in first_row:
             first_row[episode], seen_steps[episode] = position, set()
@@ -292,12 +294,20 @@ def _check_episodes(table: pd.DataFrame, origin: str, row_labels: Sequence[str] 
                 f"{_where(origin, row_labels, position)}, field 'step': episode {episode!r} has step {step} twice."
             )
         seen_steps[episode].add(step)
+        if done[position] and (episode not in done_at or step < done_at[episode][0]):
+            done_at[episode] = (step, position)
     for episode, steps in seen_steps.items():
         if steps != set(range(len(steps))):
             missing = sorted(set(range(max(steps) + 1)) - steps)[:5]
             raise TrajectoryValidationError(
                 f"{_where(origin, row_labels, first_row[episode])}, field 'step': episode {episode!r} "
                 f"skips step(s) {missing} (steps must run 0, 1, 2, ... without gaps)."
+            )
+        if episode in done_at and done_at[episode][0] < len(steps) - 1:
+            step, position = done_at[episode]
+            raise TrajectoryValidationError(
+                f"{_where(origin, row_labels, position)}, field 'done': episode {episode!r} ended at step "
+                f"{step} but goes on to step {len(steps) - 1} (only its last step may be done)."
             )
 
 
@@ -309,8 +319,9 @@ def validate_trajectories(
     Checks: every column present; no missing values; each value of its column's kind
     (integral floats pass as int; lists, tuples and arrays of strings as ``valid_actions``);
     ``split``, ``source`` from their sets; ``step >= 0``, ``policy_version >= -1``; ids
-    not empty; per episode, the fields of ``EPISODE_CONSTANT_FIELDS`` constant and steps
-    0..n-1 each once (in any row order). Columns outside the schema are dropped.
+    not empty; per episode, the fields of ``EPISODE_CONSTANT_FIELDS`` constant, steps
+    0..n-1 each once (in any row order) and no step after one that is ``done``. Numbers
+    must be finite (NaN reads as missing). Columns outside the schema are dropped.
 
     Args:
         df: The table.

@@ -1,4 +1,10 @@
-"""Wiring of the ingestion stage."""
+"""Wiring of the ingestion stage.
+
+The external files are read first and the expert episodes collected after them, both into
+memory; ``combine_trajectories`` checks everything and only then returns the versioned
+tables (``expert_trajectories``, ``external_trajectories``, ``trajectories``), so bad input
+stops the run before any dataset version is written.
+"""
 
 from kedro.pipeline import Node, Pipeline
 
@@ -16,21 +22,21 @@ def create_pipeline(**kwargs) -> Pipeline:
         "ingestion",
         [
             Node(
-                collect_expert_trajectories,
-                inputs=["project_settings", "ingestion_settings"],
-                outputs="expert_trajectories",
-                name="collect_expert_trajectories",
-            ),
-            Node(
                 load_external_trajectories,
                 inputs=["project_settings", "ingestion_settings"],
-                outputs="external_trajectories",
+                outputs="external_checked",
                 name="load_external_trajectories",
             ),
             Node(
+                collect_expert_trajectories,
+                inputs=["project_settings", "ingestion_settings", "external_checked"],
+                outputs="expert_collected",
+                name="collect_expert_trajectories",
+            ),
+            Node(
                 combine_trajectories,
-                inputs=["expert_trajectories", "external_trajectories"],
-                outputs="trajectories",
+                inputs=["expert_collected", "external_checked"],
+                outputs=["expert_trajectories", "external_trajectories", "trajectories"],
                 name="combine_trajectories",
             ),
             Node(summarize_trajectories, inputs="trajectories", outputs="episode_summary", name="summarize_trajectories"),
