@@ -76,6 +76,8 @@ def test_registry_lists_families_and_rejects_unknown_ones():
 def test_spec_from_params():
     spec = spec_from_params({"env": "textworldexpress", "game": "twc", "params": {"numLocations": 1}, "max_steps": 20})
     assert spec == EnvironmentSpec("textworldexpress", "twc", {"numLocations": 1}, 20)
+    assert spec.step_timeout_s == 60.0
+    assert spec_from_params({"env": "textworldexpress", "game": "twc", "step_timeout_s": None}).step_timeout_s is None
     with pytest.raises(EnvironmentConfigError, match=r"missing \['game'\].*unknown \['gmae'\]"):
         spec_from_params({"env": "textworldexpress", "gmae": "twc"})
 

@@ -11,7 +11,9 @@ from hindsight.policy.encoding import collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.policy.prompts import episode_prompts
 from hindsight.rollout import RolloutConfig, planned_episode_ids, run_rollouts
+from hindsight.rollout.faults import ENV_CRASH
 from hindsight.rollout.live_episode import TABLE_COLUMNS
+from hindsight.rollout.stats import rollout_metrics
 from hindsight.skills.injection import SKILL_HEADER
 
 GROUP_SIZE = 3
@@ -179,10 +181,33 @@ class CrashOnceEnvironment:
         self.env.close()
 
 
-def test_a_crashed_episode_is_replayed(tiny_policy, twc_tasks):
+def test_a_crashed_episode_fails_and_the_rollout_goes_on(tiny_policy, twc_tasks):
     config = RolloutConfig(group_size=2, max_steps=4, max_parallel=2, progress=False)
     result = run_rollouts(tiny_policy, CrashOnceEnvironment, twc_tasks[:1], config)
     assert CrashOnceEnvironment.crashed == 1 and CrashOnceEnvironment.restarted == 1
+    [failed] = result.faults.failed
+    assert failed.reason == ENV_CRASH and failed.detail == "simulated JVM crash" and failed.steps == 2
+    assert failed.episode_id not in set(result.table["episode_id"])
     for _, rows in result.table.groupby("episode_id"):
         assert rows["step"].tolist() == list(range(len(rows))) and rows["done"].iloc[-1]
-    assert result.table["episode_id"].nunique() == 2 and len(result.samples) == len(result.table)
+    assert result.table["episode_id"].nunique() == 1 and len(result.samples) == len(result.table)
+    assert {s.episode_id for s in result.samples} == set(result.table["episode_id"])
+    assert result.stats["failed_episodes"] == 1 and result.stats["failed_episode_rate"] == 0.5
+    assert result.stats["env_restarts"] == 1 and result.stats["step_timeouts"] == 0
+    metrics = rollout_metrics(result.table)
+    assert metrics["faults/failed_episodes"] == 1 and metrics["faults/failed_episode_rate"] == 0.5
+
+
+def test_an_environment_that_fails_while_being_built_is_built_again(tiny_policy, twc_tasks):
+    calls = []
+
+    def factory(spec):
+        calls.append(spec)
+        if len(calls) == 1:
+            raise EnvironmentCrashedError("simulated JVM death while connecting")
+        return make_env(spec)
+
+    config = RolloutConfig(group_size=2, max_steps=3, max_parallel=2, progress=False)
+    result = run_rollouts(tiny_policy, factory, twc_tasks[:1], config)
+    assert len(calls) == 3 and result.faults.failed == [] and result.faults.env_restarts == 0
+    assert result.table["episode_id"].nunique() == 2

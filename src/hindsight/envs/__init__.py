@@ -4,6 +4,11 @@
 locally) or ALFWorld (where installed). Each adapter's module docstring says how it treats
 invalid actions, what it costs, and how it recovers from a crash; what the adapters share
 (episode bookkeeping, the guarded JVM or engine calls, restart and close) is in ``adapter``.
+
+Faults. A JVM simulator whose process dies (killed, out of memory) raises
+``EnvironmentCrashedError`` on the next call; one whose call hangs past
+``spec.step_timeout_s`` is killed by a watchdog (``watchdog``) and the call raises
+``EnvironmentTimeoutError``. Either way ``restart()`` brings a fresh JVM.
 """
 
 from hindsight.envs.base import (
@@ -11,6 +16,7 @@ from hindsight.envs.base import (
     EnvironmentConfigError,
     EnvironmentCrashedError,
     EnvironmentSpec,
+    EnvironmentTimeoutError,
     StepResult,
     TextEnvironment,
 )
@@ -24,6 +30,7 @@ __all__ = [
     "EnvironmentConfigError",
     "EnvironmentCrashedError",
     "EnvironmentSpec",
+    "EnvironmentTimeoutError",
     "RewardConfig",
     "StepResult",
     "TextEnvironment",

@@ -6,8 +6,10 @@ its fold's seeds. Beyond that, there are two ways a simulator is driven, one bas
 
     JavaObjectAdapter        one Java ``PythonInterface`` object on a (shared) JVM:
                              TextWorldExpress, ScienceWorld. Calls go through the
-                             ``JavaBackend`` guard; ``restart`` creates a new object (on a new
-                             JVM if the old one died); ``close`` drops the object.
+                             ``JavaBackend`` guard, each bounded by ``spec.step_timeout_s``
+                             (a hung call gets the JVM killed: ``EnvironmentTimeoutError``);
+                             ``restart`` creates a new object (on a new JVM if the old one
+                             died); ``close`` drops the object.
     InProcessEngineAdapter   a TextWorld engine run in this Python process: TextWorld,
                              ALFWorld. Engine errors become ``EnvironmentCrashedError``;
                              ``restart`` and ``close`` drop the engine.
@@ -151,17 +153,20 @@ class JavaObjectAdapter(EnvironmentAdapter):
         self._connect()
 
     def _connect(self) -> None:
-        self._interface, self._generation = self.backend.new_object(self.java_class)
+        self._interface, self._generation = self.backend.new_object(self.java_class, timeout_s=self.spec.step_timeout_s)
         self._on_connect()
 
     def _on_connect(self) -> None:
         """Prepare a new Java object (first build and after ``restart``)."""
 
     def _call(self, method_name: str, *args: Any) -> Any:
-        """Call a method of this environment's Java object through the backend's guard."""
+        """Call a method of this environment's Java object through the backend's guard (and
+        its watchdog: ``spec.step_timeout_s``)."""
         if self._interface is None:
             raise RuntimeError(f"This {self.display_name} environment is closed.")
-        return self.backend.call(self._generation, getattr(self._interface, method_name), *args)
+        return self.backend.call(
+            self._generation, getattr(self._interface, method_name), *args, timeout_s=self.spec.step_timeout_s
+        )
 
     def _call_list(self, method_name: str, convert: Callable[[Any], Any] = str) -> list:
         """Call a Java method returning a list and copy it (``convert`` on each item) inside
@@ -169,7 +174,9 @@ class JavaObjectAdapter(EnvironmentAdapter):
         if self._interface is None:
             raise RuntimeError(f"This {self.display_name} environment is closed.")
         method = getattr(self._interface, method_name)
-        return self.backend.call(self._generation, lambda: [convert(item) for item in method()])
+        return self.backend.call(
+            self._generation, lambda: [convert(item) for item in method()], timeout_s=self.spec.step_timeout_s
+        )
 
     def restart(self) -> None:
         """Reconnect after a crash: a new JVM if the old one died, a new Java object on it."""

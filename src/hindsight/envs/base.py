@@ -20,7 +20,11 @@ An invalid action is a normal step: ``action_valid=False``, the reward minus the
 penalty (``hindsight.envs.reward``), the state unchanged.
 It never raises. Errors the user can fix (unknown game, bad parameters, no Java) raise
 ``EnvironmentConfigError``; a dead backend (crashed JVM) raises ``EnvironmentCrashedError``
-and ``restart()`` brings the environment back without restarting Python.
+and ``restart()`` brings the environment back without restarting Python. A simulator call
+that runs past ``EnvironmentSpec.step_timeout_s`` (a hang) raises ``EnvironmentTimeoutError``,
+a kind of ``EnvironmentCrashedError``: the backend was killed, ``restart()`` as after a crash
+(JVM simulators; ``java_backend``). The rollout engine fails the episode that met either and
+plays on (``hindsight.rollout.faults``).
 """
 
 from __future__ import annotations
@@ -44,6 +48,10 @@ class EnvironmentCrashedError(RuntimeError):
     """The environment backend died (e.g. the JVM); call ``restart()``."""
 
 
+class EnvironmentTimeoutError(EnvironmentCrashedError):
+    """A simulator call ran past the step timeout; its backend was killed, call ``restart()``."""
+
+
 def check_split(split: str) -> None:
     """Raise ``EnvironmentConfigError`` unless ``split`` is one of ``SPLITS``."""
     if split not in SPLITS:
@@ -65,6 +73,10 @@ class EnvironmentSpec:
     max_steps: int = 30
     reward: RewardConfig = field(default_factory=RewardConfig)
     """How a step is rewarded (the environment computes every reward the project records)."""
+    step_timeout_s: float | None = 60.0
+    """Longest one simulator call (of a ``reset`` or ``step``) may take: past it the backend
+    is killed and the call raises ``EnvironmentTimeoutError`` (JVM simulators:
+    TextWorldExpress, ScienceWorld). None: no limit."""
 
 
 class TextEnvironment(ABC):

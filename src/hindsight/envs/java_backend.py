@@ -16,7 +16,22 @@ Crashes. When the JVM dies (killed, out of memory), every call through it fails.
 turns py4j's errors into ``EnvironmentCrashedError``; ``ensure_running`` starts a fresh JVM
 in-process. Each start increments ``generation``; an adapter remembers the generation its
 Java object belongs to, so an object of a dead JVM is never used against a new one (a new JVM
-may reuse the port and object ids of the old one).
+may reuse the port and object ids of the old one). A killed JVM can still look alive for a
+moment (the kernel is tearing it down) while its port already refuses connections, so after
+a call failed with anything but a Java exception, ``ensure_running`` first checks that the
+JVM answers a trivial call, and replaces it when it does not.
+
+Hangs. ``call(..., timeout_s=...)`` arms a deadline on the backend's ``CallWatchdog``
+(``watchdog``); a call still running at its deadline gets the JVM killed (it cannot be
+interrupted otherwise: the py4j call waits on a socket), which makes the call fail at once,
+and raises ``EnvironmentTimeoutError`` (a kind of ``EnvironmentCrashedError``) naming the
+timeout. From there it is a crash: ``restart()`` on the environment starts a fresh JVM.
+Every environment on the killed JVM sees a crash on its next call, as after any JVM death.
+py4j also talks to the JVM on its own: when Python collects the proxy of a Java object
+(e.g. a returned list), its finalizer sends a blocking "release" command, at whatever point
+the garbage collector runs, outside any guarded call; on a hung JVM that would hang the run
+where no watchdog looks. So the backend's gateway client queues those releases
+(``_DeferredReleaseClient``) and sends them at the start of the next guarded call.
 
 Processes: a backend belongs to the process that started its JVM. In a forked child it
 counts as not running (the child starts its own JVM on first use, and never shuts down the
@@ -29,15 +44,44 @@ import atexit
 import logging
 import os
 import threading
+from collections import deque
 from typing import Any, Callable, Sequence
 
-from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
-from py4j.protocol import Py4JError
+from py4j.java_gateway import GatewayClient, GatewayParameters, JavaGateway, launch_gateway
+from py4j.protocol import Py4JError, Py4JJavaError
 
-from hindsight.envs.base import EnvironmentCrashedError
+from hindsight.envs.base import EnvironmentCrashedError, EnvironmentTimeoutError
 from hindsight.envs.java import check_java
+from hindsight.envs.watchdog import CallWatchdog, Deadline
 
 logger = logging.getLogger(__name__)
+
+
+class _DeferredReleaseClient(GatewayClient):
+    """A py4j client whose object releases wait for ``send_pending_releases`` (module doc)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._pending_releases: deque[str] = deque()
+
+    def garbage_collect_object(self, target_id: str) -> None:  # called by py4j's finalizers
+        self._pending_releases.append(target_id)
+
+    def send_pending_releases(self) -> None:
+        """Tell the JVM about the Java objects Python no longer references."""
+        while self._pending_releases:
+            try:
+                target_id = self._pending_releases.popleft()
+            except IndexError:  # another thread took the last one
+                return
+            super().garbage_collect_object(target_id)
+
+
+class _Gateway(JavaGateway):
+    """A py4j gateway whose client defers object releases."""
+
+    def _create_gateway_client(self) -> _DeferredReleaseClient:
+        return _DeferredReleaseClient(gateway_parameters=self.gateway_parameters)
 
 
 class JavaBackend:
@@ -58,11 +102,22 @@ class JavaBackend:
         self._process = None
         self._owner_pid: int | None = None
         self._lock = threading.Lock()
+        self._kill_lock = threading.Lock()
+        self._watchdog: CallWatchdog | None = None
+        self._suspect: int | None = None  # generation of the last call failure that was not a Java exception
+        self.timeouts = 0
+        """Calls that ran past their timeout (each killed the JVM)."""
 
     @property
     def pid(self) -> int | None:
         """Process id of the current JVM (None before the first start)."""
         return self._process.pid if self._process is not None else None
+
+    @property
+    def jvm(self) -> Any:
+        """py4j's view of the running JVM's classes (``jvm.java.lang.System``...); None when
+        no JVM was started. Calls through it are not guarded: pass them to ``call``."""
+        return self._gateway.jvm if self._gateway is not None else None
 
     @property
     def is_alive(self) -> bool:
@@ -80,26 +135,54 @@ class JavaBackend:
             The current generation (incremented by each start).
         """
         with self._lock:
+            if self.is_alive and self._suspect == self.generation and not self._responds():
+                logger.warning("The %s JVM (pid %d) does not answer; replacing it.", self.name, self.pid)
+                self.kill()
             if not self.is_alive:
                 self._start()
             return self.generation
 
-    def new_object(self, class_name: str) -> tuple[Any, int]:
+    def _responds(self) -> bool:
+        """Whether the JVM answers a trivial call (after a call through it failed)."""
+        try:
+            self.call(self.generation, lambda: self._gateway.jvm.java.lang.System.nanoTime(), timeout_s=PROBE_TIMEOUT_S)
+        except EnvironmentCrashedError:
+            return False
+        self._suspect = None
+        return True
+
+    def new_object(self, class_name: str, timeout_s: float | None = None) -> tuple[Any, int]:
         """Create a Java object of ``class_name`` on the running JVM (starting it if needed).
 
         Returns:
             The py4j proxy and the generation it belongs to.
-        """
-        generation = self.ensure_running()
-        java_class = self._gateway.jvm
-        for part in class_name.split("."):
-            java_class = getattr(java_class, part)
-        return self.call(generation, java_class), generation
-
-    def call(self, generation: int, function: Callable[..., Any], *args: Any) -> Any:
-        """Call ``function`` (a method of a Java object of ``generation``) with ``args``.
 
         Raises:
+            EnvironmentCrashedError: The JVM failed while the object was made (as ``call``).
+        """
+        generation = self.ensure_running()
+
+        def create() -> Any:
+            java_class = self._gateway.jvm
+            for part in class_name.split("."):
+                java_class = getattr(java_class, part)
+            return java_class()
+
+        return self.call(generation, create, timeout_s=timeout_s), generation
+
+    def call(
+        self, generation: int, function: Callable[..., Any], *args: Any, timeout_s: float | None = None
+    ) -> Any:
+        """Call ``function`` (a method of a Java object of ``generation``) with ``args``.
+
+        Args:
+            generation: The generation the Java object belongs to.
+            function: The py4j method (or a function making py4j calls).
+            *args: Its arguments.
+            timeout_s: Longest the call may take; past it the JVM is killed (None: no limit).
+
+        Raises:
+            EnvironmentTimeoutError: The call ran past ``timeout_s``; the JVM was killed.
             EnvironmentCrashedError: The JVM died, was replaced, or the call failed inside py4j
                 or the simulator.
         """
@@ -113,20 +196,62 @@ class JavaBackend:
                 f"The {self.name} JVM (pid {self.pid}) is no longer running; call restart() on "
                 "the environment."
             )
+        deadline = self._arm(timeout_s, generation)
         try:
-            return function(*args)
+            self._gateway._gateway_client.send_pending_releases()
+            result = function(*args)
         except Py4JError as error:
+            self._check_deadline(deadline)
+            if not isinstance(error, Py4JJavaError):  # not an answer: the JVM may be dying
+                self._suspect = generation
             state = "died" if not self.is_alive else "failed"
             raise EnvironmentCrashedError(
                 f"The {self.name} backend {state} during a call ({type(error).__name__}: "
                 f"{str(error).strip()[:300]}); call restart() on the environment."
             ) from error
+        except BaseException:
+            self._check_deadline(deadline)
+            raise
+        self._check_deadline(deadline)
+        return result
+
+    def _arm(self, timeout_s: float | None, generation: int) -> Deadline | None:
+        if timeout_s is None:
+            return None
+        if self._watchdog is None or self._watchdog.pid != os.getpid():
+            self._watchdog = CallWatchdog(self._expire, self.name)
+        return self._watchdog.arm(timeout_s, generation)
+
+    def _check_deadline(self, deadline: Deadline | None) -> None:
+        """Raise ``EnvironmentTimeoutError`` when ``deadline`` expired (after making sure the
+        JVM it ran on is dead, so that a restart cannot reconnect to it)."""
+        if deadline is None or not self._watchdog.disarm(deadline):
+            return
+        pid = self.pid
+        self._expire(deadline)
+        raise EnvironmentTimeoutError(
+            f"A {self.name} call took longer than the step timeout ({deadline.timeout_s:g} s); "
+            f"the JVM (pid {pid}) was killed. Call restart() on the environment."
+        )
+
+    def _expire(self, deadline: Deadline) -> None:
+        """Kill the JVM a timed-out call runs on (once; never a newer JVM)."""
+        with self._kill_lock:
+            if deadline.generation == self.generation and self.is_alive:
+                self.timeouts += 1
+                logger.warning(
+                    "%s: a call ran past its %g s timeout; killing the JVM (pid %d).",
+                    self.name, deadline.timeout_s, self.pid,
+                )
+                self._process.kill()
+                self._process.wait(timeout=30)
 
     def kill(self) -> None:
         """Kill the JVM at once (what a crash looks like)."""
-        if self.is_alive:
-            self._process.kill()
-            self._process.wait(timeout=30)
+        with self._kill_lock:
+            if self.is_alive:
+                self._process.kill()
+                self._process.wait(timeout=30)
 
     def close(self) -> None:
         """Shut the JVM down; a later ``ensure_running`` starts a new one."""
@@ -143,7 +268,7 @@ class JavaBackend:
             javaopts=list(self.java_options),
             return_proc=True,
         )
-        self._gateway = JavaGateway(
+        self._gateway = _Gateway(
             gateway_parameters=GatewayParameters(port=port, auto_field=False), java_process=process
         )
         self._process = process
@@ -169,6 +294,11 @@ class JavaBackend:
             except Exception:
                 process.kill()
                 process.wait(timeout=30)
+
+
+PROBE_TIMEOUT_S = 10.0
+"""How long a JVM under suspicion (a call through it failed) gets to answer a trivial call
+before ``ensure_running`` replaces it."""
 
 
 _SHARED_BACKENDS: dict[tuple[str, tuple[str, ...]], JavaBackend] = {}

@@ -45,6 +45,9 @@ def make_env(spec: EnvironmentSpec, reward: RewardConfig | None = None) -> TextE
         )
     if not isinstance(spec.max_steps, int) or isinstance(spec.max_steps, bool) or spec.max_steps < 1:
         raise EnvironmentConfigError(f"max_steps must be a positive integer, got {spec.max_steps!r}.")
+    timeout = spec.step_timeout_s
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
+        raise EnvironmentConfigError(f"step_timeout_s must be a positive number of seconds or None, got {timeout!r}.")
     module_name, class_name = ENV_FAMILIES[spec.env]
     adapter = getattr(importlib.import_module(module_name), class_name)
     return adapter(spec, reward=reward or spec.reward)
@@ -52,22 +55,23 @@ def make_env(spec: EnvironmentSpec, reward: RewardConfig | None = None) -> TextE
 
 def spec_from_params(params: dict) -> EnvironmentSpec:
     """An ``EnvironmentSpec`` from a parameters dict (``env``, ``game``, ``params``,
-    ``max_steps``), as written in ``parameters_*.yml``.
+    ``max_steps``, ``step_timeout_s``), as written in ``parameters_*.yml``.
 
     Raises:
         EnvironmentConfigError: A key is missing or unknown.
     """
-    known = {"env", "game", "params", "max_steps"}
+    known = {"env", "game", "params", "max_steps", "step_timeout_s"}
     unknown = sorted(set(params) - known)
     missing = sorted({"env", "game"} - set(params))
     if unknown or missing:
         problems = ([f"missing {missing}"] if missing else []) + ([f"unknown {unknown}"] if unknown else [])
         raise EnvironmentConfigError(
-            f"Bad environment spec {params!r}: {'; '.join(problems)} (keys: env, game, params, max_steps)."
+            f"Bad environment spec {params!r}: {'; '.join(problems)} (keys: env, game, params, max_steps, step_timeout_s)."
         )
     return EnvironmentSpec(
         env=params["env"],
         game=params["game"],
         params=dict(params.get("params") or {}),
         max_steps=params.get("max_steps", 30),
+        step_timeout_s=params.get("step_timeout_s", EnvironmentSpec.step_timeout_s),
     )

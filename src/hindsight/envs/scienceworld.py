@@ -24,6 +24,13 @@ questions with "0" themselves, so the adapter never answers on the agent's behal
 Cost. One ScienceWorld JVM takes up to a GB when started by the package's own class, one
 per instance. This adapter shares one JVM per process between all ScienceWorld
 environments (``java_backend``); load and step times are in docs/measurements.md.
+
+Faults. As for TextWorldExpress: a killed JVM raises ``EnvironmentCrashedError`` on the next
+call, a call past ``spec.step_timeout_s`` gets the JVM killed and raises
+``EnvironmentTimeoutError``, and ``restart()`` connects to a fresh JVM (about 2-3 s with the
+task loaded again, ``benchmarks/reliability_envs.py``). A step makes several simulator calls
+(step, score, completion, valid actions, inventory); the timeout bounds each one. The
+first load of a task can take over a second on a busy machine: keep the timeout generous.
 """
 
 from __future__ import annotations

@@ -23,6 +23,13 @@ This adapter drives the same Java entry point (``PythonInterface``) but puts eve
 environment of the process on ONE shared JVM (``java_backend.shared_backend``), so one
 more environment costs milliseconds and a fraction of a MB (docs/measurements.md). Pass
 ``backend=JavaBackend(...)`` to give one its own JVM.
+
+Faults. A killed JVM makes the next call raise ``EnvironmentCrashedError``; a call that runs
+past ``spec.step_timeout_s`` (default 60 s; a stopped or looping JVM) gets the JVM killed by
+the backend's watchdog and raises ``EnvironmentTimeoutError``. ``restart()`` then connects
+to a fresh JVM (0.6 s measured, ``benchmarks/reliability_envs.py``); every environment that
+shared the dead JVM needs its own ``restart()``. The rollout engine does this itself: the
+episode fails with its reason and the rollout goes on (``hindsight.rollout.faults``).
 """
 
 from __future__ import annotations

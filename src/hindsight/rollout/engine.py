@@ -14,6 +14,10 @@ through ``env_factory`` and reset to each new task). Every turn:
 4. episodes that ended (won, env terminated/truncated, ``max_steps``) give their
    environment back and the next queued episodes start in their slots.
 
+An episode whose environment crashes or hangs (``step_timeout_s``) fails: it leaves the
+table, its environment is restarted, and the rollout goes on (``faults``; the failures are
+in ``RolloutResult.faults`` and counted in the stats and ``rollout_metrics``).
+
 What batching buys: the token-loop forward passes serve all live episodes at once, and
 identical prompts (a group's first step) are read once. On a CPU, reading the prompt is
 compute-bound and batching does not reduce its arithmetic, so the gain is small there
@@ -45,13 +49,12 @@ from hindsight.policy.encoding import StepSample
 from hindsight.policy.generation import SamplingConfig, generate
 from hindsight.policy.prompts import PromptConfig, parse_action
 from hindsight.rollout.env_pool import EnvFactory, EnvPool
+from hindsight.rollout.faults import RolloutFaults, restart_env, start_episode
 from hindsight.rollout.live_episode import TABLE_COLUMNS, Episode
-from hindsight.rollout.stats import rollout_stats
+from hindsight.rollout.stats import FAULTS_ATTR, rollout_stats
 from hindsight.rollout.tasks import TaskRef, as_task_refs
 
 logger = logging.getLogger(__name__)
-
-MAX_CRASH_RETRIES = 2
 
 
 @dataclass
@@ -101,12 +104,15 @@ class RolloutConfig:
 
 @dataclass
 class RolloutResult:
-    """Rollout output: the table (one row per step), the samples (same order), the stats."""
+    """Rollout output: the table (one row per step), the samples (same order), the stats,
+    and the episodes the environment failed under (not in the table)."""
 
     table: pd.DataFrame
     samples: list[StepSample]
     """One per table row (same order), as the trainer consumes them."""
     stats: dict[str, float]
+    faults: RolloutFaults = field(default_factory=RolloutFaults)
+    """Failed episodes (with their reasons) and environment restarts (``faults``)."""
 
 
 @dataclass
@@ -147,8 +153,12 @@ def run_rollouts(
     Returns:
         ``RolloutResult``: ``table`` (trajectory table + ``response_logprobs``), ``samples``
         (one per table row, same order) and ``stats`` (episodes, success_rate, mean_steps,
-        invalid_action_rate, off_list_action_rate, env_steps_per_s, generated_tokens_per_s,
-        ...).
+        invalid_action_rate, off_list_action_rate, failed_episodes, failed_episode_rate,
+        step_timeouts, env_restarts, env_steps_per_s, generated_tokens_per_s, ...) and
+        ``faults`` (the episodes the environment failed under, see ``rollout.faults``).
+
+    Raises:
+        EnvironmentCrashedError: Every episode failed (the environment is broken).
     """
     config = config or RolloutConfig()
     task_refs = as_task_refs(tasks)
@@ -162,21 +172,25 @@ def run_rollouts(
     was_training = model.training
     model.eval()
     timer = _Timer()
+    faults = RolloutFaults(planned=len(queue))
     started = time.perf_counter()
     finished: list[tuple[int, Episode, list[StepSample]]] = []
     try:
-        finished = _play(policy, pool, queue, config, skills or {}, source, policy_version, timer)
+        finished = _play(policy, pool, queue, config, skills or {}, source, policy_version, timer, faults)
     finally:
         model.train(was_training)
         if env_pool is None:
             pool.close()
     wall = time.perf_counter() - started
+    faults.check_some_finished(len(finished))
 
     finished.sort(key=lambda item: item[0])
     rows = [row for _, episode, _ in finished for row in episode.rows]
     samples = [sample for _, _, episode_samples in finished for sample in episode_samples]
     table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    table.attrs[FAULTS_ATTR] = faults.metrics()
     stats = rollout_stats(table)
+    stats.update(faults.stats())
     stats.update(
         wall_seconds=wall,
         generation_seconds=timer.generation,
@@ -195,7 +209,7 @@ def run_rollouts(
         stats["env_steps_per_s"],
         stats["generated_tokens_per_s"],
     )
-    return RolloutResult(table=table, samples=samples, stats=stats)
+    return RolloutResult(table=table, samples=samples, stats=stats, faults=faults)
 
 
 def planned_episode_ids(
@@ -213,7 +227,7 @@ def planned_episode_ids(
     Returns:
         One episode id per planned episode.
     """
-    return [episode_id for _, _, episode_id, _ in _episode_plan(as_task_refs(tasks), config, policy_version, source)]
+    return [episode_id for _, _, episode_id in _episode_plan(as_task_refs(tasks), config, policy_version, source)]
 
 
 def _episode_plan(tasks: list[TaskRef], config: RolloutConfig, policy_version: int, source: str):
@@ -225,15 +239,15 @@ def _episode_plan(tasks: list[TaskRef], config: RolloutConfig, policy_version: i
             member = members.get(task.group_id, 0)
             members[task.group_id] = member + 1
             episode_id = f"{source}/{task.group_id}/v{policy_version}/r{config.seed}/{member}"
-            plan.append((len(plan), task, episode_id, 0))
+            plan.append((len(plan), task, episode_id))
     return plan
 
 
-def _play(policy, pool, queue, config, skills, source, policy_version, timer) -> list:
+def _play(policy, pool, queue, config, skills, source, policy_version, timer, faults) -> list:
     """The turn loop (see the module docstring); returns (order, episode, samples) triples."""
     sampling = config.sampling()
     generator = torch.Generator().manual_seed(config.seed)
-    live: list[tuple[int, Episode, list[StepSample], int]] = []
+    live: list[tuple[int, Episode, list[StepSample]]] = []
     finished = []
     total = len(queue)
     progress = tqdm(total=total, desc="rollout", unit="episode", disable=not config.progress or total == 0)
@@ -241,14 +255,16 @@ def _play(policy, pool, queue, config, skills, source, policy_version, timer) ->
     try:
         while queue or live:
             while queue and len(live) < config.max_parallel:
-                order, task, episode_id, crashes = queue.popleft()
-                episode = _start_episode(pool, task, episode_id, config, skills, timer, queue, order, crashes)
-                if episode is not None:
-                    live.append((order, episode, [], crashes))
+                order, task, episode_id = queue.popleft()
+                episode = _start_episode(pool, task, episode_id, config, skills, timer, faults)
+                if episode is None:
+                    progress.update(1)
+                else:
+                    live.append((order, episode, []))
             if not live:
                 continue
-            prompts = [episode.prompt() for _, episode, _, _ in live]
-            valid_actions = [episode.valid_actions for _, episode, _, _ in live]
+            prompts = [episode.prompt() for _, episode, _ in live]
+            valid_actions = [episode.valid_actions for _, episode, _ in live]
             tick = time.perf_counter()
             generations = generate(
                 policy,
@@ -260,7 +276,7 @@ def _play(policy, pool, queue, config, skills, source, policy_version, timer) ->
             timer.generation += time.perf_counter() - tick
 
             still_live = []
-            for (order, episode, samples, crashes), generation in zip(live, generations):
+            for (order, episode, samples), generation in zip(live, generations):
                 sample = generation.sample
                 timer.generated_tokens += len(sample.response_ids)
                 timer.prompt_tokens += len(sample.prompt_ids)
@@ -277,8 +293,10 @@ def _play(policy, pool, queue, config, skills, source, policy_version, timer) ->
                         response_logprobs=sample.old_logprobs.tolist(),
                     )
                 except EnvironmentCrashedError as error:
+                    faults.fail(episode.episode_id, episode.group_id, episode.step, error)
+                    restart_env(pool, episode.env, faults)
                     timer.environment += time.perf_counter() - tick
-                    _handle_crash(pool, episode, error, queue, order, crashes)
+                    progress.update(1)
                     continue
                 timer.environment += time.perf_counter() - tick
                 steps_done += 1
@@ -289,12 +307,12 @@ def _play(policy, pool, queue, config, skills, source, policy_version, timer) ->
                     finished.append((order, episode, samples))
                     progress.update(1)
                 else:
-                    still_live.append((order, episode, samples, crashes))
+                    still_live.append((order, episode, samples))
             live = still_live
             elapsed = time.perf_counter() - loop_started
             progress.set_postfix(live=len(live), steps_per_s=f"{steps_done / max(elapsed, 1e-9):.1f}", refresh=False)
     except BaseException:
-        for _, episode, _, _ in live:
+        for _, episode, _ in live:
             pool.discard(episode.env)
         raise
     finally:
@@ -302,35 +320,18 @@ def _play(policy, pool, queue, config, skills, source, policy_version, timer) ->
     return finished
 
 
-def _start_episode(pool, task, episode_id, config, skills, timer, queue, order, crashes) -> Episode | None:
-    env = pool.acquire(task.spec)
+def _start_episode(pool, task, episode_id, config, skills, timer, faults) -> Episode | None:
+    """Start the episode on a pooled environment (None: the environment failed it)."""
     max_steps = config.max_steps if config.max_steps is not None else task.spec.max_steps
     skill = skills.get(episode_id, skills.get(task.group_id))
-    episode = Episode(
-        episode_id=episode_id, task=task, env=env, max_steps=int(max_steps), prompt_config=config.prompt, skill=skill
-    )
+
+    def build(env) -> Episode:
+        return Episode(
+            episode_id=episode_id, task=task, env=env, max_steps=int(max_steps), prompt_config=config.prompt, skill=skill
+        )
+
     tick = time.perf_counter()
     try:
-        episode.start()
-    except EnvironmentCrashedError as error:
-        _handle_crash(pool, episode, error, queue, order, crashes)
-        return None
+        return start_episode(pool, task, episode_id, build, faults)
     finally:
         timer.environment += time.perf_counter() - tick
-    return episode
-
-
-def _handle_crash(pool, episode: Episode, error: Exception, queue, order: int, crashes: int) -> None:
-    """Restart the crashed environment and replay the episode from its start."""
-    if crashes >= MAX_CRASH_RETRIES:
-        pool.discard(episode.env)
-        raise EnvironmentCrashedError(
-            f"Episode {episode.episode_id}: the environment crashed {crashes + 1} times; last error: {error}"
-        ) from error
-    logger.warning("Episode %s: environment crashed (%s); restarting it and replaying.", episode.episode_id, error)
-    try:
-        episode.env.restart()
-        pool.release(episode.env)
-    except Exception:  # noqa: BLE001 - a dead env is dropped; the pool builds a new one
-        pool.discard(episode.env)
-    queue.appendleft((order, episode.task, episode.episode_id, crashes + 1))

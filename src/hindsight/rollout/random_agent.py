@@ -4,7 +4,8 @@ At every step it plays one of the listed valid actions uniformly at random (seed
 same environments, tasks and step limit as the policy's rollouts, records the reward the
 environment gives (as they do), and writes the same table (``Episode`` rows;
 ``response == action``, ``response_logprobs`` empty, ``policy_version = -1``). Episodes run
-one after another: there is no model to batch.
+one after another: there is no model to batch. An episode whose environment crashes or hangs
+fails and the agent plays on, as in the engine (``faults``).
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from typing import Any, Sequence
 
 import pandas as pd
 
+from hindsight.envs.base import EnvironmentCrashedError
 from hindsight.policy.prompts import PromptConfig
 from hindsight.rollout.engine import RolloutResult
 from hindsight.rollout.env_pool import EnvFactory, EnvPool
+from hindsight.rollout.faults import RolloutFaults, restart_env, start_episode
 from hindsight.rollout.live_episode import TABLE_COLUMNS, Episode
-from hindsight.rollout.stats import rollout_stats
+from hindsight.rollout.stats import FAULTS_ATTR, rollout_stats
 from hindsight.rollout.tasks import as_task_refs
 
 logger = logging.getLogger(__name__)
@@ -51,36 +54,47 @@ def run_random_agent(
         source: The table's ``source`` value.
 
     Returns:
-        A ``RolloutResult`` with the table, no samples, and the stats.
+        A ``RolloutResult`` with the table, no samples, the stats and the failed episodes.
+
+    Raises:
+        EnvironmentCrashedError: Every episode failed (the environment is broken).
     """
     prompt = prompt or PromptConfig()
     chooser = random.Random(seed)
+    task_refs = as_task_refs(tasks)
+    faults = RolloutFaults(planned=len(task_refs) * group_size)
     rows: list[dict] = []
     started = time.perf_counter()
     with EnvPool(env_factory, max_size=1) as pool:
-        for task in as_task_refs(tasks):
+        for task in task_refs:
+            limit = max_steps if max_steps is not None else task.spec.max_steps
             for member in range(group_size):
-                env = pool.acquire(task.spec)
-                limit = max_steps if max_steps is not None else task.spec.max_steps
-                episode = Episode(
-                    episode_id=f"random/{task.group_id}/r{seed}/{member}",
-                    task=task,
-                    env=env,
-                    max_steps=int(limit),
-                    prompt_config=prompt,
-                )
+                episode_id = f"random/{task.group_id}/r{seed}/{member}"
+
+                def build(env, episode_id=episode_id, task=task, limit=limit) -> Episode:
+                    return Episode(episode_id=episode_id, task=task, env=env, max_steps=int(limit), prompt_config=prompt)
+
+                episode = start_episode(pool, task, episode_id, build, faults)
+                if episode is None:
+                    continue
                 try:
-                    episode.start()
                     while not episode.done:
                         valid = episode.valid_actions
                         action = chooser.choice(valid) if valid else "look"
                         episode.play(action, action, source=source, policy_version=RANDOM_AGENT_VERSION)
+                except EnvironmentCrashedError as error:
+                    faults.fail(episode_id, task.group_id, episode.step, error)
+                    restart_env(pool, episode.env, faults)
+                    continue
                 finally:
-                    pool.release(env)
+                    pool.release(episode.env)  # a no-op after restart_env gave it back
                 rows.extend(episode.rows)
+    faults.check_some_finished(len({row["episode_id"] for row in rows}))
     wall = time.perf_counter() - started
     table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    table.attrs[FAULTS_ATTR] = faults.metrics()
     stats = rollout_stats(table)
+    stats.update(faults.stats())
     stats.update(wall_seconds=wall, env_steps_per_s=len(table) / wall if wall > 0 else 0.0)
     logger.info("Random agent: %d episodes, success %.3f.", stats["episodes"], stats["success_rate"])
-    return RolloutResult(table=table, samples=[], stats=stats)
+    return RolloutResult(table=table, samples=[], stats=stats, faults=faults)

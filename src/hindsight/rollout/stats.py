@@ -4,16 +4,22 @@ Episode facts (success = any(won), length, return) come from
 ``hindsight.data.outcomes.episode_outcomes``; ``rollout_stats`` gives the figures a rollout
 run reports: success rate, mean steps, the invalid-action rate (steps the environment rejected) and the off-list rate
 (actions not among the listed valid actions: what free generation gets wrong; always 0
-under constrained decoding).
+under constrained decoding). ``rollout_metrics`` adds the ``faults/...`` counts of the
+rollout (failed episodes, their rate, step timeouts, environment restarts; ``faults``),
+which ``run_rollouts`` leaves in the table's ``attrs``.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Mapping
 
 import pandas as pd
 
 from hindsight.data.outcomes import episode_outcomes
+
+FAULTS_ATTR = "faults"
+"""``DataFrame.attrs`` key of a rollout table holding its ``faults/...`` counts."""
 
 logger = logging.getLogger(__name__)
 
@@ -47,13 +53,22 @@ def rollout_stats(table: pd.DataFrame) -> dict[str, float]:
     }
 
 
-def rollout_metrics(table: pd.DataFrame) -> dict[str, float]:
-    """The ``rollout/...`` metrics the RL loop logs per update (episodes in id order)."""
+def rollout_metrics(table: pd.DataFrame, faults: Mapping[str, float] | None = None) -> dict[str, float]:
+    """The ``rollout/...`` metrics the RL loop logs per update (episodes in id order), and
+    the rollout's ``faults/...`` counts.
+
+    Args:
+        table: The rollout table.
+        faults: ``RolloutFaults.metrics()`` of the rollout; None: the ones ``run_rollouts``
+            left in ``table.attrs`` (none for a table from elsewhere).
+    """
     episodes = episode_outcomes(table).sort_values("episode_id")
-    return {
+    metrics = {
         "rollout/success_rate": float(episodes["success"].mean()),
         "rollout/mean_return": float(episodes["return"].mean()),
         "rollout/mean_steps": float(episodes["length"].mean()),
         "rollout/invalid_action_rate": float(1 - table["action_valid"].mean()),
         "rollout/env_steps": float(len(table)),
     }
+    metrics.update(faults if faults is not None else table.attrs.get(FAULTS_ATTR, {}))
+    return metrics

@@ -23,7 +23,9 @@ logger = logging.getLogger(__name__)
 
 def spec_key(spec: EnvironmentSpec) -> str:
     """A hashable, stable key of a spec (its params dict makes the spec itself unhashable)."""
-    return json.dumps([spec.env, spec.game, spec.params, spec.max_steps, spec.reward], sort_keys=True, default=str)
+    return json.dumps(
+        [spec.env, spec.game, spec.params, spec.max_steps, spec.reward, spec.step_timeout_s], sort_keys=True, default=str
+    )
 
 
 @dataclass(frozen=True)

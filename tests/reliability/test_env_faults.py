@@ -1,0 +1,249 @@
+"""A JVM killed or hung under a rollout: the episodes on it fail with their reason, the
+environment restarts on a fresh JVM, the other episodes play, and the rollout completes
+with the faults counted (real JVMs, real games; each test has its own JVM).
+
+TextWorldExpress is driven by the batched engine with the tiny policy (the path training
+uses); ScienceWorld by the random agent. Kills are real ``SIGKILL``s, hangs real
+``SIGSTOP``s (or a Java call that sleeps), made at a fixed turn so the outcome is exact.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import os
+import signal
+import threading
+import time
+
+import pytest
+from scienceworld.constants import JAR_PATH as SCIENCEWORLD_JAR
+from textworld_express.constants import JAR_PATH as TWX_JAR
+
+import hindsight.rollout.engine as engine_module
+from hindsight.config import EnvironmentConfig
+from hindsight.envs import (
+    EnvironmentConfigError,
+    EnvironmentCrashedError,
+    EnvironmentSpec,
+    EnvironmentTimeoutError,
+    make_env,
+)
+from hindsight.envs.java_backend import JavaBackend
+from hindsight.envs.scienceworld import ScienceWorldEnvironment
+from hindsight.envs.textworldexpress import TextWorldExpressEnvironment
+from hindsight.rollout import EnvPool, RolloutConfig, make_tasks, planned_episode_ids, run_random_agent, run_rollouts
+from hindsight.rollout.faults import ENV_CRASH, STEP_TIMEOUT
+from hindsight.rollout.live_episode import Episode
+from hindsight.rollout.stats import rollout_metrics
+
+GROUP = 2
+CONFIG = RolloutConfig(group_size=GROUP, max_parallel=2, max_steps=6, temperature=1.0, seed=3, progress=False)
+
+
+def wait_until_dead(backend: JavaBackend, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while backend.is_alive and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not backend.is_alive
+
+
+@pytest.fixture()
+def twx_backend():
+    backend = JavaBackend(TWX_JAR, "TextWorldExpress")
+    yield backend
+    backend.kill()  # a stopped JVM would not answer a polite shutdown
+    backend.close()
+
+
+def on_turn(monkeypatch, turn: int, act) -> list[int]:
+    """Run ``act()`` just before the engine's ``turn``-th batched generation (1-based)."""
+    calls = []
+    generate = engine_module.generate
+
+    def generate_and_act(*args, **kwargs):
+        calls.append(len(calls) + 1)
+        if len(calls) == turn:
+            act()
+        return generate(*args, **kwargs)
+
+    monkeypatch.setattr(engine_module, "generate", generate_and_act)
+    return calls
+
+
+def assert_complete_episodes(result) -> None:
+    table = result.table
+    for _, rows in table.groupby("episode_id"):
+        assert rows["step"].tolist() == list(range(len(rows))) and rows["done"].iloc[-1]
+    assert [(s.episode_id, s.step) for s in result.samples] == list(zip(table["episode_id"], table["step"]))
+
+
+def test_a_killed_jvm_fails_its_live_episodes_and_the_rollout_goes_on(tiny_policy, twc_tasks, twx_backend, monkeypatch):
+    """6 episodes, 2 live at a time on one JVM; SIGKILL before the 3rd turn: the 2 live
+    episodes fail ("environment crashed", after 2 steps), the 4 queued ones play on a new JVM."""
+
+    def kill():
+        killed.append(twx_backend.pid)
+        os.kill(twx_backend.pid, signal.SIGKILL)
+        wait_until_dead(twx_backend)
+
+    killed: list[int] = []
+    on_turn(monkeypatch, 3, kill)
+    factory = lambda spec: TextWorldExpressEnvironment(spec, backend=twx_backend)  # noqa: E731
+    result = run_rollouts(tiny_policy, factory, twc_tasks, CONFIG)
+
+    planned = planned_episode_ids(twc_tasks, CONFIG)
+    failed = result.faults.failed
+    assert [f.episode_id for f in failed] == planned[:2]
+    assert {f.reason for f in failed} == {ENV_CRASH} and {f.steps for f in failed} == {2}
+    assert all("JVM" in f.detail for f in failed)
+    assert sorted(result.table["episode_id"].unique()) == sorted(planned[2:])
+    assert_complete_episodes(result)
+    assert twx_backend.is_alive and twx_backend.pid != killed[0] and twx_backend.generation == 2
+    assert result.stats["failed_episodes"] == 2 and result.stats["env_restarts"] == 2
+    metrics = rollout_metrics(result.table)
+    assert metrics["faults/failed_episodes"] == 2 and metrics["faults/failed_episode_rate"] == pytest.approx(2 / 6)
+    assert metrics["faults/env_restarts"] == 2 and metrics["faults/step_timeouts"] == 0
+    assert metrics["rollout/env_steps"] == len(result.table)
+
+
+def test_a_hung_jvm_times_out_and_the_rollout_goes_on(tiny_policy, twc_spec, twx_backend, monkeypatch):
+    """SIGSTOP before the 3rd turn: the first live episode's step hangs, the watchdog kills
+    the JVM after ``step_timeout_s`` ("step timeout"); the other live episode finds the JVM
+    dead ("environment crashed"); the queued ones play on a new JVM."""
+    spec = dataclasses.replace(twc_spec, step_timeout_s=2.0)
+    tasks = make_tasks(spec, "train", [0, 1])
+    stopped: list[int] = []
+
+    def stop():
+        stopped.append(twx_backend.pid)
+        os.kill(twx_backend.pid, signal.SIGSTOP)
+
+    on_turn(monkeypatch, 3, stop)
+    factory = lambda spec: TextWorldExpressEnvironment(spec, backend=twx_backend)  # noqa: E731
+    started = time.perf_counter()
+    result = run_rollouts(tiny_policy, factory, tasks, CONFIG)
+    elapsed = time.perf_counter() - started
+
+    planned = planned_episode_ids(tasks, CONFIG)
+    reasons = {f.episode_id: f.reason for f in result.faults.failed}
+    assert reasons == {planned[0]: STEP_TIMEOUT, planned[1]: ENV_CRASH}
+    timeout = result.faults.failed[0]
+    assert "longer than the step timeout (2 s)" in timeout.detail and str(stopped[0]) in timeout.detail
+    assert sorted(result.table["episode_id"].unique()) == sorted(planned[2:])
+    assert_complete_episodes(result)
+    assert twx_backend.timeouts == 1 and twx_backend.pid != stopped[0]
+    assert 2.0 <= elapsed < 30.0
+    metrics = rollout_metrics(result.table, result.faults.metrics())
+    assert metrics["faults/step_timeouts"] == 1 and metrics["faults/failed_episode_rate"] == 0.5
+
+
+def test_an_idle_environment_of_a_dead_jvm_restarts_without_failing_an_episode(tiny_policy, twc_tasks, twx_backend):
+    """A pool kept across rollouts (as the RL loop keeps it): the JVM dies between two
+    rollouts; each pooled environment fails at reset, restarts, and its episode plays."""
+    factory = lambda spec: TextWorldExpressEnvironment(spec, backend=twx_backend)  # noqa: E731
+    with EnvPool(factory, max_size=2) as pool:
+        run_rollouts(tiny_policy, None, twc_tasks[:1], CONFIG, env_pool=pool)
+        twx_backend.kill()
+        result = run_rollouts(tiny_policy, None, twc_tasks[:1], CONFIG, env_pool=pool)
+    assert result.faults.failed == [] and result.stats["env_restarts"] == 2
+    assert result.table["episode_id"].nunique() == GROUP
+    assert_complete_episodes(result)
+
+
+def test_a_rollout_whose_every_episode_fails_raises(tiny_policy, twc_tasks, twx_backend, monkeypatch):
+    on_turn(monkeypatch, 2, twx_backend.kill)
+    factory = lambda spec: TextWorldExpressEnvironment(spec, backend=twx_backend)  # noqa: E731
+    with pytest.raises(EnvironmentCrashedError, match="Every one of the 2 episodes of the rollout failed"):
+        run_rollouts(tiny_policy, factory, twc_tasks[:1], CONFIG)
+
+
+def test_a_hung_java_call_is_killed_at_its_timeout(twx_backend):
+    generation = twx_backend.ensure_running()
+    sleep = twx_backend.jvm.java.lang.Thread.sleep
+    assert twx_backend.call(generation, sleep, 10, timeout_s=5.0) is None  # in time: no effect
+    started = time.perf_counter()
+    with pytest.raises(EnvironmentTimeoutError, match=r"longer than the step timeout \(0.3 s\)"):
+        twx_backend.call(generation, sleep, 60_000, timeout_s=0.3)
+    assert time.perf_counter() - started < 10.0
+    assert not twx_backend.is_alive and twx_backend.timeouts == 1
+    assert twx_backend.ensure_running() == generation + 1
+    assert twx_backend.call(generation + 1, twx_backend.jvm.java.lang.Math.max, 3, 4, timeout_s=5.0) == 4
+
+
+def test_py4j_object_releases_wait_for_a_guarded_call(twx_backend):
+    """Dropping a Java object's proxy makes py4j send a blocking release: on a stopped JVM it
+    must not hang where no watchdog looks; it is sent (and timed) in the next guarded call."""
+    generation = twx_backend.ensure_running()
+    held = [twx_backend.call(generation, twx_backend.jvm.java.util.ArrayList)]
+    os.kill(twx_backend.pid, signal.SIGSTOP)
+
+    def drop():
+        held.clear()
+        gc.collect()
+
+    dropper = threading.Thread(target=drop, daemon=True)
+    dropper.start()
+    dropper.join(timeout=10)
+    assert not dropper.is_alive() and not held
+    with pytest.raises(EnvironmentTimeoutError):  # the call itself needs no JVM: the release does
+        twx_backend.call(generation, lambda: None, timeout_s=0.3)
+    assert twx_backend.timeouts == 1
+
+
+def test_a_jvm_that_stopped_answering_is_replaced_on_restart(twc_spec, twx_backend):
+    """A killed JVM can look alive for a moment while its port already refuses connections;
+    here the process runs on with its py4j server shut down: ``restart`` must not reconnect
+    to it but kill it and start a new one."""
+    env = TextWorldExpressEnvironment(twc_spec, backend=twx_backend)
+    env.reset(env.seeds("train", 1)[0], "train")
+    old = twx_backend._process
+    twx_backend._gateway.shutdown()  # the JVM's gateway server stops; the process lives
+    with pytest.raises(EnvironmentCrashedError):
+        env.step("look around")
+    assert old.poll() is None and twx_backend.is_alive
+    env.restart()
+    assert twx_backend.pid != old.pid and twx_backend.generation == 2 and old.poll() is not None
+    _, info = env.reset(env.seeds("train", 1)[0], "train")
+    assert info["valid_actions"]
+
+
+def test_the_step_timeout_is_configured_and_checked(twc_spec):
+    specs = EnvironmentConfig(step_timeout_s=7.5).specs()
+    assert {spec.step_timeout_s for spec in specs} == {7.5}
+    assert EnvironmentConfig().step_timeout_s == EnvironmentSpec("x", "y").step_timeout_s == 60.0
+    with pytest.raises(ValueError, match="environment.step_timeout_s must be positive"):
+        EnvironmentConfig(step_timeout_s=0)
+    with pytest.raises(EnvironmentConfigError, match="step_timeout_s must be a positive number"):
+        make_env(dataclasses.replace(twc_spec, step_timeout_s=-1.0))
+
+
+def test_scienceworld_a_killed_jvm_fails_one_random_agent_episode(monkeypatch):
+    """ScienceWorld under the random agent: 3 episodes of 4 steps; SIGKILL before the 6th
+    step (the second episode's second): that episode fails, the others play."""
+    backend = JavaBackend(SCIENCEWORLD_JAR, "ScienceWorld")
+    spec = EnvironmentSpec("scienceworld", "find-animal", {"simplification": "easy"}, max_steps=4)
+    play, calls = Episode.play, []
+
+    def play_after_kill(self, *args, **kwargs):
+        calls.append(self.episode_id)
+        if len(calls) == 6:
+            os.kill(backend.pid, signal.SIGKILL)
+            wait_until_dead(backend)
+        return play(self, *args, **kwargs)
+
+    monkeypatch.setattr(Episode, "play", play_after_kill)
+    try:
+        env = ScienceWorldEnvironment(spec, backend=backend)
+        tasks = make_tasks(spec, "train", env.seeds("train", 3))
+        env.close()
+        result = run_random_agent(lambda s: ScienceWorldEnvironment(s, backend=backend), tasks, max_steps=4)
+    finally:
+        backend.close()
+    [failed] = result.faults.failed
+    assert failed.reason == ENV_CRASH and failed.steps == 1 and failed.group_id == tasks[1].group_id
+    assert list(result.table["group_id"].unique()) == [tasks[0].group_id, tasks[2].group_id]
+    assert result.table.groupby("episode_id").size().tolist() == [4, 4] or result.table["won"].any()
+    assert result.stats["failed_episodes"] == 1 and result.stats["env_restarts"] == 1
+    assert backend.generation == 2
+    assert rollout_metrics(result.table)["faults/failed_episode_rate"] == pytest.approx(1 / 3)
