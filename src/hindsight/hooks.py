@@ -1,7 +1,8 @@
 """Project hooks: check the parameters and the machine's system needs before a run starts,
 provide the settings a partial run skips, seed everything, tag the run with what reproduces
-it (commit, package versions, parameter hash), record data versions and log every report
-(08_reporting) to the MLflow run. Time and memory per node: ``resource_hooks``.
+it (commit, package versions, parameter hash), record data versions, log every report
+(08_reporting) to the MLflow run and the trained policy as an MLflow model of the run
+(``model_logging``). Time and memory per node: ``resource_hooks``.
 
 The environments need a Java 17 runtime (TextWorldExpress and ScienceWorld run on the JVM);
 a missing one is reported before any node runs, with how to install it, instead of as a
@@ -228,3 +229,34 @@ class ReportArtifactHooks:
             from hindsight import tracking
 
             tracking.log_artifact(path, artifact_path="reports")
+
+
+class ModelLoggingHooks:
+    """Log each trained policy the catalog saves (``model_logging.LOGGED_POLICIES``: the RL
+    policy) as an MLflow model of the run, its final metrics linked to it, and tag the run
+    with the model's id (``logged_model.<dataset>``).
+
+    The weights are already safe in their versioned dataset when this runs: a failure to log
+    them to MLflow is reported as a warning (and a ``logged_model.<dataset>`` tag saying so),
+    not raised, so the rest of the run (evaluation) still happens.
+    """
+
+    @hook_impl
+    def after_dataset_saved(self, dataset_name: str, data, node) -> None:
+        from hindsight.model_logging import LOGGED_POLICIES, log_policy_model
+
+        if dataset_name not in LOGGED_POLICIES:
+            return
+        from hindsight import tracking
+
+        try:
+            logged = log_policy_model(data, dataset_name, step=int(getattr(data, "version", 0)))
+        except Exception as error:  # noqa: BLE001 - tracking must not lose a finished training run
+            logger.warning(
+                "Could not log %s as an MLflow model (%s: %s); its weights are in the catalog",
+                dataset_name, type(error).__name__, error,
+            )
+            tracking.set_tags({f"logged_model.{dataset_name}": f"failed: {type(error).__name__}: {error}"[:500]})
+            return
+        if logged is not None:
+            tracking.set_tags({f"logged_model.{dataset_name}": logged.model_id})

@@ -3,6 +3,7 @@
 from hindsight.hooks import (
     DataVersionHooks,
     EnvironmentCheckHooks,
+    ModelLoggingHooks,
     ReportArtifactHooks,
     ReproducibilityHooks,
     RunRecordHooks,
@@ -17,6 +18,7 @@ HOOKS = (
     RunRecordHooks(),
     DataVersionHooks(),
     ReportArtifactHooks(),
+    ModelLoggingHooks(),
     MemoryReleaseHooks(),
     NodeResourceHooks(),
 )

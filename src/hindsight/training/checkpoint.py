@@ -9,7 +9,8 @@ update's rollout and skills tables).
 Writes are atomic (``hindsight.atomic.atomic_directory``): the directory is written under
 a temporary name and renamed when complete, so a run killed during a save leaves the
 previous checkpoint as the latest one.
-``latest_checkpoint`` ignores partial directories.
+``latest_checkpoint`` ignores partial directories, and the next complete save removes them
+(``remove_stale_partials``).
 """
 
 from __future__ import annotations
@@ -104,7 +105,19 @@ def save_checkpoint(
     if keep_last:
         for old in list_checkpoints(root)[:-keep_last]:
             shutil.rmtree(old, ignore_errors=True)
+    remove_stale_partials(root)
     return final
+
+
+def remove_stale_partials(root: str | Path) -> list[Path]:
+    """Delete the staging directories (``.update_<N>.partial-*``) that a run killed during a
+    checkpoint write left behind; each is a whole model copy. Call it once this run's own
+    write has completed (one run writes to a checkpoint directory at a time)."""
+    root = Path(root)
+    stale = sorted(root.glob(".update_*.partial-*")) if root.is_dir() else []
+    for directory in stale:
+        shutil.rmtree(directory, ignore_errors=True)
+    return stale
 
 
 def list_checkpoints(root: str | Path) -> list[Path]:
