@@ -72,18 +72,11 @@ def training_examples(bc_examples, episodes, skill_of_episode, held_out):
     return pd.concat([bc_examples, skill_bc, analyzer], ignore_index=True)
 
 
-def teacher_gaps(policy, samples, skill_of_episode, batch_size: int = 16) -> list[float]:
+def teacher_gaps(policy, samples, skill_of_episode) -> list[float]:
     """``l_skill - l_plain`` of every non-forced response token of samples whose episode has a skill."""
-    from hindsight.training.distillation import response_logprobs, skill_augmented_logprobs
+    from hindsight.skills.premise import teacher_gaps as gaps_by_episode
 
-    plain = response_logprobs(policy.model, samples, batch_size, policy.tokenizer.pad_token_id)
-    augmented = skill_augmented_logprobs(policy.model, policy.tokenizer, samples, skill_of_episode, batch_size)
-    gaps = []
-    for sample, logp_plain, logp_skill in zip(samples, plain, augmented):
-        if logp_skill is None:
-            continue
-        gaps += [float(s - p) for s, p, choice in zip(logp_skill, logp_plain, sample.choice_positions) if choice]
-    return gaps
+    return [gap for gaps in gaps_by_episode(policy, samples, skill_of_episode).values() for gap in gaps]
 
 
 def describe_gaps(label: str, gaps: list[float]) -> str:
@@ -102,6 +95,9 @@ def main() -> None:
     parser.add_argument("--random-episodes", type=int, default=20, help="random-agent failures per game")
     parser.add_argument("--sft-steps", type=int, default=500, help="optimizer steps of the SFT mixture")
     parser.add_argument("--heldout-tasks", type=int, default=10, help="held-out tasks per game for the premise check")
+    parser.add_argument("--concrete", action="store_true",
+                        help="concrete skills: the episode's own actions, chosen among the episode's actions")
+    parser.add_argument("--max-templates", type=int, default=None, help="most templates per skill")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: HINDSIGHT_TORCH_THREADS or all)")
     args = parser.parse_args()
 
@@ -117,7 +113,8 @@ def main() -> None:
     from hindsight.rollout.tasks import split_tasks
     from hindsight.skills import episodes_from_table, parse_skill_json
     from hindsight.skills.compact import (
-        MAX_TEMPLATES, CompactRuleTeacher, compact_analysis_prompt, compact_skill, skill_vocabulary, written_skill,
+        MAX_TEMPLATES, CompactRuleTeacher, compact_analysis_prompt, compact_skill, episode_templates, skill_vocabulary,
+        written_skill,
     )
     from hindsight.skills.compact_decoding import grammar_skill_outputs
 
@@ -131,9 +128,13 @@ def main() -> None:
     training_tasks = [task for spec in project.specs() for task in split_tasks(spec, "train", args.random_episodes)]
     randoms = run_random_agent(make_env, training_tasks, prompt=project.rollout.prompt, seed=project.seed).table
     episodes = episodes_from_table(experts) + episodes_from_table(randoms)
-    records = CompactRuleTeacher().write_skills(episodes)
+    max_templates = args.max_templates or MAX_TEMPLATES
+    records = CompactRuleTeacher(max_templates, concrete=args.concrete).write_skills(episodes)
     skill_of_episode = {record.episode_id: record.skill for record in records}
-    vocabulary = skill_vocabulary(episodes)
+    shared_vocabulary = skill_vocabulary(episodes, max_templates)
+
+    def vocabulary(chosen):
+        return [episode_templates(e) for e in chosen] if args.concrete else shared_vocabulary
     held_out = held_out_episode_ids([episode.episode_id for episode in episodes], 0.1, project.seed)
 
     # 2. Tokenizer, fresh policy, the SFT mixture.
@@ -152,9 +153,10 @@ def main() -> None:
 
     # 3a. Held-out analyzer: parse rate and exact match under grammar decoding.
     held_out_episodes = [episode for episode in episodes if episode.episode_id in held_out]
-    outputs = grammar_skill_outputs(policy, [compact_analysis_prompt(e) for e in held_out_episodes], vocabulary)
+    outputs = grammar_skill_outputs(policy, [compact_analysis_prompt(e) for e in held_out_episodes],
+                                    vocabulary(held_out_episodes), max_templates)
     parsed = [parse_skill_json(output) for output in outputs]
-    exact = [fields is not None and fields["episode_skill"] == compact_skill(episode)
+    exact = [fields is not None and fields["episode_skill"] == compact_skill(episode, max_templates, args.concrete)
              for fields, episode in zip(parsed, held_out_episodes)]
     skill_tokens = [len(tokenizer(skill)["input_ids"]) for skill in skill_of_episode.values()]
     written_tokens = [len(tokenizer(written_skill(skill))["input_ids"]) + 1 for skill in skill_of_episode.values()]
@@ -165,9 +167,10 @@ def main() -> None:
     heldout_tasks = [task for spec in project.specs() for task in split_tasks(spec, "train", args.heldout_tasks, offset)]
     rollout = run_rollouts(policy, make_env, heldout_tasks, project.rollout_config(group_size=1, temperature=1.0))
     played = episodes_from_table(rollout.table)
-    own_outputs = grammar_skill_outputs(policy, [compact_analysis_prompt(episode) for episode in played], vocabulary)
+    own_outputs = grammar_skill_outputs(policy, [compact_analysis_prompt(episode) for episode in played],
+                                        vocabulary(played), max_templates)
     own_skill = {episode.episode_id: parse_skill_json(output)["episode_skill"] for episode, output in zip(played, own_outputs)}
-    rule_skill = {episode.episode_id: compact_skill(episode) for episode in played}
+    rule_skill = {episode.episode_id: compact_skill(episode, max_templates, args.concrete) for episode in played}
     other_game = {}
     for index, episode in enumerate(played):
         others = [other for other in played if other.task_type != episode.task_type] or [o for o in played if o is not episode]
@@ -179,8 +182,9 @@ def main() -> None:
 
     mean = lambda values: sum(values) / max(len(values), 1)  # noqa: E731
     print(f"settings: {' '.join(args.set) or '(project parameters)'}; preset {warmup.policy.preset}, "
-          f"vocab {len(tokenizer)}, MAX_TEMPLATES {MAX_TEMPLATES}")
-    print(f"episodes: {len(episodes)} ({sum(e.success for e in episodes)} successes), vocabulary {len(vocabulary)} templates")
+          f"vocab {len(tokenizer)}, max templates {max_templates}, {'concrete' if args.concrete else 'abstract'} skills")
+    print(f"episodes: {len(episodes)} ({sum(e.success for e in episodes)} successes), "
+          f"shared vocabulary {len(shared_vocabulary)} templates")
     print(f"SFT examples: {examples['kind'].value_counts().to_dict()}, {args.sft_steps} steps, "
           f"loss (last 5 logs) {history['loss'].tail(5).mean():.3f}; set-up {collected - started:.0f} s, "
           f"SFT {trained - collected:.0f} s, evaluation {evaluated - trained:.0f} s")
@@ -197,6 +201,8 @@ def main() -> None:
         ("own skill, won episodes", own_skill, won_samples),
         ("own skill, lost episodes", own_skill, lost_samples),
         ("rule-teacher skill, all episodes", rule_skill, rollout.samples),
+        ("rule-teacher skill, won episodes", rule_skill, won_samples),
+        ("rule-teacher skill, lost episodes", rule_skill, lost_samples),
         ("unrelated skill, all episodes", other_game, rollout.samples),
     ]:
         print(describe_gaps(label, teacher_gaps(policy, samples, skills)))

@@ -14,13 +14,15 @@ from hindsight.skills.compact import (
     CompactRuleTeacher,
     compact_analysis_prompt,
     compact_skill,
+    concrete_action,
+    episode_templates,
     limit_templates,
     parse_compact_skill,
     skill_vocabulary,
     template_piece,
     written_skill,
 )
-from hindsight.skills.compact_decoding import CompactPolicyTeacher, compact_policy_analyzer, grammar_skill_outputs
+from hindsight.skills.compact_decoding import CompactPolicyTeacher, grammar_skill_outputs
 
 SKILL_TOKEN_LIMIT = 40
 """A compact skill is at most about this many tokens (module docstring of skills.compact)."""
@@ -132,11 +134,42 @@ def test_the_untrained_policy_writes_parseable_skills_under_the_grammar(episodes
     assert grammar_skill_outputs(tiny_policy, prompts, vocabulary, max_templates=3) == outputs  # greedy
 
 
-def test_the_policy_teacher_with_the_compact_analyzer(episodes, tiny_policy):
-    vocabulary = skill_vocabulary(episodes.values())
-    teacher = CompactPolicyTeacher(compact_policy_analyzer(tiny_policy, vocabulary, max_templates=2))
-    assert teacher.prompts(list(episodes.values()))[0] == compact_analysis_prompt(next(iter(episodes.values())))
-    records = teacher.write_skills(list(episodes.values()))
+@pytest.mark.parametrize("concrete", [True, False])
+def test_the_policy_teacher_writes_from_each_episodes_own_templates(episodes, tiny_policy, concrete):
+    teacher = CompactPolicyTeacher(tiny_policy, concrete=concrete, max_templates=2)
+    chosen = list(episodes.values())
+    records = teacher.write_skills(chosen)
     assert parse_rate(records) == 1.0 and all(record.teacher == "compact_policy" for record in records)
+    for episode, record in zip(chosen, records):
+        head, templates = parse_compact_skill(record.skill)
+        assert 1 <= len(templates) <= 2 and set(templates) <= set(episode_templates(episode, concrete))
     with pytest.raises(ValueError, match="vocabulary is empty"):
         grammar_skill_outputs(tiny_policy, ["prompt"], [])
+    with pytest.raises(ValueError, match="2 vocabularies for 1 prompts"):
+        grammar_skill_outputs(tiny_policy, ["prompt"], [["a"], ["b"]])
+
+
+def test_concrete_skills_name_the_episodes_own_actions(episodes):
+    twc = compact_skill(episodes["twc-gold"], concrete=True)
+    head, templates = parse_compact_skill(twc)
+    played = [concrete_action(step.action) for step in episodes["twc-gold"].steps]
+    assert head == "do:" and templates and all(template in played for template in templates)
+    assert "<" not in twc  # no roles: objects by name
+    assert compact_skill(episodes["twc-failure"], concrete=True) == "avoid: eat the moon; look around"
+    assert concrete_action("  Put  Apple; in Fridge ") == "put apple, in fridge"
+    for episode in episodes.values():
+        for concrete in (True, False):
+            assert set(parse_compact_skill(compact_skill(episode, concrete=concrete))[1]) <= set(
+                episode_templates(episode, concrete)
+            )
+
+
+def test_the_grammar_follows_the_outcome_and_never_repeats_a_template_in_a_row(episodes, tiny_policy):
+    chosen = list(episodes.values())
+    records = CompactPolicyTeacher(tiny_policy, concrete=True, max_templates=6).write_skills(chosen)
+    for episode, record in zip(chosen, records):
+        head, templates = parse_compact_skill(record.skill)
+        assert head == ("do:" if episode.success else "avoid:")
+        assert all(first != second for first, second in zip(templates, templates[1:]))
+    with pytest.raises(ValueError, match="heads must be one of"):
+        grammar_skill_outputs(tiny_policy, ["prompt"], [["a"]], heads=["maybe:"])

@@ -6,6 +6,7 @@ import math
 import pandas as pd
 import pytest
 
+from hindsight.config import AnalyzerConfig
 from hindsight.data.schema import SKILLS_TABLE_COLUMNS
 from hindsight.skills import (
     PolicyTeacher,
@@ -20,6 +21,9 @@ from hindsight.skills import (
     skills_table,
     validated_skills_table,
 )
+from hindsight.skills.analyzers import rule_teacher
+from hindsight.skills.compact import COMPACT_INTRODUCTION, parse_compact_skill, written_skill
+from hindsight.skills.sft_set import held_out_episodes
 
 
 @pytest.fixture(scope="module")
@@ -100,15 +104,33 @@ def test_skills_table_and_analyzer_sft_set(table):
     partly = validated_skills_table(records, {"twc-gold": ValidationOutcome(2, 8, 4, 8)})
     assert partly["accepted"].tolist() == [True, False] and math.isnan(partly["delta_success"].iloc[1])
 
-    examples = analyzer_sft_examples(table, validated)
-    assert list(examples.columns) == ["prompt", "response", "episode_id"]
+    examples = analyzer_sft_examples(table, validated, AnalyzerConfig(language="json"))
+    assert list(examples.columns) == ["prompt", "response", "episode_id", "skill", "templates", "held_out"]
+    assert examples["held_out"].tolist() == [False]
     assert examples["episode_id"].tolist() == ["twc-gold"]
     gold = [e for e in episodes_from_table(table) if e.episode_id == "twc-gold"][0]
     assert examples["prompt"].iloc[0] == episode_analysis_prompt(gold)
     assert parse_skill_json(examples["response"].iloc[0]) == {
         "episode_summary": records[0].summary, "episode_skill": records[0].skill}
     with pytest.raises(ValueError, match="not found in the trajectory table"):
-        analyzer_sft_examples(table[table.episode_id != "twc-gold"], validated)
+        analyzer_sft_examples(table[table.episode_id != "twc-gold"], validated, AnalyzerConfig(language="json"))
+
+
+def test_compact_analyzer_pairs_hold_out_a_share_of_the_episodes(table):
+    analyzer = AnalyzerConfig(language="compact", concrete=True)
+    skills = validated_skills_table(rule_teacher(analyzer).write_skills(episodes_from_table(table)))
+    examples = analyzer_sft_examples(table, skills, analyzer, held_out_fraction=0.4, seed=3)
+    assert len(examples) == len(skills) >= 2
+    assert 1 <= examples["held_out"].sum() < len(examples)
+    for row in examples.itertuples():
+        head, templates = parse_compact_skill(row.skill)
+        assert row.response == written_skill(row.skill) and row.prompt.startswith(COMPACT_INTRODUCTION)
+        assert set(templates) <= set(row.templates)
+    again = analyzer_sft_examples(table, skills, analyzer, held_out_fraction=0.4, seed=3)
+    assert again["held_out"].tolist() == examples["held_out"].tolist()  # deterministic
+    assert held_out_episodes(["a", "b"], 0.9, 0) != {"a", "b"}  # never all of them
+    with pytest.raises(ValueError, match=r"in \[0, 1\)"):
+        held_out_episodes(["a"], 1.0, 0)
 
 
 def test_the_base_policy_can_be_its_own_stage1_teacher(table, tiny_policy):
@@ -117,9 +139,17 @@ def test_the_base_policy_can_be_its_own_stage1_teacher(table, tiny_policy):
     from hindsight.pipelines.skills.nodes import make_teacher, write_hindsight_skills
     from hindsight.skills.policy_teacher import PolicyTeacher
 
+    from hindsight.skills.compact_decoding import CompactPolicyTeacher
+
     project = ProjectConfig()
     project.analyzer.max_new_tokens = 8
+    project.analyzer.language = "json"
     teacher = make_teacher(tiny_policy, project, SkillsConfig(teacher="policy"), {})
     assert isinstance(teacher, PolicyTeacher) and teacher.max_prompt_chars == project.analyzer.max_prompt_chars
     records = write_hindsight_skills(table, table, teacher)
     assert len(records) == table["episode_id"].nunique() and set(records["teacher"]) == {"policy"}
+    project.analyzer.language = "compact"
+    teacher = make_teacher(tiny_policy, project, SkillsConfig(teacher="policy"), {})
+    assert isinstance(teacher, CompactPolicyTeacher) and teacher.concrete == project.analyzer.concrete
+    records = write_hindsight_skills(table, table, teacher)
+    assert records["parse_ok"].all() and set(records["teacher"]) == {"compact_policy"}

@@ -56,15 +56,24 @@ class EnvironmentConfig:
     """The games trained and evaluated on (one task type each)."""
     reward: RewardConfig = field(default_factory=RewardConfig)
     """Step reward: ``success_reward * won - invalid_penalty * invalid``."""
+    step_timeout_s: float | None = 60.0
+    """Longest one simulator call of a reset or step may take (TextWorldExpress,
+    ScienceWorld): past it the JVM is killed, the episode fails ("step timeout") and the
+    rollout goes on with a fresh JVM. null: no limit."""
 
     def __post_init__(self) -> None:
         if not self.games:
             raise ValueError("environment.games must list at least one game")
+        if self.step_timeout_s is not None and not self.step_timeout_s > 0:
+            raise ValueError(f"environment.step_timeout_s must be positive or null, got {self.step_timeout_s!r}")
 
     def specs(self) -> list[EnvironmentSpec]:
         """One ``EnvironmentSpec`` per game, in the order of ``games``."""
         return [
-            EnvironmentSpec(env=self.env, game=g.game, params=dict(g.params), max_steps=self.max_steps, reward=self.reward)
+            EnvironmentSpec(
+                env=self.env, game=g.game, params=dict(g.params), max_steps=self.max_steps, reward=self.reward,
+                step_timeout_s=self.step_timeout_s,
+            )
             for g in self.games
         ]
 
@@ -94,21 +103,44 @@ class RolloutSettings:
     """How a step prompt is built (history window, pinned facts, valid-action list)."""
 
 
+ANALYZER_LANGUAGES = ("compact", "json")
+
+
 @dataclass
 class AnalyzerConfig:
     """How the policy writes a hindsight skill (the RL loop, and a policy teacher)."""
 
+    language: str = "compact"
+    """The skill language. ``compact``: ``do: a; b`` / ``avoid: a; b`` written under a grammar
+    from the episode's own actions (``skills.compact``; every analysis parses). ``json``: the
+    paper's JSON summary + skill, free text (or ``structured``), for a policy that can write it."""
+    concrete: bool = True
+    """Compact skills name the episode's actions as played (``take carrot``) rather than
+    abstract roles (``take <object>``)."""
+    max_templates: int = 7
+    """Most actions in one compact skill."""
     max_new_tokens: int = 96
-    """Token limit of one analysis (below the rule miner's 170-380-token targets: README
-    "Known limits"; use at least the target length with a policy that can write skills)."""
+    """JSON language: token limit of one analysis (below the rule miner's 170-380-token
+    targets; use at least the target length with a policy that can write skills)."""
     structured: bool = False
-    """Fill only the two strings of a fixed JSON frame (``skills.structured``)."""
+    """JSON language: fill only the two strings of a fixed JSON frame (``skills.structured``)."""
     max_prompt_chars: int = 2400
-    """Cap on the analysis prompt, for the analyzer SFT set and for the analyses in RL."""
+    """JSON language: cap on the analysis prompt (the compact prompt shows the whole episode,
+    one short line per action)."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.structured, bool):
-            raise ValueError(f"analyzer.structured must be true or false, got {self.structured!r}")
+        for name in ("structured", "concrete"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"analyzer.{name} must be true or false, got {getattr(self, name)!r}")
+        if self.language not in ANALYZER_LANGUAGES:
+            raise ValueError(f"analyzer.language must be one of {', '.join(ANALYZER_LANGUAGES)}, got {self.language!r}")
+        if self.max_templates < 1:
+            raise ValueError(f"analyzer.max_templates must be positive, got {self.max_templates}")
+
+    @property
+    def compact(self) -> bool:
+        """Whether skills are written in the compact language."""
+        return self.language == "compact"
 
 
 @dataclass(frozen=True)

@@ -89,10 +89,25 @@ class OpenAIEndpointConfig:
     base_url: str = "http://127.0.0.1:8000/v1"
     model: str = "Qwen2.5-7B-Instruct"
     timeout_s: float = 60.0
+    """Seconds without data before an attempt is given up (also the longest a body may take)."""
     max_retries: int = 3
+    """Retries after the first attempt, for timeouts, connection errors, HTTP 429 and 5xx
+    (not for other 4xx or a malformed 200)."""
     backoff_s: float = 2.0
+    """Delay before the first retry; doubles after each."""
     max_concurrency: int = 4
     temperature: float = 0.0
+    circuit_breaker: int = 5
+    """After this many episodes in a row got no answer, the endpoint is taken as down: the
+    rest are not sent and get ``skills.teacher_fallback`` (0: always try every episode)."""
+
+    def __post_init__(self) -> None:
+        if self.timeout_s <= 0 or self.backoff_s < 0:
+            raise ValueError(
+                f"skills.openai: timeout_s must be > 0 and backoff_s >= 0, got {self.timeout_s} and {self.backoff_s}"
+            )
+        if self.max_retries < 0 or self.circuit_breaker < 0 or self.max_concurrency < 1:
+            raise ValueError("skills.openai: max_retries and circuit_breaker must be >= 0, max_concurrency >= 1")
 
 
 @dataclass
@@ -110,6 +125,10 @@ class ValidationConfig:
 
 
 TEACHERS = ("rule_miner", "openai", "policy")
+TEACHER_FALLBACKS = ("rule_miner", "none", "error")
+
+
+ANALYZER_SFT_SOURCES = ("accepted", "parsed", "every_episode")
 
 
 @dataclass
@@ -126,21 +145,39 @@ class SkillsConfig:
     """rule_miner (offline, default) | openai (any OpenAI-compatible endpoint) | policy."""
     openai: OpenAIEndpointConfig = field(default_factory=OpenAIEndpointConfig)
     """The endpoint, for ``teacher: openai``."""
+    teacher_fallback: str = "rule_miner"
+    """What an episode the endpoint could not answer (after the retries) gets, for ``teacher:
+    openai``: rule_miner (the offline teacher's skill; records say ``teacher: rule_miner``) |
+    none (no skill) | error (same, but the run stops with a clear error once the endpoint is
+    down: ``openai.circuit_breaker`` episodes in a row, or every episode, got no answer)."""
     validation: ValidationConfig = field(default_factory=ValidationConfig)
     """The validation filter."""
-    analyzer_sft_from: str = "accepted"
-    """The analyzer SFT set is built from the accepted skills (the paper) or from every
-    parsed one (``parsed``: when too few pass validation for the analyzer to learn)."""
+    analyzer_sft_from: str = "every_episode"
+    """The analyzer SFT set is built from the accepted skills (``accepted``: the paper), from
+    every parsed one (``parsed``), or (``every_episode``: issue 11's route A) from the rule
+    teacher of the ``analyzer`` language, one skill for every expert episode and every
+    base-policy rollout (the teacher's skills are still validated and kept for the bank)."""
+    analyzer_heldout_fraction: float = 0.1
+    """Share of the analyzer SFT episodes held out (never trained on): Stage 1 reports the
+    analyzer's parse rate and exact match on them (paper: 10%)."""
 
     def __post_init__(self) -> None:
         if self.teacher not in TEACHERS:
             raise ValueError(f"skills.teacher must be one of {TEACHERS}, got {self.teacher!r}")
-        if self.analyzer_sft_from not in ("accepted", "parsed"):
-            raise ValueError(f"skills.analyzer_sft_from must be accepted or parsed, got {self.analyzer_sft_from!r}")
+        if self.teacher_fallback not in TEACHER_FALLBACKS:
+            raise ValueError(
+                f"skills.teacher_fallback must be one of {TEACHER_FALLBACKS}, got {self.teacher_fallback!r}"
+            )
+        if self.analyzer_sft_from not in ANALYZER_SFT_SOURCES:
+            raise ValueError(
+                f"skills.analyzer_sft_from must be one of {ANALYZER_SFT_SOURCES}, got {self.analyzer_sft_from!r}"
+            )
+        if not 0.0 <= self.analyzer_heldout_fraction < 1.0:
+            raise ValueError(f"skills.analyzer_heldout_fraction must be in [0, 1), got {self.analyzer_heldout_fraction}")
 
 
 def _stage1_sft() -> SFTConfig:
-    return SFTConfig(learning_rate=0.001, batch_size=16, max_steps=80, bf16_autocast="auto")
+    return SFTConfig(learning_rate=0.001, batch_size=16, max_steps=300, bf16_autocast="auto")
 
 
 @dataclass
@@ -152,6 +189,9 @@ class Stage1Config:
     """The SFT run on the mixture."""
     analyzer_repeat: int = 1
     """Copies of the analyzer SFT set in the mixture."""
+    premise_tasks_per_game: int = 5
+    """Held-out (seen-split) tasks per game on which the premise check plays and re-scores
+    after Stage 1 (0: skip the check)."""
 
 
 @dataclass

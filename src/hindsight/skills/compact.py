@@ -15,6 +15,11 @@ words the policy already reads and writes as actions, objects replaced by their 
   invalid one, else the first looped one, else the first state-changing action after the last
   progress) and the most repeated looped action as the warning sign. At most
   ``MAX_TEMPLATES`` templates (the last stage of a long workflow is kept).
+- ``concrete=True`` (the project's default, ``analyzer.concrete``) keeps the actions as they
+  were played (``do: take carrot; slice carrot with knife``): the skill then carries what
+  only hindsight knows about this episode (which objects, which order), and the grammar's
+  alphabet is the episode's own actions (``episode_templates``), so the analyzer only
+  chooses and orders lines it was shown.
 - ``compact_analysis_prompt`` shows the WHOLE episode in a few hundred tokens: one line per
   action with a marker where the score rose or the action was rejected.
 - ``CompactRuleTeacher`` is the offline teacher of this language; its records go through
@@ -37,7 +42,7 @@ from hindsight.skills.action_roles import abstract_action, is_information_action
 from hindsight.skills.analysis_prompt import skill_target_json
 from hindsight.skills.episode_views import EpisodeView
 from hindsight.skills.records import SkillRecord, record_from_output
-from hindsight.skills.rule_miner import fold_repeats, loop_actions, progress_flags, workflow_stages
+from hindsight.skills.rule_miner import fold_repeats, loop_actions, progress_flags, workflow_step_indices
 from hindsight.skills.teachers import Teacher
 
 logger = logging.getLogger(__name__)
@@ -60,6 +65,8 @@ trained on the step prompts only splits the roles ("<object>") into bytes: about
 MAX_AVOID_TEMPLATES = 2
 """A failure skill: the first wrong action and at most one warning sign."""
 
+FAILURE_MARK = "episode_success: failure"
+"""The outcome line of a failed episode's compact analysis prompt."""
 SUCCESS_SUMMARY = "success"
 FAILURE_SUMMARY = "failure"
 
@@ -106,17 +113,36 @@ def limit_templates(templates: Sequence[str], max_templates: int) -> list[str]:
     return templates[: max_templates - 1] + templates[-1:]
 
 
-def workflow_templates(episode: EpisodeView, max_templates: int = MAX_TEMPLATES) -> list[str]:
-    """The templates of a success skill: the rule miner's workflow stages, folded and limited."""
-    stages = fold_stages(workflow_stages(episode))
+def concrete_action(action: str) -> str:
+    """An action as a concrete template: lower case, single spaces, no template separator."""
+    return " ".join(action.lower().replace(";", ",").split())
+
+
+def _template(action: str, literal: set[str], concrete: bool) -> str:
+    return concrete_action(action) if concrete else abstract_action(action, literal)
+
+
+def workflow_templates(episode: EpisodeView, max_templates: int = MAX_TEMPLATES, concrete: bool = False) -> list[str]:
+    """The templates of a success skill: the rule miner's workflow stages, folded and limited.
+
+    Args:
+        episode: A finished, successful episode.
+        max_templates: Most templates.
+        concrete: Keep the actions as they were played (``concrete_action``) instead of
+            abstracting their objects to roles.
+    """
+    literal = task_words(episode.task)
+    steps = list(episode.steps)
+    stages = fold_stages([_template(steps[index].action, literal, concrete) for index in workflow_step_indices(episode)])
     if not stages:  # e.g. the winning action was rejected: fall back to the last action
-        stages = [abstract_action(episode.steps[-1].action, task_words(episode.task))]
+        stages = [_template(steps[-1].action, literal, concrete)]
     return limit_templates(stages, max_templates)
 
 
-def avoidance_templates(episode: EpisodeView) -> list[str]:
+def avoidance_templates(episode: EpisodeView, concrete: bool = False) -> list[str]:
     """The templates of a failure skill: the first wrong action, then the most repeated
-    looped action when its template differs (the warning sign)."""
+    looped action when its template differs (the warning sign); ``concrete`` as in
+    ``workflow_templates``."""
     steps = list(episode.steps)
     flags = progress_flags(steps)
     literal = task_words(episode.task)
@@ -130,13 +156,18 @@ def avoidance_templates(episode: EpisodeView) -> list[str]:
         last_progress = max((index for index, flag in enumerate(flags) if flag), default=-1)
         after = steps[last_progress + 1 :] or steps[-1:]
         mistake = next((step.action for step in after if not is_information_action(step.action)), after[0].action)
-    templates = [abstract_action(mistake, literal)]
+    templates = [_template(mistake, literal, concrete)]
     for action in loops:
-        template = abstract_action(action, literal)
+        template = _template(action, literal, concrete)
         if template not in templates:
             templates.append(template)
             break
     return templates[:MAX_AVOID_TEMPLATES]
+
+
+def outcome_head(success: bool) -> str:
+    """The head of an episode's skill: "do:" after a success, "avoid:" after a failure."""
+    return DO_HEAD if success else AVOID_HEAD
 
 
 def render_skill(head: str, templates: Sequence[str]) -> str:
@@ -146,12 +177,13 @@ def render_skill(head: str, templates: Sequence[str]) -> str:
     return f"{head} {TEMPLATE_SEPARATOR.join(templates)}".strip()
 
 
-def compact_skill(episode: EpisodeView, max_templates: int = MAX_TEMPLATES) -> str:
+def compact_skill(episode: EpisodeView, max_templates: int = MAX_TEMPLATES, concrete: bool = False) -> str:
     """The compact skill of a finished episode (deterministic).
 
     Args:
         episode: A finished episode with at least one step.
         max_templates: Most templates (a failure skill has at most two).
+        concrete: Templates are the episode's own actions (``concrete_action``), not roles.
 
     Returns:
         ``"do: T1; ...; Tk"`` for a success, ``"avoid: T1[; T2]"`` for a failure.
@@ -162,8 +194,8 @@ def compact_skill(episode: EpisodeView, max_templates: int = MAX_TEMPLATES) -> s
     if not episode.steps:
         raise ValueError(f"episode {episode.episode_id!r} has no step to write a skill from")
     if episode.success:
-        return render_skill(DO_HEAD, workflow_templates(episode, max_templates))
-    return render_skill(AVOID_HEAD, limit_templates(avoidance_templates(episode), max_templates))
+        return render_skill(outcome_head(True), workflow_templates(episode, max_templates, concrete))
+    return render_skill(AVOID_HEAD, limit_templates(avoidance_templates(episode, concrete), max_templates))
 
 
 def parse_compact_skill(skill: str) -> tuple[str, list[str]] | None:
@@ -236,7 +268,7 @@ def compact_analysis_prompt(
     lines = [
         COMPACT_INTRODUCTION,
         f"Task description: {one_line(episode.task, max_task_chars)}",
-        f"episode_success: {'success' if episode.success else 'failure'}",
+        FAILURE_MARK if not episode.success else "episode_success: success",
     ]
     if steps:
         lines.append(f"First observation: {one_line(steps[0].observation, max_observation_chars)}")
@@ -246,6 +278,15 @@ def compact_analysis_prompt(
         lines.append(f"{number}. {one_line(step.action, max_action_chars)}{marker}")
     lines.append(COMPACT_INSTRUCTION)
     return "\n".join(lines) + "\n"
+
+
+def episode_templates(episode: EpisodeView, concrete: bool = True) -> list[str]:
+    """The grammar's alphabet for a skill of ``episode``: the templates of its own distinct
+    actions (concrete, or abstracted to roles), in the order first played. Every template
+    of ``compact_skill(episode, concrete=concrete)`` is among them."""
+    literal = task_words(episode.task)
+    templates = (_template(step.action, literal, concrete) for step in episode.steps)
+    return list(dict.fromkeys(template for template in templates if template))
 
 
 def skill_vocabulary(episodes: Iterable[EpisodeView], max_templates: int = MAX_TEMPLATES) -> list[str]:
@@ -271,13 +312,15 @@ class CompactRuleTeacher(Teacher):
 
     name = "compact_rule"
 
-    def __init__(self, max_templates: int = MAX_TEMPLATES) -> None:
-        """Set the template limit.
+    def __init__(self, max_templates: int = MAX_TEMPLATES, concrete: bool = False) -> None:
+        """Set the template limit and the kind of template.
 
         Args:
             max_templates: Most templates per skill.
+            concrete: Write the episode's own actions instead of abstract templates.
         """
         self.max_templates = max_templates
+        self.concrete = concrete
 
     def write_skills(self, episodes: Sequence[EpisodeView]) -> list[SkillRecord]:
         """One compact skill per episode, as ``skill_target_json`` through the shared parser.
@@ -290,7 +333,7 @@ class CompactRuleTeacher(Teacher):
         """
         records = [
             record_from_output(
-                episode, compact_skill_json(compact_skill(episode, self.max_templates)) if episode.steps else None, self.name
+                episode, compact_skill_json(compact_skill(episode, self.max_templates, self.concrete)) if episode.steps else None, self.name
             )
             for episode in episodes
         ]

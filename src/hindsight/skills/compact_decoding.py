@@ -19,7 +19,7 @@ analysis parses; the content is the policy's own.
 from __future__ import annotations
 
 import logging
-from typing import Callable, Sequence
+from typing import Sequence
 
 import torch
 
@@ -30,11 +30,14 @@ from hindsight.skills.compact import (
     SKILL_HEADS,
     compact_analysis_prompt,
     compact_skill_json,
+    episode_templates,
+    outcome_head,
     render_skill,
     template_piece,
 )
 from hindsight.skills.episode_views import EpisodeView
-from hindsight.skills.policy_teacher import PolicyTeacher
+from hindsight.skills.records import SkillRecord, parse_rate, record_from_output
+from hindsight.skills.teachers import Teacher
 
 logger = logging.getLogger(__name__)
 
@@ -42,14 +45,14 @@ END_OF_SKILL = ""
 """The END option: no text, so its response is EOS alone."""
 
 
-def _choose(policy, prompt_ids: list[list[int]], options: list[str], max_length: int | None) -> list[tuple[str, list[int]]]:
-    """Greedy constrained choice among ``options`` for every row: (option, its ids without EOS)."""
+def _choose(policy, prompt_ids: list[list[int]], options: list[list[str]], max_length: int | None) -> list[tuple[str, list[int]]]:
+    """Greedy constrained choice among each row's ``options``: (option, its ids without EOS)."""
     config = SamplingConfig(temperature=0.0, constrained=True, max_length=max_length)
     generations = generate(
         policy,
         prompt_ids=prompt_ids,
         config=config,
-        valid_actions=[options] * len(prompt_ids),
+        valid_actions=options,
         generator=torch.Generator().manual_seed(0),
     )
     return [(generation.text, list(generation.sample.response_ids[:-1])) for generation in generations]
@@ -58,28 +61,41 @@ def _choose(policy, prompt_ids: list[list[int]], options: list[str], max_length:
 def grammar_skill_outputs(
     policy,
     prompts: Sequence[str],
-    vocabulary: Sequence[str],
+    vocabulary: Sequence[str] | Sequence[Sequence[str]],
     max_templates: int = MAX_TEMPLATES,
     max_length: int | None = None,
+    heads: Sequence[str] | None = None,
 ) -> list[str]:
     """Greedy analyses under the compact grammar: one parseable JSON text per prompt.
+
+    A template is never chosen twice in a row (the rule teacher folds such repeats, so a
+    skill never holds one).
 
     Args:
         policy: A ``hindsight.policy.Policy``.
         prompts: Analysis prompts (``compact.compact_analysis_prompt``).
-        vocabulary: The templates the policy may choose (``compact.skill_vocabulary``).
+        vocabulary: The templates the policy may choose: one list for every prompt
+            (``compact.skill_vocabulary``), or one list per prompt (concrete skills:
+            ``compact.episode_templates`` of each prompt's episode).
         max_templates: Most templates per skill.
         max_length: Prompt + response token budget (None: the model's maximum).
+        heads: Per prompt, the head the episode's outcome calls for ("do:" after a success,
+            "avoid:" after a failure, known in hindsight and shown in the prompt); None lets
+            the policy choose it.
 
     Returns:
         ``skill_target_json(summary, skill)`` texts in prompt order; summary "success" for a
         "do:" skill, "failure" for an "avoid:" one.
 
     Raises:
-        ValueError: The vocabulary is empty or ``max_templates`` is not positive.
+        ValueError: A vocabulary is empty, or their number is not the number of prompts, or
+            ``max_templates`` is not positive.
     """
-    templates = list(dict.fromkeys(str(template) for template in vocabulary))
-    if not templates:
+    per_row = bool(vocabulary) and not isinstance(vocabulary[0], str)
+    rows = [list(v) for v in vocabulary] if per_row else [list(vocabulary)] * len(prompts)
+    if per_row and len(rows) != len(prompts):
+        raise ValueError(f"grammar analyzer: {len(rows)} vocabularies for {len(prompts)} prompts")
+    if not vocabulary or any(not row for row in rows):
         raise ValueError("grammar analyzer: the template vocabulary is empty")
     if max_templates < 1:
         raise ValueError(f"grammar analyzer: max_templates must be positive, got {max_templates}")
@@ -87,51 +103,77 @@ def grammar_skill_outputs(
         return []
     tokenizer = policy.tokenizer
     continuations = [encode_prompt(tokenizer, prompt) for prompt in prompts]
-    chosen = _choose(policy, continuations, list(SKILL_HEADS), max_length)
+    if heads is not None and (len(heads) != len(prompts) or any(head not in SKILL_HEADS for head in heads)):
+        raise ValueError(f"grammar analyzer: heads must be one of {SKILL_HEADS} per prompt, got {list(heads)!r}")
+    head_options = [[head] for head in heads] if heads is not None else [list(SKILL_HEADS)] * len(prompts)
+    chosen = _choose(policy, continuations, head_options, max_length)
     heads = [head for head, _ in chosen]
     continuations = [ids + head_ids for ids, (_, head_ids) in zip(continuations, chosen)]
     skill_templates: list[list[str]] = [[] for _ in prompts]
-    piece_of = {template_piece(template): template for template in templates}
+    piece_of = [{template_piece(str(t)): str(t) for t in row} for row in rows]
     live = list(range(len(prompts)))
     for round_index in range(max_templates):
         if not live:
             break
-        options = list(piece_of) + ([END_OF_SKILL] if round_index > 0 else [])
+        end = [END_OF_SKILL] if round_index > 0 else []
+        options = [
+            [piece for piece, template in piece_of[row].items() if skill_templates[row][-1:] != [template]] + end
+            for row in live
+        ]
         chosen = _choose(policy, [continuations[row] for row in live], options, max_length)
         still_live = []
         for row, (piece, piece_ids) in zip(live, chosen):
             if piece == END_OF_SKILL:
                 continue
-            skill_templates[row].append(piece_of[piece])
+            skill_templates[row].append(piece_of[row][piece])
             continuations[row] = continuations[row] + piece_ids
             still_live.append(row)
         live = still_live
     return [compact_skill_json(render_skill(head, chosen_templates)) for head, chosen_templates in zip(heads, skill_templates)]
 
 
-def compact_policy_analyzer(
-    policy, vocabulary: Sequence[str], max_templates: int = MAX_TEMPLATES, max_length: int | None = None
-) -> Callable[[list[str]], list[str]]:
-    """The policy's grammar-constrained analyses as a batched generate function.
-
-    Args:
-        policy: A ``hindsight.policy.Policy``.
-        vocabulary: The templates the policy may choose.
-        max_templates: Most templates per skill.
-        max_length: Prompt + response token budget (None: the model's maximum).
-
-    Returns:
-        ``generate(prompts) -> outputs`` (e.g. for ``PolicyTeacher`` or ``CompactPolicyTeacher``).
-    """
-    templates = list(vocabulary)
-    return lambda prompts: grammar_skill_outputs(policy, prompts, templates, max_templates, max_length)
-
-
-class CompactPolicyTeacher(PolicyTeacher):
-    """``PolicyTeacher`` that asks with the compact analysis prompt (the whole episode)."""
+class CompactPolicyTeacher(Teacher):
+    """The policy writes compact skills under the grammar: for each episode it asks with the
+    compact analysis prompt (the whole episode) and chooses among that episode's own
+    templates (``compact.episode_templates``), so every analysis parses."""
 
     name = "compact_policy"
 
-    def prompts(self, episodes: Sequence[EpisodeView]) -> list[str]:
-        """The compact analysis prompts of ``episodes``, in order."""
-        return [compact_analysis_prompt(episode) for episode in episodes]
+    def __init__(
+        self, policy, *, concrete: bool = True, max_templates: int = MAX_TEMPLATES, max_length: int | None = None
+    ) -> None:
+        """Wrap the policy.
+
+        Args:
+            policy: A ``hindsight.policy.Policy`` (the current one: on-policy skills).
+            concrete: Templates are the episode's actions as played, not abstracted to roles.
+            max_templates: Most templates per skill.
+            max_length: Prompt + response token budget (None: the model's maximum).
+        """
+        self.policy = policy
+        self.concrete = concrete
+        self.max_templates = max_templates
+        self.max_length = max_length
+
+    def write_skills(self, episodes: Sequence[EpisodeView]) -> list[SkillRecord]:
+        """One greedy grammar-constrained skill per episode (episodes without steps get none).
+
+        Args:
+            episodes: Finished episodes.
+
+        Returns:
+            One record per episode, in order.
+        """
+        playable = [episode for episode in episodes if episode.steps]
+        outputs = grammar_skill_outputs(
+            self.policy,
+            [compact_analysis_prompt(episode) for episode in playable],
+            [episode_templates(episode, self.concrete) for episode in playable],
+            self.max_templates,
+            self.max_length,
+            heads=[outcome_head(episode.success) for episode in playable],
+        ) if playable else []
+        output_of = {id(episode): output for episode, output in zip(playable, outputs)}
+        records = [record_from_output(episode, output_of.get(id(episode)), self.name) for episode in episodes]
+        logger.info("compact policy teacher: %d skills, parse rate %.3f", len(records), parse_rate(records))
+        return records

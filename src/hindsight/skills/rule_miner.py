@@ -77,10 +77,17 @@ def _render_block(block: tuple[str, ...], count: int) -> str:
 
 def workflow_stages(episode: EpisodeView) -> list[str]:
     """The abstract actions of the steps that made or enabled progress, up to the win."""
+    literal = task_words(episode.task)
+    return [abstract_action(episode.steps[index].action, literal) for index in workflow_step_indices(episode)]
+
+
+def workflow_step_indices(episode: EpisodeView) -> list[int]:
+    """The indices of the steps that made or enabled progress, up to the win: valid steps
+    where the score rose, and state-changing steps whose next observation reveals an object
+    of the next progress step."""
     steps = list(episode.steps)
     flags = progress_flags(steps)
     last = next((index for index, step in enumerate(steps) if step.won), len(steps) - 1)
-    literal = task_words(episode.task)
     selected = []
     for index in range(last + 1):
         step = steps[index]
@@ -98,7 +105,7 @@ def workflow_stages(episode: EpisodeView) -> list[str]:
         targets = parse_action_structure(steps[following].action).object_phrases
         if any(target and target in revealed for target in targets):
             selected.append(index)
-    return [abstract_action(steps[index].action, literal) for index in selected]
+    return selected
 
 
 def mine_workflow(episode: EpisodeView) -> tuple[str, str]:

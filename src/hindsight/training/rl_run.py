@@ -21,7 +21,7 @@ from hindsight.evaluation.heldout import HeldoutConfig, evaluate_agents
 from hindsight.evaluation.metrics import success_summary
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.rollout.tasks import TaskRef, split_tasks
-from hindsight.skills.policy_teacher import PolicyTeacher, policy_analyzer
+from hindsight.skills.analyzers import policy_teacher
 from hindsight.skills.skill_bank import SkillBankTeacher
 from hindsight.skills.teachers import Teacher
 from hindsight.training.rl import RLRunResult, train_rl
@@ -99,8 +99,7 @@ def rl_teacher(config: RLConfig, policy, analyzer: AnalyzerConfig, skill_bank: d
         return None
     if config.skill_source == "fixed_bank":
         return SkillBankTeacher(skill_bank or {})
-    generate = policy_analyzer(policy, analyzer.max_new_tokens, analyzer.structured)
-    return PolicyTeacher(generate, max_prompt_chars=analyzer.max_prompt_chars)
+    return policy_teacher(policy, analyzer)
 
 
 def heldout_evaluator(

@@ -27,7 +27,7 @@ from hindsight.skills.records import parse_rate
 from hindsight.skills.sft_set import analyzer_sft_examples
 from hindsight.skills.episode_views import episodes_from_table
 from hindsight.skills.http_teacher import OpenAICompatibleTeacher
-from hindsight.skills.policy_teacher import PolicyTeacher, policy_analyzer
+from hindsight.skills.analyzers import policy_teacher, rule_teacher
 from hindsight.skills.rule_miner import RuleMinerTeacher
 from hindsight.skills.teachers import Teacher
 from hindsight.skills.validation import ValidationOutcome, validated_skills_table
@@ -50,9 +50,10 @@ def roll_out_base_policy(base_policy, project: ProjectConfig, skills: SkillsConf
 def make_teacher(base_policy, project: ProjectConfig, skills: SkillsConfig, credentials: dict[str, Any]):
     """The Stage-1 teacher named by ``skills.teacher``: the rule miner, an OpenAI-compatible
     endpoint, or the base policy itself (self-teaching, greedy, with the ``analyzer``
-    settings: its skills are then the policy's own from the start)."""
+    settings: its skills are then the policy's own from the start). For the endpoint,
+    ``skills.teacher_fallback`` says what an episode it could not answer gets."""
     if skills.teacher == "rule_miner":
-        return RuleMinerTeacher()
+        return rule_teacher(project.analyzer)
     if skills.teacher == "openai":
         endpoint = skills.openai
         return OpenAICompatibleTeacher(
@@ -64,10 +65,11 @@ def make_teacher(base_policy, project: ProjectConfig, skills: SkillsConfig, cred
             backoff=endpoint.backoff_s,
             max_concurrency=endpoint.max_concurrency,
             temperature=endpoint.temperature,
+            circuit_breaker=endpoint.circuit_breaker,
+            fallback=RuleMinerTeacher() if skills.teacher_fallback == "rule_miner" else None,
+            fail_when_down=skills.teacher_fallback == "error",
         )
-    analyzer = project.analyzer
-    generate = policy_analyzer(base_policy, analyzer.max_new_tokens, analyzer.structured)
-    return PolicyTeacher(generate, max_prompt_chars=analyzer.max_prompt_chars)
+    return policy_teacher(base_policy, project.analyzer)
 
 
 def write_hindsight_skills(trajectories: pd.DataFrame, skill_rollouts: pd.DataFrame, teacher: Teacher) -> pd.DataFrame:
@@ -84,6 +86,7 @@ def write_hindsight_skills(trajectories: pd.DataFrame, skill_rollouts: pd.DataFr
     records = teacher.write_skills(episodes_from_table(table))
     rate = parse_rate(records)
     tracking.log_metrics({"skills/parse_rate": rate, "skills/written": float(len(records))})
+    tracking.log_metrics({f"skills/teacher_{key}": value for key, value in getattr(teacher, "last_run", {}).items()})
     logger.info("Teacher %s wrote %d skills (parse rate %.2f)", teacher.name, len(records), rate)
     return pd.DataFrame([dataclasses.asdict(record) for record in records])
 
@@ -162,13 +165,25 @@ def build_analyzer_sft_set(
     project: ProjectConfig,
     skills: SkillsConfig,
 ) -> pd.DataFrame:
-    """Step 4: (analysis prompt -> JSON) pairs of the accepted skills (or, with
-    ``skills.analyzer_sft_from: parsed``, of every parsed skill), the prompts cut to
-    ``analyzer.max_prompt_chars`` as in the RL loop's analyses."""
+    """Step 4: (analysis prompt -> skill) pairs in the ``analyzer`` language: of the accepted
+    skills, of every parsed one (``skills.analyzer_sft_from: parsed``), or of the language's
+    rule teacher on every expert episode and base-policy rollout (``every_episode``), with
+    ``skills.analyzer_heldout_fraction`` of the episodes held out."""
     table = pd.concat([trajectories, skill_rollouts], ignore_index=True)
-    chosen = skills_table_
-    if skills.analyzer_sft_from == "parsed":
+    if skills.analyzer_sft_from == "every_episode":
+        records = rule_teacher(project.analyzer).write_skills(episodes_from_table(table))
+        chosen = validated_skills_table(records)
+    elif skills.analyzer_sft_from == "parsed":
         chosen = skills_table_.assign(accepted=skills_table_["parse_ok"])
-    examples = analyzer_sft_examples(table, chosen, max_prompt_chars=project.analyzer.max_prompt_chars)
-    tracking.log_metrics({"skills/analyzer_sft_examples": float(len(examples))})
+    else:
+        chosen = skills_table_
+    examples = analyzer_sft_examples(
+        table, chosen, project.analyzer, held_out_fraction=skills.analyzer_heldout_fraction, seed=project.seed
+    )
+    tracking.log_metrics(
+        {
+            "skills/analyzer_sft_examples": float(len(examples)),
+            "skills/analyzer_heldout_examples": float(examples["held_out"].sum()) if len(examples) else 0.0,
+        }
+    )
     return examples

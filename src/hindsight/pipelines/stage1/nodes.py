@@ -1,10 +1,12 @@
-"""Nodes of the Stage-1 stage: the mixture and its SFT run.
+"""Nodes of the Stage-1 stage: the mixture, its SFT run, and the checks of what it taught.
 
 Stage 1 continues from the base policy on a mixture: the same behaviour cloning,
 skill-conditioned behaviour cloning (expert steps with their episode's hindsight skill
 injected into the prompt, so the policy learns to use a skill) and analyzer SFT (analysis
-prompt -> JSON, so the policy can write skills). The Stage-1 checkpoint starts RL and is
-its KL reference.
+prompt -> skill, so the policy can write skills). The Stage-1 checkpoint starts RL and is
+its KL reference. Two checks follow (``skills.premise``): the analyzer on the held-out
+analyzer pairs (parse rate, exact match), and SEED's premise on held-out tasks (does the
+policy's own skill in context raise the log-probs of its actions?).
 """
 
 from __future__ import annotations
@@ -15,28 +17,45 @@ import pandas as pd
 
 from hindsight import tracking
 from hindsight.config import ProjectConfig, Stage1Config
+from hindsight.envs import make_env
 from hindsight.pipelines.behaviour_cloning.nodes import log_prefixed
+from hindsight.rollout.engine import run_rollouts
+from hindsight.rollout.tasks import split_tasks
+from hindsight.skills.analyzers import policy_teacher, rule_teacher
+from hindsight.skills.episode_views import episodes_from_table
 from hindsight.skills.injection import inject_skill
+from hindsight.skills.premise import evaluate_analyzer, premise_metrics, premise_table, unrelated_skills
+from hindsight.skills.records import parse_rate
 from hindsight.training.sft import train_sft
 
 logger = logging.getLogger(__name__)
 
 
+def episode_skills(skills: pd.DataFrame, analyzer_sft_set: pd.DataFrame) -> dict[str, str]:
+    """The skill of each episode for skill-conditioned behaviour cloning: the accepted skills,
+    overridden by the analyzer SFT set's (with ``skills.analyzer_sft_from: every_episode``
+    that is one skill for every expert episode, held-out ones included: their steps are
+    behaviour cloning, not analyzer pairs)."""
+    accepted = skills[skills["accepted"] & skills["parse_ok"]].set_index("episode_id")["skill"].to_dict()
+    if "skill" in analyzer_sft_set:
+        accepted.update(dict(zip(analyzer_sft_set["episode_id"].astype(str), analyzer_sft_set["skill"])))
+    return accepted
+
+
 def stage1_examples(
     bc_examples: pd.DataFrame, skills: pd.DataFrame, analyzer_sft_set: pd.DataFrame, settings: Stage1Config
 ) -> pd.DataFrame:
-    """The Stage-1 mixture: behaviour cloning, skill-conditioned behaviour cloning, analyzer SFT.
-
-    Skill-conditioned examples are the behaviour-cloning steps of every episode that has an
-    accepted skill, with that skill injected into the prompt (ALGORITHMS.md injection).
-    """
-    accepted = skills[skills["accepted"] & skills["parse_ok"]].set_index("episode_id")["skill"]
-    conditioned = bc_examples[bc_examples["episode_id"].isin(accepted.index)].copy()
+    """The Stage-1 mixture: behaviour cloning, skill-conditioned behaviour cloning on every
+    expert step whose episode has a skill (``episode_skills``; ALGORITHMS.md injection), and
+    the analyzer pairs that are not held out."""
+    skill_of = episode_skills(skills, analyzer_sft_set)
+    conditioned = bc_examples[bc_examples["episode_id"].astype(str).isin(skill_of)].copy()
     conditioned["prompt"] = [
-        inject_skill(text, accepted[episode]) for text, episode in zip(conditioned["prompt"], conditioned["episode_id"])
+        inject_skill(text, skill_of[str(episode)]) for text, episode in zip(conditioned["prompt"], conditioned["episode_id"])
     ]
     conditioned["kind"] = "skill_bc"
-    analyzer = analyzer_sft_set.assign(kind="analyzer")
+    trained = analyzer_sft_set[~analyzer_sft_set["held_out"].astype(bool)] if "held_out" in analyzer_sft_set else analyzer_sft_set
+    analyzer = trained.assign(kind="analyzer")
     parts = [bc_examples, conditioned] + [analyzer] * settings.analyzer_repeat
     mixture = pd.concat([part[["prompt", "response", "kind"]] for part in parts], ignore_index=True)
     counts = mixture["kind"].value_counts().to_dict()
@@ -49,3 +68,58 @@ def train_stage1_policy(base_policy, examples: pd.DataFrame, project: ProjectCon
     """Stage 1 of SEED from the base policy: the checkpoint RL starts from, and its loss history."""
     history = train_sft(base_policy, examples, settings.sft, log_prefixed("stage1"), seed=project.seeds.examples)
     return base_policy, history.assign(phase="stage1")
+
+
+def evaluate_stage1_analyzer(stage1_policy, analyzer_sft_set: pd.DataFrame, project: ProjectConfig) -> pd.DataFrame:
+    """The Stage-1 policy writes the skills of the held-out analyzer pairs, as the RL loop
+    would: logs ``stage1/analyzer_parse_rate`` and ``stage1/analyzer_exact_match``."""
+    table = evaluate_analyzer(stage1_policy, analyzer_sft_set, project.analyzer)
+    if len(table):
+        tracking.log_metrics(
+            {
+                "stage1/analyzer_heldout": float(len(table)),
+                "stage1/analyzer_parse_rate": float(table["parse_ok"].mean()),
+                "stage1/analyzer_exact_match": float(table["exact"].mean()),
+            }
+        )
+        logger.info(
+            "Stage-1 analyzer on %d held-out episodes: parse rate %.3f, exact match %.3f",
+            len(table), table["parse_ok"].mean(), table["exact"].mean(),
+        )
+    return table
+
+
+def check_skill_premise(stage1_policy, project: ProjectConfig, settings: Stage1Config) -> pd.DataFrame:
+    """SEED's premise on held-out tasks: the Stage-1 policy plays ``premise_tasks_per_game``
+    seen-split tasks per game at T = 1 (as RL samples), writes its own skill for each
+    episode, and re-scores its actions with that skill, with the rule teacher's and with an
+    unrelated one; logs ``stage1/premise/<source>/<all|won|lost>/{gap_mean,positive_share,tokens}``."""
+    if settings.premise_tasks_per_game == 0:
+        return premise_table(stage1_policy, [], [], {})
+    offset = project.environment.seen_seed_offset
+    tasks = [
+        task for spec in project.specs() for task in split_tasks(spec, "train", settings.premise_tasks_per_game, offset)
+    ]
+    rollout = run_rollouts(
+        stage1_policy, make_env, tasks, project.rollout_config(group_size=1, temperature=1.0, seed=project.seeds.evaluation)
+    )
+    episodes = episodes_from_table(rollout.table)
+    own_records = policy_teacher(stage1_policy, project.analyzer).write_skills(episodes)
+    own = {record.episode_id: record.skill for record in own_records if record.parse_ok}
+    rule = {record.episode_id: record.skill for record in rule_teacher(project.analyzer).write_skills(episodes) if record.parse_ok}
+    table = premise_table(
+        stage1_policy, episodes, rollout.samples, {"own": own, "rule": rule, "unrelated": unrelated_skills(episodes, rule)}
+    )
+    metrics = premise_metrics(table, "stage1/premise")
+    metrics["stage1/premise/own_parse_rate"] = parse_rate(own_records)
+    metrics["stage1/premise/own_equals_rule"] = (
+        sum(own.get(key) == value for key, value in rule.items()) / len(rule) if rule else 0.0
+    )
+    metrics["stage1/premise/success_rate"] = float(rollout.stats["success_rate"])
+    tracking.log_metrics(metrics)
+    logger.info(
+        "Skill premise on %d held-out episodes: own-skill gap %+.4f (won %+.4f, lost %+.4f), rule skill %+.4f, unrelated %+.4f",
+        len(episodes), *(metrics.get(f"stage1/premise/{s}/{o}/gap_mean", float("nan"))
+                         for s, o in (("own", "all"), ("own", "won"), ("own", "lost"), ("rule", "all"), ("unrelated", "all"))),
+    )
+    return table

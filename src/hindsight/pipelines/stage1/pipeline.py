@@ -3,7 +3,12 @@
 from kedro.pipeline import Node, Pipeline
 
 from hindsight.pipelines.settings import stage_pipeline
-from hindsight.pipelines.stage1.nodes import stage1_examples, train_stage1_policy
+from hindsight.pipelines.stage1.nodes import (
+    check_skill_premise,
+    evaluate_stage1_analyzer,
+    stage1_examples,
+    train_stage1_policy,
+)
 
 
 def create_pipeline(**kwargs) -> Pipeline:
@@ -21,6 +26,18 @@ def create_pipeline(**kwargs) -> Pipeline:
                 inputs=["base_policy", "stage1_examples", "project_settings", "stage1_settings"],
                 outputs=["stage1_policy", "stage1_history"],
                 name="stage1_training",
+            ),
+            Node(
+                evaluate_stage1_analyzer,
+                inputs=["stage1_policy", "analyzer_sft_set", "project_settings"],
+                outputs="analyzer_evaluation",
+                name="evaluate_analyzer",
+            ),
+            Node(
+                check_skill_premise,
+                inputs=["stage1_policy", "project_settings", "stage1_settings"],
+                outputs="skill_premise",
+                name="check_skill_premise",
             ),
         ],
     )

@@ -1,0 +1,143 @@
+"""Does the policy's own skill make it a better teacher? SEED's premise, measured.
+
+SEED distils from the policy re-scoring its own actions with its own hindsight skill in
+context (``l_skill``). That signal helps only if (1) the policy writes skills that parse and
+say something, and (2) with a skill in context the policy's log-probs move the right way.
+This module measures both after Stage 1 (issue 11, route A):
+
+- ``evaluate_analyzer``: the analyzer on held-out (analysis prompt -> skill) pairs, decoded
+  exactly as the RL loop decodes (compact: greedy under each episode's grammar; json: greedy
+  free text or the structured frame): parse rate and exact match.
+- ``teacher_gaps`` / ``premise_table``: for played episodes, ``l_skill - l_plain`` over the
+  non-forced action tokens (``StepSample.choice_positions``; forced tokens carry no choice)
+  with the policy's own skill, the rule teacher's skill, and an unrelated skill (another
+  episode's, of another task type where there is one: the control for mere extra context).
+
+The sign to expect differs by outcome: on a won episode a useful skill raises the actions
+played (gap > 0); on a lost one an avoidance rule should lower the wrong ones (gap < 0 there
+is the right direction).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+import pandas as pd
+
+from hindsight.policy.encoding import StepSample
+from hindsight.skills.episode_views import EpisodeView
+from hindsight.skills.records import parse_skill_json
+
+if TYPE_CHECKING:
+    from hindsight.config import AnalyzerConfig
+
+PREMISE_COLUMNS = ("episode_id", "task_type", "success", "skill_source", "skill", "tokens", "gap_mean", "positive_share")
+ANALYZER_EVAL_COLUMNS = ("episode_id", "target", "written", "parse_ok", "exact")
+
+
+def analyzer_outputs(policy, prompts: Sequence[str], templates: Sequence[Sequence[str]], analyzer: AnalyzerConfig) -> list[str]:
+    """Greedy analyses of ``prompts`` as the RL loop writes them (JSON texts, one per prompt)."""
+    if not prompts:
+        return []
+    if analyzer.compact:
+        from hindsight.skills.compact_decoding import grammar_skill_outputs
+
+        from hindsight.skills.compact import AVOID_HEAD, DO_HEAD, FAILURE_MARK
+
+        heads = [AVOID_HEAD if FAILURE_MARK in prompt else DO_HEAD for prompt in prompts]
+        return grammar_skill_outputs(policy, list(prompts), [list(t) for t in templates], analyzer.max_templates, heads=heads)
+    from hindsight.skills.policy_teacher import policy_analyzer
+
+    return list(policy_analyzer(policy, analyzer.max_new_tokens, analyzer.structured)(list(prompts)))
+
+
+def evaluate_analyzer(policy, examples: pd.DataFrame, analyzer: AnalyzerConfig) -> pd.DataFrame:
+    """The analyzer on the held-out rows of an analyzer SFT set (``skills.sft_set``).
+
+    Args:
+        policy: The policy (after Stage 1).
+        examples: The analyzer SFT set (columns ``prompt``, ``skill``, ``templates``, ``held_out``).
+        analyzer: The analyzer settings the set was built with.
+
+    Returns:
+        One row per held-out example: ``ANALYZER_EVAL_COLUMNS`` (``written`` is the parsed
+        skill, empty when the output did not parse).
+    """
+    held = examples[examples["held_out"].astype(bool)] if len(examples) else examples
+    outputs = analyzer_outputs(policy, held["prompt"].tolist(), held["templates"].tolist(), analyzer)
+    rows = []
+    for row, output in zip(held.itertuples(index=False), outputs):
+        fields = parse_skill_json(output)
+        written = fields["episode_skill"] if fields else ""
+        rows.append(
+            {"episode_id": row.episode_id, "target": row.skill, "written": written,
+             "parse_ok": fields is not None, "exact": fields is not None and written == row.skill}
+        )
+    return pd.DataFrame(rows, columns=list(ANALYZER_EVAL_COLUMNS))
+
+
+def teacher_gaps(policy, samples: Sequence[StepSample], skill_of_episode: dict[str, str], batch_size: int = 16) -> dict[str, list[float]]:
+    """``l_skill - l_plain`` of every non-forced response token, per episode with a skill."""
+    from hindsight.training.distillation import response_logprobs, skill_augmented_logprobs
+
+    plain = response_logprobs(policy.model, samples, batch_size, policy.tokenizer.pad_token_id)
+    augmented = skill_augmented_logprobs(policy.model, policy.tokenizer, samples, skill_of_episode, batch_size)
+    gaps: dict[str, list[float]] = {}
+    for sample, logp_plain, logp_skill in zip(samples, plain, augmented):
+        if logp_skill is None:
+            continue
+        chosen = [float(s - p) for s, p, choice in zip(logp_skill, logp_plain, sample.choice_positions) if choice]
+        gaps.setdefault(sample.episode_id, []).extend(chosen)
+    return gaps
+
+
+def unrelated_skills(episodes: Sequence[EpisodeView], skill_of_episode: dict[str, str]) -> dict[str, str]:
+    """Each episode gets another episode's skill, of another task type where there is one."""
+    unrelated = {}
+    for index, episode in enumerate(episodes):
+        others = [o for o in episodes if o.task_type != episode.task_type and o.episode_id in skill_of_episode]
+        others = others or [o for o in episodes if o is not episode and o.episode_id in skill_of_episode]
+        if others:
+            unrelated[episode.episode_id] = skill_of_episode[others[index % len(others)].episode_id]
+    return unrelated
+
+
+def premise_table(
+    policy, episodes: Sequence[EpisodeView], samples: Sequence[StepSample], skills_by_source: dict[str, dict[str, str]]
+) -> pd.DataFrame:
+    """Per episode and skill source, the mean teacher gap over its non-forced action tokens.
+
+    Args:
+        policy: The policy that played and re-scores (the teacher is the policy itself).
+        episodes: The played episodes.
+        samples: Their step samples.
+        skills_by_source: Source name (e.g. ``own``, ``rule``, ``unrelated``) -> episode id -> skill.
+
+    Returns:
+        ``PREMISE_COLUMNS`` rows (episodes with no non-forced token are left out).
+    """
+    rows = []
+    for source, skill_of_episode in skills_by_source.items():
+        gaps = teacher_gaps(policy, samples, skill_of_episode)
+        for episode in episodes:
+            values = gaps.get(episode.episode_id, [])
+            if values:
+                rows.append(
+                    {"episode_id": episode.episode_id, "task_type": episode.task_type, "success": bool(episode.success),
+                     "skill_source": source, "skill": skill_of_episode[episode.episode_id], "tokens": len(values),
+                     "gap_mean": sum(values) / len(values), "positive_share": sum(v > 0 for v in values) / len(values)}
+                )
+    return pd.DataFrame(rows, columns=list(PREMISE_COLUMNS))
+
+
+def premise_metrics(table: pd.DataFrame, prefix: str = "premise") -> dict[str, float]:
+    """Token-weighted mean gap and positive share per skill source, overall and by outcome."""
+    metrics: dict[str, float] = {}
+    for source, part in table.groupby("skill_source"):
+        for label, rows in (("all", part), ("won", part[part["success"]]), ("lost", part[~part["success"]])):
+            tokens = rows["tokens"].sum()
+            if tokens:
+                metrics[f"{prefix}/{source}/{label}/gap_mean"] = float((rows["gap_mean"] * rows["tokens"]).sum() / tokens)
+                metrics[f"{prefix}/{source}/{label}/positive_share"] = float((rows["positive_share"] * rows["tokens"]).sum() / tokens)
+                metrics[f"{prefix}/{source}/{label}/tokens"] = float(tokens)
+    return metrics
