@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import sys
 import time
 from pathlib import Path
@@ -40,13 +39,6 @@ sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
 os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
 
 from behaviour_cloning_settings import benchmark_settings  # noqa: E402
-
-
-def held_out_episode_ids(episode_ids: list[str], fraction: float, seed: int) -> set[str]:
-    """A deterministic ``fraction`` of the episodes (at least one)."""
-    shuffled = sorted(episode_ids)
-    random.Random(seed).shuffle(shuffled)
-    return set(shuffled[: max(1, round(fraction * len(shuffled)))])
 
 
 def training_examples(bc_examples, episodes, skill_of_episode, held_out):
@@ -117,6 +109,7 @@ def main() -> None:
         written_skill,
     )
     from hindsight.skills.compact_decoding import grammar_skill_outputs
+    from hindsight.skills.sft_set import held_out_episodes as choose_held_out
 
     experts_only = {"ingestion": {"expert_episodes": {"train": args.expert_episodes, "dev": 0, "test": 0}}}
     settings = benchmark_settings(args.set, args.threads, base=experts_only)
@@ -135,7 +128,7 @@ def main() -> None:
 
     def vocabulary(chosen):
         return [episode_templates(e) for e in chosen] if args.concrete else shared_vocabulary
-    held_out = held_out_episode_ids([episode.episode_id for episode in episodes], 0.1, project.seed)
+    held_out = choose_held_out([episode.episode_id for episode in episodes], 0.1, project.seed)
 
     # 2. Tokenizer, fresh policy, the SFT mixture.
     bc_examples = behaviour_cloning_examples(experts, project)

@@ -14,14 +14,13 @@ file line, when the caller passes ``row_labels``) and the field. Episode-level f
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass
-from numbers import Integral, Real
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
+from hindsight.data.coercion import COERCERS, describe, is_missing
 from hindsight.envs.base import SPLITS
 
 logger = logging.getLogger(__name__)
@@ -142,60 +141,6 @@ def empty_episode_summary() -> pd.DataFrame:
     return _empty_table(EPISODE_SUMMARY_COLUMNS)
 
 
-def _is_missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
-
-
-def _describe(value: Any) -> str:
-    text = repr(value)
-    return f"{type(value).__name__} {text[:60] + '...' if len(text) > 60 else text}"
-
-
-def _coerce_str(value: Any) -> str:
-    if isinstance(value, str):
-        return str(value)
-    raise TypeError("expected a string")
-
-
-def _coerce_int(value: Any) -> int:
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError("expected an integer")
-    if isinstance(value, Integral):
-        return int(value)
-    if isinstance(value, Real) and float(value).is_integer():
-        return int(value)
-    raise TypeError("expected an integer")
-
-
-def _coerce_float(value: Any) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
-        raise TypeError("expected a number")
-    if not math.isfinite(float(value)):
-        raise TypeError("expected a finite number")
-    return float(value)
-
-
-def _coerce_bool(value: Any) -> bool:
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    raise TypeError("expected true/false")
-
-
-def _coerce_str_list(value: Any) -> list[str]:
-    if isinstance(value, (list, tuple, np.ndarray)) and all(isinstance(item, str) for item in value):
-        return [str(item) for item in value]
-    raise TypeError("expected a list of strings")
-
-
-_COERCERS: dict[str, Callable[[Any], Any]] = {
-    "str": _coerce_str,
-    "int": _coerce_int,
-    "float": _coerce_float,
-    "bool": _coerce_bool,
-    "str_list": _coerce_str_list,
-}
-
-
 def _label(row_labels: Sequence[str] | None, position: int) -> str:
     return row_labels[position] if row_labels is not None else f"row {position}"
 
@@ -233,11 +178,11 @@ def coerce_columns(
         logger.info("%s: ignoring column(s) outside the schema: %s", origin, ", ".join(extra))
     coerced: dict[str, Any] = {}
     for name, column in columns.items():
-        convert = _COERCERS[column.kind]
+        convert = COERCERS[column.kind]
         values = df[name].tolist()
         converted = []
         for position, value in enumerate(values):
-            if _is_missing(value):
+            if is_missing(value):
                 what = "NaN or missing value" if column.kind == "float" else "missing value"
                 raise TrajectoryValidationError(
                     f"{_where(origin, row_labels, position)}, field {name!r}: {what} (expected {column.kind})."
@@ -246,7 +191,7 @@ def coerce_columns(
                 converted.append(convert(value))
             except TypeError as error:
                 raise TrajectoryValidationError(
-                    f"{_where(origin, row_labels, position)}, field {name!r}: {error}, got {_describe(value)}."
+                    f"{_where(origin, row_labels, position)}, field {name!r}: {error}, got {describe(value)}."
                 ) from None
         series = pd.Series(converted, dtype=_DTYPES[column.kind], index=range(len(converted)))
         coerced[name] = series
