@@ -222,3 +222,24 @@ def test_the_episodes_whose_outcome_was_assumed_are_counted(tmp_path):
     table = load_external_trajectories(path, assume_success=True)
     assert table.attrs[OUTCOME_ASSUMED] == 2
     assert table.groupby("episode_id", sort=False)["won"].any().tolist() == [False, True, True]
+
+
+def test_task_is_the_users_instruction_not_the_preamble(tmp_path):
+    preamble = "Interact with a household to solve a task. Reply with 'Action: ...'."
+    acknowledged = [
+        {"role": "system", "content": "You are a helpful agent."},
+        {"role": "user", "content": preamble},
+        {"role": "assistant", "content": "OK"},
+        {"role": "user", "content": "Put a clean mug on the shelf."},
+        {"role": "assistant", "content": "Action: go to sink 1"},
+    ]
+    unacknowledged = [
+        {"role": "system", "content": "You are a helpful agent."},
+        {"role": "user", "content": preamble},
+        {"role": "user", "content": "Find the  red book."},
+        {"role": "assistant", "content": "Action: look"},
+    ]
+    path = tmp_path / "instructions.jsonl"
+    path.write_text("\n".join(json.dumps({"id": f"house_{i}", "messages": m}) for i, m in enumerate([acknowledged, unacknowledged])))
+    table = load_external_trajectories(path, assume_success=True)
+    assert table.groupby("episode_id")["task"].first().tolist() == ["Put a clean mug on the shelf.", "Find the red book."]

@@ -11,7 +11,8 @@ response tokens with a mask. Files:
 - ``losses.py``: ``ppo_clip_loss``, ``opd_loss``, ``kl_low_var``;
 - ``aggregation.py``: ``aggregate_loss``, ``aggregation_count``, ``masked_mean``;
 - ``weighting.py``: STEPO ``stepo_trajectory_weights``, ``zero_variance_groups``;
-- ``rewards.py``: ``empo_action_score``, ``empo_step_rewards``, ``wm_r1_length_rewards``.
+- ``rewards.py``: ``empo_action_score`` (with ``normalize_action`` /
+  ``action_type``), ``empo_step_rewards``, ``wm_r1_length_rewards``.
 """
 
 from hindsight.algorithms.advantages import (
@@ -25,7 +26,13 @@ from hindsight.algorithms.aggregation import AGGREGATION_MODES, aggregate_loss, 
 from hindsight.algorithms.grouping import anchor_state_groups
 from hindsight.algorithms.losses import kl_low_var, opd_loss, ppo_clip_loss
 from hindsight.algorithms.returns import discounted_returns
-from hindsight.algorithms.rewards import empo_action_score, empo_step_rewards, wm_r1_length_rewards
+from hindsight.algorithms.rewards import (
+    action_type,
+    empo_action_score,
+    empo_step_rewards,
+    normalize_action,
+    wm_r1_length_rewards,
+)
 from hindsight.algorithms.weighting import stepo_trajectory_weights, zero_variance_groups
 
 __all__ = [
@@ -34,12 +41,14 @@ __all__ = [
     "aggregation_count",
     "anchor_state_groups",
     "discounted_returns",
+    "action_type",
     "empo_action_score",
     "empo_advantages",
     "empo_step_rewards",
     "gigpo_advantages",
     "group_normalized_advantages",
     "kl_low_var",
+    "normalize_action",
     "masked_mean",
     "opd_loss",
     "opid_advantages",

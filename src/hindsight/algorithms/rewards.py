@@ -4,6 +4,7 @@ length budgets (section 4) of ALGORITHMS.md.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import torch
@@ -11,12 +12,36 @@ import torch
 from hindsight.algorithms._inputs import as_float_tensor, check_lengths, group_index, ids_to_list
 
 
+ARTICLES = frozenset({"a", "an", "the"})
+"""Words dropped before free-text actions are compared."""
+PREPOSITION_ALIASES = {"on": "in", "into": "in", "onto": "in", "inside": "in"}
+"""Placement prepositions read as one ("put apple on table" == "put apple in table"):
+expert sets word the same move either way (ALFWorld "in/on")."""
+
+
+def normalize_action(action: str) -> str:
+    """Canonical form of a free-text action, for matching it against an expert's.
+
+    Lower case, punctuation other than word characters and spaces removed, articles
+    (``ARTICLES``) dropped, placement prepositions mapped to "in" (``PREPOSITION_ALIASES``),
+    whitespace collapsed: "Put the Apple on the table." -> "put apple in table".
+    """
+    words = re.sub(r"[^\w\s-]", " ", action.lower()).split()
+    return " ".join(PREPOSITION_ALIASES.get(word, word) for word in words if word not in ARTICLES)
+
+
+def action_type(action: str) -> str:
+    """The action type: the verb, i.e. the first word of the normalised action ("" if none)."""
+    words = normalize_action(action).split()
+    return words[0] if words else ""
+
+
 def empo_action_score(action: str | None, expert_action: str) -> float:
     """EMPO action score: 1 exact match, 0.5 same action type, 0.1 parsed but another type,
     0 unparsable (``None`` or empty).
 
-    The action type is the first word (the verb), compared case-insensitively; exact match
-    compares whitespace-normalised, lower-cased text.
+    Both actions are compared in their ``normalize_action`` form (case, punctuation,
+    articles and "in/on" do not count); the action type is the verb (``action_type``).
 
     Args:
         action: The policy's parsed action, or None if it could not be parsed.
@@ -25,13 +50,13 @@ def empo_action_score(action: str | None, expert_action: str) -> float:
     Returns:
         The score.
     """
-    if action is None or not action.strip():
+    if action is None or not normalize_action(action):
         return 0.0
-    predicted = " ".join(action.lower().split())
-    expert = " ".join(expert_action.lower().split())
+    predicted = normalize_action(action)
+    expert = normalize_action(expert_action)
     if predicted == expert:
         return 1.0
-    if expert and predicted.split()[0] == expert.split()[0]:
+    if expert and action_type(predicted) == action_type(expert):
         return 0.5
     return 0.1
 

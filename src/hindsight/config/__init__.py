@@ -9,6 +9,7 @@ Kedro hands nodes parameter dictionaries; each pipeline's ``read_settings`` node
 block into its dataclass (``hindsight.params.build``) and the stage's nodes take that object.
 """
 
+from hindsight.config.empo import EmpoConfig
 from hindsight.config.files import STAGE_FILES, check_parameters, file_of_key, file_settings, project_settings
 from hindsight.config.project import AnalyzerConfig, EnvironmentConfig, GameConfig, ProjectConfig, RolloutSettings, Seeds
 from hindsight.config.stages import (
@@ -32,6 +33,7 @@ __all__ = [
     "STAGE_FILES",
     "AnalyzerConfig",
     "BehaviourCloningConfig",
+    "EmpoConfig",
     "EnvironmentConfig",
     "EvaluationConfig",
     "ExperimentsConfig",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, Mapping
 
+from hindsight.config.empo import EmpoConfig
 from hindsight.config.project import ProjectConfig
 from hindsight.config.stages import (
     BehaviourCloningConfig,
@@ -34,6 +35,7 @@ STAGE_FILES: dict[str, type] = {
     "scoring": ScoringConfig,
     "evaluation": EvaluationConfig,
     "experiments": ExperimentsConfig,
+    "empo": EmpoConfig,
 }
 """Top-level block -> its dataclass; the block lives in ``parameters_<block>.yml``."""
 

@@ -16,7 +16,10 @@ style sets). A turn is ``{"from": "human"|"gpt"|"system", "value": text}`` or ``
 - The observation of a step is the last user turn before it.
 - The task is the ``task`` field, else the first line saying "Your task is to ..." in the
   user turns before the first step (AgentInstruct-style sets put the instructions first
-  and the task later), else the first user turn.
+  and the task later), else the user's instruction: the first user turn after the last
+  assistant turn before the first step (the turns up to an "OK" that acknowledges them
+  are a preamble: instructions, format, examples), else the last user turn before the
+  first step. System turns are never the task.
 - Valid actions are unknown (empty lists); every action counts as valid; the winning step,
   if the outcome says solved, is the last one. Without an outcome field the episode counts
   as ``assume_success``. Rows get ``env="external"``, ``policy_version=-1`` and
@@ -136,14 +139,20 @@ def _optional_text(meta: dict[str, Any], name: str, where: str, allow_int: bool 
     )
 
 
-def _task_text(meta_task: str | None, user_texts: list[str]) -> str:
+def _task_text(meta_task: str | None, turns_before_first_step: list[tuple[str, str]]) -> str:
+    """The task (module docstring): the ``task`` field, a "Your task is to" line, else the
+    user's instruction after an acknowledged preamble, else the last user turn."""
     if meta_task:
         return meta_task.strip()
+    user_texts = [text for role, text in turns_before_first_step if role == "user"]
     for text in user_texts:
         match = _TASK_LINE.search(text)
         if match:
             return match.group(0).strip()
-    return " ".join(user_texts[0].split()) if user_texts else ""
+    acknowledged = max((i for i, (role, _) in enumerate(turns_before_first_step) if role == "assistant"), default=-1)
+    after_preamble = [text for role, text in turns_before_first_step[acknowledged + 1 :] if role == "user"] if acknowledged >= 0 else []
+    instruction = after_preamble[0] if after_preamble else (user_texts[-1] if user_texts else "")
+    return " ".join(instruction.split())
 
 
 def _episode_rows(
@@ -186,7 +195,7 @@ def _episode_rows(
         or EXTERNAL_ENV
     )
     preamble_user_texts = [text for role, text in normalized[:first_action] if role == "user"]
-    task = _task_text(_optional_text(meta, "task", where), preamble_user_texts)
+    task = _task_text(_optional_text(meta, "task", where), normalized[:first_action])
     success = _outcome(meta, where, assume_success)
     episode = EpisodeFields(
         episode_id=f"{EXTERNAL_ENV}/{stem}/{episode_key}",

@@ -12,6 +12,11 @@ the trajectory table of the data contract plus ``response_logprobs``; rows built
 - ``reward`` is the environment's own step reward (``envs.reward.step_reward(won_now,
   action_valid)`` under the ``RewardConfig`` the environment was built with), recorded as
   given; ``won`` is True only on the winning step;
+- the history records the action played, unless the environment's step info names
+  another (``info["history_action"]``), and the row's ``source`` is the caller's unless
+  the info names one (``info["source"]``): the one hook of EMPO's expert replay, whose
+  Patch Module puts the expert's action into the history and marks the row "patched"
+  (``hindsight.envs.expert_replay``); real environments set neither;
 - the episode ends (``done``) when the environment terminates or truncates, when the task
   is won, or after ``max_steps`` steps (truncation by the rollout).
 """
@@ -105,6 +110,7 @@ class Episode:
         self.step += 1
         self.won = self.won or won_now
         self.done = bool(terminated or truncated or self.won or self.step >= self.max_steps)
+        source = str(next_info.get("source", source))
         identity = EpisodeFields(
             episode_id=self.episode_id,
             group_id=self.group_id,
@@ -132,7 +138,7 @@ class Episode:
         )
         row["response_logprobs"] = [float(value) for value in (response_logprobs or [])]
         self.rows.append(row)
-        self.history.append((acted_on, action))
+        self.history.append((acted_on, str(next_info.get("history_action", action))))
         self.observation, self.info = next_observation, next_info
         self.pinned = update_pinned_facts(self.pinned, next_observation, self.prompt_config)
         return row

@@ -1,5 +1,6 @@
 """The RL loop: rollout -> the policy writes skills -> re-score -> update, for SEED, GRPO,
-GiGPO and OPID (ALGORITHMS.md sections 1 and 2). It reads top to bottom in ``train_rl``.
+GiGPO, OPID and EMPO (ALGORITHMS.md sections 1-3; EMPO's environment is expert replay,
+``envs.expert_replay``, and its advantage the dual-level one). It reads top to bottom in ``train_rl``.
 
 One update:
   1. rollout: pi_old plays ``group_size`` episodes on each of ``tasks_per_update`` tasks;
@@ -34,6 +35,7 @@ import torch
 
 from hindsight import algorithms
 from hindsight.data.outcomes import episode_outcomes
+from hindsight.evaluation.semi_online import empo_rollout_metrics
 from hindsight.policy.encoding import StepSample
 from hindsight.rollout.engine import RolloutConfig, run_rollouts
 from hindsight.rollout.stats import rollout_metrics
@@ -61,7 +63,8 @@ class RLRunResult:
 
 def compute_advantages(table: pd.DataFrame, config: RLConfig) -> torch.Tensor:
     """Sequence-level advantages [N] of the step samples (rows of ``table``, in order); the
-    score of a step sample is its episode's return."""
+    score of a step sample is its episode's return. EMPO adds the step term over the
+    discounted returns broken at mismatched steps, grouped by task and step index."""
     returns = episode_outcomes(table).set_index("episode_id")["return"]
     scores = torch.tensor(table["episode_id"].map(returns).to_numpy(dtype="float64"), dtype=torch.float32)
     group_ids = table["group_id"].tolist()
@@ -74,6 +77,13 @@ def compute_advantages(table: pd.DataFrame, config: RLConfig) -> torch.Tensor:
             step_weight=config.gigpo_step_weight, std_normalize=config.std_normalize,
             similarity_threshold=config.gigpo_similarity_threshold,
         )
+    if config.algorithm == "empo":
+        # returns break at mismatched steps (action_valid False in expert replay: patched or final)
+        step_returns = algorithms.discounted_returns(
+            torch.tensor(table["reward"].to_numpy(), dtype=torch.float32), table["episode_id"].tolist(), config.empo_gamma,
+            break_mask=~table["action_valid"].astype(bool).to_numpy(),
+        )
+        return algorithms.empo_advantages(scores, step_returns, group_ids, table["step"].tolist(), step_weight=config.empo_step_weight)
     return algorithms.group_normalized_advantages(scores, group_ids, std_normalize=config.std_normalize)
 
 
@@ -170,6 +180,8 @@ def train_rl(
             update_policy(policy, reference_model, optimizer, samples, advantages, old_logp, teacher_logp, config, generators["minibatch"])
         )
         metrics.update(rollout_metrics(rollout.table))
+        if config.algorithm == "empo":
+            metrics.update(empo_rollout_metrics(rollout.table))
         metrics["charts/update_seconds"] = time.perf_counter() - started
         done = update + 1
         if evaluate is not None and config.eval_every and (done % config.eval_every == 0 or done == config.updates):

@@ -1,4 +1,4 @@
-"""Settings of the RL loop (SEED, GRPO, GiGPO, OPID): one documented dataclass.
+"""Settings of the RL loop (SEED, GRPO, GiGPO, OPID, EMPO): one documented dataclass.
 
 Defaults follow ALGORITHMS.md (paper settings) wherever they carry over to a tiny CPU
 policy; the learning rate, the number of updates and the batch size are scaled to the
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ALGORITHMS = ("seed", "grpo", "gigpo", "opid")
+ALGORITHMS = ("seed", "grpo", "gigpo", "opid", "empo")
 SKILL_SOURCES = ("on_policy", "fixed_bank")
 
 
@@ -19,7 +19,8 @@ class RLConfig:
     """Every knob of one RL run; one line of documentation under each."""
 
     algorithm: str = "seed"
-    """seed (PPO + gated on-policy distillation), grpo, gigpo or opid."""
+    """seed (PPO + gated on-policy distillation), grpo, gigpo, opid or empo (expert
+    trajectories as the environment: ``kedro run --pipeline empo``)."""
     updates: int = 4
     """Number of RL updates (rollout -> analyze -> score -> update)."""
     tasks_per_update: int = 8
@@ -63,6 +64,10 @@ class RLConfig:
     """GiGPO: discount of the step return."""
     gigpo_similarity_threshold: float | None = None
     """GiGPO: None = exact anchor matching; else difflib ratio for fuzzy anchor groups."""
+    empo_gamma: float = 0.5
+    """EMPO: discount of the step return, which breaks at mismatched steps (released script: 0.5)."""
+    empo_step_weight: float = 1.0
+    """EMPO: weight of the step-level advantage (same task, same step index); the episode term weighs 1."""
     skill_source: str = "on_policy"
     """SEED skills: on_policy (the current policy writes them) or fixed_bank (ablation)."""
     distill: bool = True

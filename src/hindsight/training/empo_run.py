@@ -1,0 +1,104 @@
+"""One EMPO run with no live environment: the ingested expert trajectories are the
+transition source (``envs.expert_replay``), ``train_rl`` with ``algorithm: empo`` is the
+loop, and semi-online success on held-out trajectories is the evaluation
+(``evaluation.semi_online``), before training (update 0), every ``rl.eval_every`` updates
+and after the last."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from hindsight.config.empo import EmpoConfig
+from hindsight.envs.expert_replay import ReplaySet, expert_trajectories, replay_env_factory
+from hindsight.evaluation.semi_online import evaluate_semi_online
+from hindsight.rollout.engine import RolloutConfig
+from hindsight.rollout.tasks import make_tasks
+from hindsight.training.rl import RLRunResult, train_rl
+from hindsight.training.rl_run import frozen_copy
+
+logger = logging.getLogger(__name__)
+
+SEMI_ONLINE_COLUMNS = ["update", "semi_online/success_rate", "semi_online/mean_progress", "semi_online/trajectories"]
+
+
+@dataclass
+class EmpoSource:
+    """The replayed trajectories, split into training and held-out folds, and how they play."""
+
+    replay: ReplaySet
+    empo: EmpoConfig
+
+    @classmethod
+    def from_table(cls, trajectories: pd.DataFrame, empo: EmpoConfig, seed: int) -> "EmpoSource":
+        """The ``source == "expert"`` episodes of an ingested trajectory table (environment
+        gold episodes and external files alike), held-out share split off with ``seed``."""
+        expert_rows = trajectories[trajectories["source"] == "expert"]
+        found = expert_trajectories(expert_rows, successful_only=empo.successful_only, max_candidates=empo.max_candidates)
+        replay = ReplaySet.split_off(found, empo.heldout_fraction, seed)
+        logger.info(
+            "EMPO: %d expert trajectories (%d to train on, %d held out for semi-online evaluation)",
+            len(found), len(replay.by_split["train"]), len(replay.by_split["test"]),
+        )
+        return cls(replay=replay, empo=empo)
+
+    def env_factory(self) -> Callable:
+        """``spec -> ExpertReplayEnvironment`` with the run's patching."""
+        return replay_env_factory(self.replay, patch_threshold=self.empo.patch_threshold, include_thought=self.empo.include_thought)
+
+    def train_tasks(self):
+        """One task per training trajectory."""
+        return make_tasks(self.replay.spec(), "train", range(len(self.replay.by_split["train"])))
+
+
+def semi_online_table(history: pd.DataFrame) -> pd.DataFrame:
+    """The semi-online evaluations of a run's history (one row per evaluated update)."""
+    if "semi_online/success_rate" not in history:
+        return pd.DataFrame({name: pd.Series([], dtype="float64") for name in SEMI_ONLINE_COLUMNS})
+    rows = history.dropna(subset=["semi_online/success_rate"])
+    return rows[SEMI_ONLINE_COLUMNS].astype("float64").reset_index(drop=True)
+
+
+def run_empo(
+    start_policy,
+    source: EmpoSource,
+    rollout: RolloutConfig,
+    checkpoint_dir: str | Path | None,
+    *,
+    seed: int,
+    log_metrics: Callable[[dict, int], None] | None = None,
+) -> RLRunResult:
+    """Train a private copy of ``start_policy`` with EMPO on ``source``.
+
+    Args:
+        start_policy: The starting checkpoint; also the frozen KL reference.
+        source: The replayed expert trajectories and the EMPO settings.
+        rollout: Decoding and prompt settings (group size and seed are set per update).
+        checkpoint_dir: Checkpoints (resumed when present).
+        seed: Task draws, rollouts and mini-batch order.
+        log_metrics: ``(metrics, step)`` sink (MLflow).
+
+    Returns:
+        ``RLRunResult`` whose history starts with the semi-online evaluation at update 0.
+    """
+    policy = copy.deepcopy(start_policy)
+    reference = frozen_copy(start_policy.model)
+
+    def evaluate(model_policy, update: int) -> dict[str, float]:
+        return evaluate_semi_online(model_policy, source.replay, rollout, split="test")
+
+    start = evaluate(policy, 0)
+    if log_metrics:
+        log_metrics(start, 0)
+    result = train_rl(
+        policy, reference, source.train_tasks(), source.env_factory(), rollout, source.empo.rl,
+        seed=seed, checkpoint_dir=checkpoint_dir, evaluate=evaluate, log_metrics=log_metrics,
+    )
+    first = {"update": 0, "charts/env_steps_total": 0.0, **start}
+    result.history = pd.concat([pd.DataFrame([first]), result.history], ignore_index=True)
+    return result
