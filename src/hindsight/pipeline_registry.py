@@ -4,7 +4,8 @@ Stages run in this order, each a Kedro namespace (one collapsible box in kedro-v
 
     ingestion -> behaviour_cloning -> skills -> stage1 -> training -> evaluation
 
-``__default__`` is their sum; ``scoring`` reads the skills stage's outputs; ``experiments``
+``__default__`` is their sum; ``scoring`` reads the skills stage's outputs; ``empo`` trains
+the behaviour-cloned policy on the ingested expert trajectories with no environment; ``experiments``
 is the stages up to Stage 1 plus the grid. Every runnable pipeline starts with the
 ``settings`` node that builds the shared settings.
 """
@@ -13,7 +14,17 @@ from __future__ import annotations
 
 from kedro.pipeline import Pipeline
 
-from hindsight.pipelines import behaviour_cloning, evaluation, experiments, ingestion, scoring, skills, stage1, training
+from hindsight.pipelines import (
+    behaviour_cloning,
+    empo,
+    evaluation,
+    experiments,
+    ingestion,
+    scoring,
+    skills,
+    stage1,
+    training,
+)
 from hindsight.pipelines.settings import shared_settings
 
 STAGES = {
@@ -28,7 +39,7 @@ STAGES = {
 
 
 def register_pipelines() -> dict[str, Pipeline]:
-    """Register each stage alone, ``__default__`` (all stages), ``scoring`` and ``experiments``.
+    """Register each stage alone, ``__default__`` (all stages), ``scoring``, ``empo`` and ``experiments``.
 
     Returns:
         A mapping from pipeline names to ``Pipeline`` objects.
@@ -38,6 +49,7 @@ def register_pipelines() -> dict[str, Pipeline]:
     pipelines = {name: shared + stage for name, stage in stages.items()}
     pipelines["__default__"] = sum(stages.values(), shared)
     pipelines["scoring"] = shared + scoring.create_pipeline()
+    pipelines["empo"] = shared + empo.create_pipeline()
     before_training = [stages[name] for name in ("ingestion", "behaviour_cloning", "skills", "stage1")]
     pipelines["experiments"] = sum(before_training, shared) + experiments.create_pipeline()
     return pipelines

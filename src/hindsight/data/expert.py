@@ -129,7 +129,8 @@ def collect_expert_trajectories(
     _check_unique_games(specs)
     reward = reward or RewardConfig()
     rows: list[dict[str, Any]] = []
-    for spec in specs:
+    wanted = sum(int(count) for count in episodes_per_split.values())
+    for spec in specs if wanted else ():  # no episode asked for: no simulator is built (EMPO on external files)
         env = make_env(spec, reward=reward)
         try:
             for split, count in episodes_per_split.items():
