@@ -78,3 +78,25 @@ def test_empo_run_trains_from_replay_only(warm_policy, expert_table, tmp_path):
     changed = any(not torch.equal(before[n], p) for n, p in result.policy.model.named_parameters())
     unchanged_start = all(torch.equal(before[n], p) for n, p in warm_policy.model.named_parameters())
     assert changed and unchanged_start
+
+
+def test_grid_cell_replays_the_training_tasks_gold_episodes_and_evaluates_online(warm_policy, twc_spec, twc_tasks):
+    from hindsight.config import AnalyzerConfig
+    from hindsight.evaluation.heldout import HeldoutConfig
+    from hindsight.experiments.grid import Cell, cell_rl_config
+    from hindsight.training.empo_run import empo_grid_setup
+    from hindsight.training.rl_run import RLSetup, run_rl
+
+    rollout = RolloutConfig(temperature=1.0, progress=False)
+    heldout = HeldoutConfig(episodes_per_game=1, splits=("seen",), decodings={"sampled": 1.0}, random_floor=False)
+    setup = RLSetup(specs=[twc_spec], rollout=rollout, heldout=heldout, pool=list(twc_tasks), analyzer=AnalyzerConfig())
+    cell_setup, recorded_steps = empo_grid_setup(setup, EmpoConfig(), seed=0)
+    assert [task.spec.env for task in cell_setup.pool] == ["expert_replay"] * len(twc_tasks)
+    assert recorded_steps > 0 and setup.env_factory is None  # the grid's own setup is untouched
+    base = RLConfig(updates=1, tasks_per_update=2, group_size=2, learning_rate=1e-3, mini_batch_size=16, eval_every=1)
+    start_from, config = cell_rl_config(base, Cell("empo", 0, 1.0))
+    assert (start_from, config.algorithm) == ("base", "empo")
+    result = run_rl(warm_policy, config, cell_setup, None, seed=0)
+    final = result.history.iloc[-1]
+    assert final["eval/seen/twc/episodes"] == 1.0  # held-out success measured on the real environment
+    assert final["empo/match_rate"] + final["empo/patch_rate"] > 0

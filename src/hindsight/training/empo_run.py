@@ -7,20 +7,23 @@ and after the last."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import pandas as pd
 
 from hindsight.config.empo import EmpoConfig
+from hindsight.data.expert import play_gold_episode
+from hindsight.envs import make_env
 from hindsight.envs.expert_replay import ReplaySet, expert_trajectories, replay_env_factory
 from hindsight.evaluation.semi_online import evaluate_semi_online
 from hindsight.rollout.engine import RolloutConfig
-from hindsight.rollout.tasks import make_tasks
+from hindsight.rollout.tasks import TaskRef, make_tasks, spec_key
 from hindsight.training.rl import RLRunResult, train_rl
-from hindsight.training.rl_run import frozen_copy
+from hindsight.training.rl_run import RLSetup, frozen_copy
 
 logger = logging.getLogger(__name__)
 
@@ -102,3 +105,35 @@ def run_empo(
     first = {"update": 0, "charts/env_steps_total": 0.0, **start}
     result.history = pd.concat([pd.DataFrame([first]), result.history], ignore_index=True)
     return result
+
+
+def gold_trajectories(tasks: Sequence[TaskRef]) -> pd.DataFrame:
+    """The gold (expert) episodes of ``tasks``, played once on the real environment: the
+    same episodes ingestion records for those tasks."""
+    rows, envs = [], {}
+    try:
+        for task in tasks:
+            key = spec_key(task.spec)
+            if key not in envs:
+                envs[key] = make_env(task.spec)
+            rows.extend(play_gold_episode(envs[key], task.spec, task.split, task.seed))
+    finally:
+        for env in envs.values():
+            env.close()
+    return pd.DataFrame(rows)
+
+
+def empo_grid_setup(setup: RLSetup, empo: EmpoConfig, seed: int) -> tuple[RLSetup, int]:
+    """The RL setup of an EMPO cell of the experiment grid: the gold episodes of the grid's
+    training tasks are replayed as its environment (every one trains: held-out evaluation
+    is online, on ``setup.specs``); the other methods train on those tasks online.
+
+    Returns:
+        (the setup, the environment steps the gold episodes took to record).
+    """
+    table = gold_trajectories(setup.pool)
+    replay = ReplaySet.split_off(
+        expert_trajectories(table, successful_only=empo.successful_only, max_candidates=empo.max_candidates), 0.0, seed
+    )
+    source = EmpoSource(replay=replay, empo=empo)
+    return dataclasses.replace(setup, pool=source.train_tasks(), env_factory=source.env_factory()), len(table)

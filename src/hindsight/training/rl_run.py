@@ -44,6 +44,10 @@ class RLSetup:
     """The training tasks."""
     analyzer: AnalyzerConfig
     """How the policy writes its skills."""
+    env_factory: Callable | None = None
+    """Builds the training environments of ``pool`` (None: ``envs.make_env``; EMPO: expert
+    replay, ``training.empo_run.empo_grid_setup``). Held-out evaluation always plays the
+    real environment (``specs``)."""
 
 
 def rl_setup(project: ProjectConfig, training: TrainingConfig, heldout: HeldoutPlay | None = None) -> RLSetup:
@@ -159,7 +163,7 @@ def run_rl(
         if log_metrics:
             log_metrics({k: v for k, v in start_metrics.items() if k != "update"}, 0)
     result = train_rl(
-        policy, reference, setup.pool, make_env, setup.rollout, config,
+        policy, reference, setup.pool, setup.env_factory or make_env, setup.rollout, config,
         seed=seed,
         teacher=rl_teacher(config, policy, setup.analyzer, skill_bank),
         checkpoint_dir=checkpoint_dir, evaluate=evaluate, log_metrics=log_metrics,

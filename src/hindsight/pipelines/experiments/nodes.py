@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from hindsight import tracking
-from hindsight.config import GridSettings, ProjectConfig
+from hindsight.config import EmpoConfig, GridSettings, ProjectConfig
 from hindsight.experiments.report import (
     data_efficiency_plot,
     learning_curves_plot,
@@ -23,6 +23,7 @@ from hindsight.experiments.report import (
 from hindsight.params import as_dict
 from hindsight.skills.skill_bank import skill_bank_from_table
 from hindsight.experiments.grid import Cell, GridSpec, cell_key, cell_rl_config, run_grid
+from hindsight.training.empo_run import empo_grid_setup
 from hindsight.training.rl_run import heldout_evaluator, rl_setup, run_rl, weights_fingerprint
 
 logger = logging.getLogger(__name__)
@@ -73,8 +74,9 @@ def run_experiment_grid(stage1_policy, base_policy, skills: pd.DataFrame, projec
         if start_from not in start_evaluations:  # same tasks and seed: once per checkpoint
             evaluate = heldout_evaluator(setup.specs, setup.rollout, setup.heldout)
             start_evaluations[start_from] = evaluate(starts[start_from], 0)
+        cell_setup, recorded_steps = (setup, 0) if config.algorithm != "empo" else empo_grid_setup(setup, EmpoConfig(), cell.seed)
         result = run_rl(
-            starts[start_from], config, setup,
+            starts[start_from], config, cell_setup,
             checkpoint_dir=cache / "checkpoints" / cell_key(cell, settings_of(cell), fingerprint),
             seed=cell.seed,
             skill_bank=bank,
@@ -87,7 +89,7 @@ def run_experiment_grid(stage1_policy, base_policy, skills: pd.DataFrame, projec
         return {
             "history": history.to_dict("records"),
             "final": {k: float(v) for k, v in final.items() if k.startswith("eval/") and pd.notna(v)},
-            "env_steps": float(final.get("charts/env_steps_total", 0.0)),
+            "env_steps": float(final.get("charts/env_steps_total", 0.0)) if not recorded_steps else float(recorded_steps),
         }
 
     records = run_grid(
