@@ -31,10 +31,10 @@ from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
-LOGGED_POLICIES = ("rl_policy",)
-"""Catalog datasets whose saved policy is logged as an MLflow model. Only the RL policy: the
-base and Stage-1 policies are intermediate checkpoints, already versioned datasets whose
-versions are tagged on the run (``data_version.<dataset>``)."""
+LOGGED_POLICIES = ("rl_policy", "empo_policy")
+"""Catalog datasets whose saved policy is logged as an MLflow model: the final policies (RL,
+EMPO). The base and Stage-1 policies are intermediate checkpoints, already versioned
+datasets whose versions are tagged on the run (``data_version.<dataset>``)."""
 
 TASK = "text-generation"
 REQUIREMENT_PACKAGES = ("torch", "transformers", "tokenizers", "safetensors")

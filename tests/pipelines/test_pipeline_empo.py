@@ -39,6 +39,7 @@ def _check_empo_run(record, updates: int = 2) -> pd.DataFrame:
     assert semi_online["semi_online/trajectories"].gt(0).all()
     metrics = record.mlflow_run.data.metrics
     assert "empo/patch_rate" in metrics and "semi_online/success_rate" in metrics
+    assert not record.mlflow_run.data.tags["logged_model.empo_policy"].startswith("failed")  # an MLflow model of the run
     return history
 
 
