@@ -139,3 +139,12 @@ def test_heldout_split_is_deterministic_and_disjoint():
     test = {t.episode_id for t in first.by_split["test"]}
     assert len(train) == 6 and len(test) == 3 and "d" in test and not train & test
     assert [t.episode_id for t in again.by_split["test"]] == [t.episode_id for t in first.by_split["test"]]
+
+
+def test_empo_source_without_training_trajectories_is_a_clear_error():
+    from hindsight.config import EmpoConfig
+    from hindsight.training.empo_run import EmpoSource
+
+    table = _table(["x"], split="dev")
+    with pytest.raises(EnvironmentConfigError, match="train fold"):
+        EmpoSource.from_table(table, EmpoConfig(), seed=0)

@@ -18,6 +18,7 @@ import pandas as pd
 from hindsight.config.empo import EmpoConfig
 from hindsight.data.expert import play_gold_episode
 from hindsight.envs import make_env
+from hindsight.envs.base import EnvironmentConfigError
 from hindsight.envs.expert_replay import ReplaySet, expert_trajectories, replay_env_factory
 from hindsight.evaluation.semi_online import evaluate_semi_online
 from hindsight.rollout.engine import RolloutConfig
@@ -44,6 +45,11 @@ class EmpoSource:
         expert_rows = trajectories[trajectories["source"] == "expert"]
         found = expert_trajectories(expert_rows, successful_only=empo.successful_only, max_candidates=empo.max_candidates)
         replay = ReplaySet.split_off(found, empo.heldout_fraction, seed)
+        if not replay.by_split["train"]:
+            raise EnvironmentConfigError(
+                f"EMPO: none of the {len(found)} expert trajectories is in the train fold (field 'split'); "
+                "nothing to train on"
+            )
         logger.info(
             "EMPO: %d expert trajectories (%d to train on, %d held out for semi-online evaluation)",
             len(found), len(replay.by_split["train"]), len(replay.by_split["test"]),
