@@ -60,7 +60,8 @@ def test_matched_steps_advance_and_win_with_empo_rewards():
 
 
 def test_patch_module_replaces_history_then_ends_past_threshold():
-    table = _table(["go north", "open fridge", "take egg", "eat egg"], responses=["Thought: cold food is north.\nAction: go north", "open fridge", "take egg", "eat egg"])
+    responses = ["Thought: cold food is north.\nAction: go north", "open fridge", "take egg", "eat egg"]
+    table = _table(["go north", "open fridge", "take egg", "eat egg"], responses=responses)
     env = _env(table, patch_threshold=2)
     env.reset(0)
     observation, reward, terminated, _, info = env.step("go south")  # same verb: 0.1 + 0.9 * 0.5

@@ -52,7 +52,8 @@ def test_semi_online_stops_at_first_mismatch(warm_policy, expert_table):
     assert 0.0 <= metrics["semi_online/success_rate"] <= metrics["semi_online/mean_progress"] <= 1.0
     # the same rollout, played by hand: every episode ends at its first mismatch
     tasks = make_tasks(source.replay.spec(), "test", range(2))
-    table = run_rollouts(warm_policy, replay_env_factory(source.replay, patch_threshold=0), tasks, RolloutConfig(group_size=1, temperature=1.0, progress=False, seed=3)).table
+    settings = RolloutConfig(group_size=1, temperature=1.0, progress=False, seed=3)
+    table = run_rollouts(warm_policy, replay_env_factory(source.replay, patch_threshold=0), tasks, settings).table
     assert not table["source"].eq("patched").any()
     for _, rows in table.groupby("episode_id"):
         assert rows["action_valid"].iloc[:-1].all()  # only the last step may be a mismatch
@@ -60,12 +61,16 @@ def test_semi_online_stops_at_first_mismatch(warm_policy, expert_table):
 
 
 def test_empo_run_trains_from_replay_only(warm_policy, expert_table, tmp_path):
-    rl = RLConfig(algorithm="empo", updates=2, tasks_per_update=3, group_size=3, learning_rate=1e-3, mini_batch_size=16, eval_every=1, kl_coef=0.0)
+    rl = RLConfig(
+        algorithm="empo", updates=2, tasks_per_update=3, group_size=3, learning_rate=1e-3, mini_batch_size=16,
+        eval_every=1, kl_coef=0.0,
+    )
     empo = EmpoConfig(rl=rl)
     source = EmpoSource.from_table(expert_table, empo, seed=0)
     logged = []
     before = {n: p.detach().clone() for n, p in warm_policy.model.named_parameters()}
-    result = run_empo(warm_policy, source, RolloutConfig(temperature=1.0, progress=False), tmp_path / "ckpt", seed=0, log_metrics=lambda m, s: logged.append(s))
+    rollout = RolloutConfig(temperature=1.0, progress=False)
+    result = run_empo(warm_policy, source, rollout, tmp_path / "ckpt", seed=0, log_metrics=lambda m, s: logged.append(s))
     history = result.history
     assert history["update"].tolist() == [0, 1, 2] and logged[0] == 0
     trained = history.iloc[1:]

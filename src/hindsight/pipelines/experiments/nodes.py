@@ -74,6 +74,7 @@ def run_experiment_grid(stage1_policy, base_policy, skills: pd.DataFrame, projec
         if start_from not in start_evaluations:  # same tasks and seed: once per checkpoint
             evaluate = heldout_evaluator(setup.specs, setup.rollout, setup.heldout)
             start_evaluations[start_from] = evaluate(starts[start_from], 0)
+        # EMPO replays the training tasks' gold episodes; recorded_steps: the env steps that recorded them
         cell_setup, recorded_steps = (setup, 0) if config.algorithm != "empo" else empo_grid_setup(setup, EmpoConfig(), cell.seed)
         result = run_rl(
             starts[start_from], config, cell_setup,
@@ -89,7 +90,7 @@ def run_experiment_grid(stage1_policy, base_policy, skills: pd.DataFrame, projec
         return {
             "history": history.to_dict("records"),
             "final": {k: float(v) for k, v in final.items() if k.startswith("eval/") and pd.notna(v)},
-            "env_steps": float(final.get("charts/env_steps_total", 0.0)) if not recorded_steps else float(recorded_steps),
+            "env_steps": float(recorded_steps or final.get("charts/env_steps_total", 0.0)),
         }
 
     records = run_grid(
