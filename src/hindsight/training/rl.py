@@ -35,6 +35,7 @@ import torch
 from hindsight import algorithms
 from hindsight.data.outcomes import episode_outcomes
 from hindsight.policy.encoding import StepSample
+from hindsight.policy.inference import inference_policy
 from hindsight.rollout.engine import RolloutConfig, run_rollouts
 from hindsight.rollout.stats import rollout_metrics
 from hindsight.rollout.tasks import TaskRef, sample_update_tasks, training_task_pool
@@ -156,7 +157,8 @@ def train_rl(
         started = time.perf_counter()
         tasks = sample_update_tasks(pool, config.tasks_per_update, seed, update)
         settings = dataclasses.replace(rollout_config, group_size=config.group_size, seed=seed * 1_000_003 + update)
-        rollout = run_rollouts(policy, env_factory, tasks, settings, policy_version=update)
+        with inference_policy(policy, config.rollout_merge_lora, config.rollout_dtype) as actor:
+            rollout = run_rollouts(actor, env_factory, tasks, settings, policy_version=update)
         samples = rollout.samples
         advantages = compute_advantages(rollout.table, config)
         old_logp = [torch.as_tensor(sample.old_logprobs, dtype=torch.float32) for sample in samples]
