@@ -15,9 +15,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -29,7 +27,7 @@ from hindsight.policy.constrained import ActionTrie
 from hindsight.policy.encoding import encode_ids, encode_prompt, encode_response
 from hindsight.policy.model import load_policy, save_policy
 from hindsight.training.distillation import response_logprobs, skill_augmented_logprobs
-from hindsight.training.distributed import run_rl_update, run_sft, save_rollout_batch
+from hindsight.training.distributed import launch, run_rl_update, run_sft, save_rollout_batch
 from hindsight.training.rl_config import RLConfig
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -46,15 +44,8 @@ SFT_SETTINGS = dict(
 
 def torchrun(*args: str) -> subprocess.CompletedProcess:
     """Launch ``hindsight.training.distributed`` on 2 CPU processes (gloo)."""
-    env = {**os.environ, "PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-               "-m", "hindsight.training.distributed", *args]
-    try:
-        result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
-    except subprocess.TimeoutExpired as error:
-        raise AssertionError(f"torchrun timed out; its output: {error.stdout!r:.3000} {error.stderr!r:.5000}") from error
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
-    return result
+    env = {"PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
+    return launch(args, 2, timeout_s=240, env=env)
 
 
 def weights(directory: Path) -> dict[str, torch.Tensor]:
@@ -133,3 +124,25 @@ def test_rollout_batch_file_errors_name_the_field(tiny_policy, gold_examples, tm
     torch.save(content, path)
     with pytest.raises(ValueError, match="'old_logp' has 12 rows, samples has 13"):
         load_rollout_batch(path)
+
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+RL_OVERRIDES = ["training.rl.updates=1", "training.rl.tasks_per_update=2", "training.rl.group_size=2", "training.rl.algorithm=grpo"]
+
+
+def test_rl_loop_under_torchrun_shards_the_rollouts(start_dir, tmp_path):
+    """The whole loop (conf/test, GRPO, one update of 2 tasks x 2 episodes): each rank plays
+    one task group, rank 0 writes a history and rollout table that hold both."""
+    from hindsight.training.distributed import project_parameters, run_rl_job
+
+    single = run_rl_job(start_dir, project_parameters(CONF, "test", RL_OVERRIDES), tmp_path / "single", None, None)
+    overrides = [argument for override in RL_OVERRIDES for argument in ("--params", override)]
+    result = torchrun("rl", "--policy", str(start_dir), "--conf", str(CONF), "--env", "test", *overrides, "--out", str(tmp_path / "ddp"))
+    assert result.stderr.count("Rollouts: 2 episodes") == 2  # two ranks, one group of two each
+    history = pd.read_parquet(tmp_path / "ddp" / "history.parquet")
+    rollout = pd.read_parquet(tmp_path / "ddp" / "last_rollout.parquet")
+    single_rollout = pd.read_parquet(tmp_path / "single" / "last_rollout.parquet")
+    assert len(history) == 1 and rollout["episode_id"].nunique() == 4 and rollout["group_id"].nunique() == 2
+    assert set(rollout["group_id"]) == set(single_rollout["group_id"])  # the same tasks, split over the ranks
+    assert history.loc[0, "rollout/env_steps"] == len(rollout)
+    assert history.loc[0, "rollout/logprob_gap"] < 1e-4 and single.loc[0, "rollout/logprob_gap"] < 1e-4

@@ -5,6 +5,14 @@ CPU, NCCL on GPU), launched by a user or by a Kedro node, reading and writing pl
         --policy data/06_models/base_policy --examples examples.parquet --out out/ [--settings sft.yml]
     torchrun --nproc-per-node 2 -m hindsight.training.distributed rl-update \\
         --policy data/06_models/stage1_policy --batch rollout_batch.pt --out out/
+    torchrun --nproc-per-node 2 -m hindsight.training.distributed rl \\
+        --policy data/06_models/stage1_policy --env local --out out/ [--params training.rl.updates=8]
+
+``rl``: the whole RL loop (``rl_run.run_rl``) with the project's parameters (``conf/base``
+merged with ``--env``, then ``--params key=value`` overrides, checked like a Kedro run's):
+each rank plays its share of every update's task groups, the update runs on the gathered
+batch (``rl_parallel``). Checkpoints (``--checkpoints``) are written by rank 0 and resumed
+by every rank. ``--out`` gets ``policy/``, ``history.parquet`` and ``last_rollout.parquet``.
 
 ``sft``: every rank loads the policy and the examples (columns ``prompt``, ``response``) and
 runs ``train_sft`` on its stripe of every batch; ``--settings`` is a YAML mapping of
@@ -26,7 +34,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -133,6 +144,62 @@ def run_rl_update(policy_dir: Path, batch_path: Path, out: Path, parallel: DataP
     return metrics
 
 
+def project_parameters(conf_source: Path, env: str | None, overrides: Sequence[str]) -> dict:
+    """The merged parameters of ``conf_source`` (``base`` + ``env``) with ``key.path=value``
+    overrides (values read as YAML), as a Kedro run would see them."""
+    from kedro.config import OmegaConfigLoader
+
+    loader = OmegaConfigLoader(conf_source=str(conf_source), base_env="base", default_run_env=env or "base")
+    parameters = dict(loader["parameters"])
+    for override in overrides:
+        key, separator, value = override.partition("=")
+        if not separator:
+            raise ValueError(f"--params {override!r}: expected key.path=value")
+        block = parameters
+        *parents, leaf = key.split(".")
+        for parent in parents:
+            block = block.setdefault(parent, {})
+        block[leaf] = yaml.safe_load(value)
+    return parameters
+
+
+def run_rl_job(
+    policy_dir: Path, parameters: dict, out: Path, checkpoints: Path | None, parallel: DataParallel | None
+) -> pd.DataFrame:
+    """The ``rl`` command (module docstring); returns the per-update history."""
+    from hindsight.config.files import check_parameters
+    from hindsight.training.rl_run import rl_setup, run_rl
+
+    settings = check_parameters(parameters)
+    project, training = settings["project"], settings["training"]
+    setup = rl_setup(project, training)
+    device = parallel.device if parallel is not None else None
+    start = load_policy(policy_dir, device=device)
+    result = run_rl(start, training.rl, setup, checkpoints, seed=project.seeds.rollouts, parallel=parallel)
+    result.policy.version = start.version + training.rl.updates
+    if parallel is None or parallel.is_writer:
+        out.mkdir(parents=True, exist_ok=True)
+        save_policy(result.policy, out / "policy")
+        result.history.to_parquet(out / "history.parquet")
+        result.last_rollout.to_parquet(out / "last_rollout.parquet")
+    return result.history
+
+
+def launch(arguments: Sequence[str], processes: int, *, timeout_s: float | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run this module under ``torchrun`` on this machine (``--standalone``, ``processes``
+    ranks) and wait: what a Kedro node calls, then reading rank 0's files from ``--out``.
+
+    Raises:
+        RuntimeError: torchrun failed; the message holds the end of its output.
+    """
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(processes),
+               "-m", "hindsight.training.distributed", *map(str, arguments)]
+    result = subprocess.run(command, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout_s)
+    if result.returncode != 0:
+        raise RuntimeError(f"torchrun exited with {result.returncode}: {result.stdout[-2000:]}{result.stderr[-4000:]}")
+    return result
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="hindsight.training.distributed", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -146,12 +213,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     update.add_argument("--policy", type=Path, required=True)
     update.add_argument("--batch", type=Path, required=True, help="file written by save_rollout_batch")
     update.add_argument("--out", type=Path, required=True)
+    loop = commands.add_parser("rl", help="the RL loop with the project's parameters, rollouts sharded across ranks")
+    loop.add_argument("--policy", type=Path, required=True, help="the starting policy (also the KL reference)")
+    loop.add_argument("--conf", type=Path, default=Path("conf"), help="the project's conf directory")
+    loop.add_argument("--env", default=None, help="configuration environment over base (e.g. local, test)")
+    loop.add_argument("--params", action="append", default=[], help="key.path=value override (repeatable)")
+    loop.add_argument("--checkpoints", type=Path, default=None, help="checkpoint directory (resumed when present)")
+    loop.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     parallel = DataParallel.from_environment()
     try:
         if args.command == "sft":
             run_sft(args.policy, args.examples, args.out, args.settings, args.seed, parallel)
+        elif args.command == "rl":
+            run_rl_job(args.policy, project_parameters(args.conf, args.env, args.params), args.out, args.checkpoints, parallel)
         else:
             run_rl_update(args.policy, args.batch, args.out, parallel)
         if parallel is not None:
