@@ -146,3 +146,18 @@ def test_rl_loop_under_torchrun_shards_the_rollouts(start_dir, tmp_path):
     assert set(rollout["group_id"]) == set(single_rollout["group_id"])  # the same tasks, split over the ranks
     assert history.loc[0, "rollout/env_steps"] == len(rollout)
     assert history.loc[0, "rollout/logprob_gap"] < 1e-4 and single.loc[0, "rollout/logprob_gap"] < 1e-4
+
+
+def test_tasks_are_sharded_by_whole_groups(twc_tasks):
+    """Rank r plays every world-size-th group, all of a group's tasks; too few groups for the
+    ranks is a clear error naming the setting."""
+    from hindsight.training.data_parallel import DataParallel
+    from hindsight.training.rl_parallel import shard_tasks
+
+    tasks = [twc_tasks[0], twc_tasks[1], twc_tasks[0], twc_tasks[2]]  # group 0 twice
+    ranks = [DataParallel(rank=rank, world_size=2, device=torch.device("cpu")) for rank in range(2)]
+    shares = [shard_tasks(parallel, tasks) for parallel in ranks]
+    assert [t.group_id for t in shares[0]] == [twc_tasks[0].group_id, twc_tasks[0].group_id, twc_tasks[2].group_id]
+    assert [t.group_id for t in shares[1]] == [twc_tasks[1].group_id]
+    with pytest.raises(ValueError, match="tasks_per_update gives 1 task group"):
+        shard_tasks(ranks[0], [twc_tasks[0]])
