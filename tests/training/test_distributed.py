@@ -94,6 +94,7 @@ def test_rl_update_under_torchrun_equals_one_process(tiny_policy, gold_examples,
     assert "rank 1 of 2" in result.stderr  # two processes really ran
     parallel = json.loads((tmp_path / "ddp" / "metrics.json").read_text())
     assert parallel.keys() == single.keys()
+    assert parallel["charts/update_seconds"] > 0
     assert single["losses/opd"] != 0.0 and single["losses/ppo"] != 0.0
     for key in ("losses/ppo", "losses/opd", "losses/total", "losses/grad_norm", "rollout/logprob_gap", "opd/gate_mean"):
         assert parallel[key] == pytest.approx(single[key], rel=1e-4, abs=1e-7), key
@@ -132,20 +133,27 @@ RL_OVERRIDES = ["training.rl.updates=1", "training.rl.tasks_per_update=2", "trai
 
 def test_rl_loop_under_torchrun_shards_the_rollouts(start_dir, tmp_path):
     """The whole loop (conf/test, GRPO, one update of 2 tasks x 2 episodes): each rank plays
-    one task group, rank 0 writes a history and rollout table that hold both."""
-    from hindsight.training.distributed import project_parameters, run_rl_job
+    one task group, rank 0 writes a history and rollout table that hold both, the groups a
+    one-process run draws."""
+    from hindsight.config.files import check_parameters
+    from hindsight.rollout.tasks import sample_update_tasks, training_task_pool
+    from hindsight.training.distributed import project_parameters
+    from hindsight.training.rl_run import rl_setup
 
-    single = run_rl_job(start_dir, project_parameters(CONF, "test", RL_OVERRIDES), tmp_path / "single", None, None)
+    settings = check_parameters(project_parameters(CONF, "test", RL_OVERRIDES))
+    seed, rl = settings["project"].seeds.rollouts, settings["training"].rl
+    pool = training_task_pool(rl_setup(settings["project"], settings["training"]).pool, rl.task_fraction, seed)
+    expected_groups = {task.group_id for task in sample_update_tasks(pool, rl.tasks_per_update, seed, 0)}
     overrides = [argument for override in RL_OVERRIDES for argument in ("--params", override)]
     result = torchrun("rl", "--policy", str(start_dir), "--conf", str(CONF), "--env", "test", *overrides, "--out", str(tmp_path / "ddp"))
     assert result.stderr.count("Rollouts: 2 episodes") == 2  # two ranks, one group of two each
     history = pd.read_parquet(tmp_path / "ddp" / "history.parquet")
     rollout = pd.read_parquet(tmp_path / "ddp" / "last_rollout.parquet")
-    single_rollout = pd.read_parquet(tmp_path / "single" / "last_rollout.parquet")
-    assert len(history) == 1 and rollout["episode_id"].nunique() == 4 and rollout["group_id"].nunique() == 2
-    assert set(rollout["group_id"]) == set(single_rollout["group_id"])  # the same tasks, split over the ranks
+    assert len(history) == 1 and rollout["episode_id"].nunique() == 4
+    assert set(rollout["group_id"]) == expected_groups  # the same tasks, split over the ranks
     assert history.loc[0, "rollout/env_steps"] == len(rollout)
-    assert history.loc[0, "rollout/logprob_gap"] < 1e-4 and single.loc[0, "rollout/logprob_gap"] < 1e-4
+    assert history.loc[0, "rollout/logprob_gap"] < 1e-4
+    assert load_policy(tmp_path / "ddp" / "policy", device="cpu").version == 1
 
 
 def test_tasks_are_sharded_by_whole_groups(twc_tasks):

@@ -24,9 +24,9 @@ teacher log-probs, the RL settings and the mini-batch seed. Without a reference 
 is off (``kl_coef`` 0).
 
 Rank 0 alone writes ``--out``: ``policy/`` (``save_policy``) and ``history.parquet`` (sft) or
-``metrics.json`` (rl-update). Started without torchrun, the same command runs in one
-process, which is the reference the data-parallel run must match (tests/training/
-test_distributed.py).
+``metrics.json`` (rl-update; ``charts/update_seconds`` is the update's wall time). Started
+without torchrun, the same command runs in one process, which is the reference the
+data-parallel run must match (tests/training/test_distributed.py).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Sequence
 
@@ -132,10 +133,12 @@ def run_rl_update(policy_dir: Path, batch_path: Path, out: Path, parallel: DataP
     _seed_everything(batch["seed"])
     optimizer = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=config.learning_rate)
     generator = torch.Generator().manual_seed(batch["seed"])
+    started = time.perf_counter()
     metrics = update_policy(
         policy, None, optimizer, batch["samples"], batch["advantages"], batch["old_logp"], batch["teacher_logp"],
         config, generator, parallel=parallel,
     )
+    metrics["charts/update_seconds"] = time.perf_counter() - started
     policy.version += 1
     if parallel is None or parallel.is_writer:
         out.mkdir(parents=True, exist_ok=True)
