@@ -107,7 +107,7 @@ class DataParallel:
         """(micro-batch, weight) pairs, as many on every rank: the rank's own micro-batches
         with weight 1, then repeats of one of them (or of ``fallback`` when it has none)
         with weight 0 until it has the most any rank has."""
-        count = torch.tensor([len(micro_batches)], dtype=torch.int64)
+        count = torch.tensor([len(micro_batches)], dtype=torch.int64, device=self.device)  # NCCL needs a GPU tensor
         dist.all_reduce(count, op=dist.ReduceOp.MAX)
         plan = [(list(micro), 1.0) for micro in micro_batches]
         filler = list(micro_batches[-1]) if micro_batches else list(fallback)[:1]
