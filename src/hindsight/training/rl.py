@@ -37,6 +37,7 @@ from hindsight import algorithms
 from hindsight.data.outcomes import episode_outcomes
 from hindsight.evaluation.semi_online import empo_rollout_metrics
 from hindsight.policy.encoding import StepSample
+from hindsight.policy.inference import inference_policy
 from hindsight.rollout.engine import RolloutConfig, run_rollouts
 from hindsight.rollout.stats import rollout_metrics
 from hindsight.rollout.tasks import TaskRef, sample_update_tasks, training_task_pool
@@ -45,7 +46,9 @@ from hindsight.skills.records import skills_table
 from hindsight.skills.teachers import Teacher
 from hindsight.training.checkpoint import ResumedRun, resume_rl, save_rl_checkpoint
 from hindsight.training.distillation import skill_augmented_logprobs
+from hindsight.training.data_parallel import DataParallel
 from hindsight.training.rl_config import RLConfig
+from hindsight.training.rl_parallel import gather_update_batch, mean_over_ranks, shard_tasks
 from hindsight.training.rl_update import update_policy
 
 logger = logging.getLogger(__name__)
@@ -127,6 +130,7 @@ def train_rl(
     evaluate: Callable[[Any, int], dict[str, float]] | None = None,
     log_metrics: Callable[[dict, int], None] | None = None,
     stop_after_updates: int | None = None,
+    parallel: DataParallel | None = None,
 ) -> RLRunResult:
     """Run (or resume) the RL loop.
 
@@ -144,6 +148,9 @@ def train_rl(
         log_metrics: ``(metrics, step)``, e.g. MLflow.
         stop_after_updates: Stop (as if killed) after this many updates of this call; for
             the resume test and for splitting long runs.
+        parallel: One process of a ``torchrun`` learner: it plays its share of each
+            update's task groups, the update runs on the gathered batch under DDP
+            (``rl_parallel``); rank 0 alone evaluates, logs and writes checkpoints.
 
     Returns:
         The trained policy, the per-update history, the last skills and rollout tables.
@@ -165,8 +172,11 @@ def train_rl(
             break
         started = time.perf_counter()
         tasks = sample_update_tasks(pool, config.tasks_per_update, seed, update)
+        if parallel is not None:
+            tasks = shard_tasks(parallel, tasks)
         settings = dataclasses.replace(rollout_config, group_size=config.group_size, seed=seed * 1_000_003 + update)
-        rollout = run_rollouts(policy, env_factory, tasks, settings, policy_version=update)
+        with inference_policy(policy, config.rollout_merge_lora, config.rollout_dtype) as actor:
+            rollout = run_rollouts(actor, env_factory, tasks, settings, policy_version=update)
         samples = rollout.samples
         advantages = compute_advantages(rollout.table, config)
         old_logp = [torch.as_tensor(sample.old_logprobs, dtype=torch.float32) for sample in samples]
@@ -176,25 +186,35 @@ def train_rl(
             run.last_skills, teacher_logp, metrics = distillation_targets(
                 policy, teacher, rollout.table, samples, old_logp, config.mini_batch_size
             )
+        table = rollout.table
+        if parallel is not None:  # every rank gets the whole batch; the update runs on stripes of it
+            table, samples, advantages, old_logp, teacher_logp, run.last_skills = gather_update_batch(
+                parallel, table, samples, advantages, old_logp, teacher_logp, run.last_skills
+            )
+            metrics = mean_over_ranks(parallel, metrics)
         metrics.update(
-            update_policy(policy, reference_model, optimizer, samples, advantages, old_logp, teacher_logp, config, generators["minibatch"])
+            update_policy(
+                policy, reference_model, optimizer, samples, advantages, old_logp, teacher_logp, config, generators["minibatch"],
+                parallel=parallel,
+            )
         )
-        metrics.update(rollout_metrics(rollout.table))
+        metrics.update(rollout_metrics(table))
         if config.algorithm == "empo":
-            metrics.update(empo_rollout_metrics(rollout.table))
+            metrics.update(empo_rollout_metrics(table))
         metrics["charts/update_seconds"] = time.perf_counter() - started
         done = update + 1
-        if evaluate is not None and config.eval_every and (done % config.eval_every == 0 or done == config.updates):
+        writer = parallel is None or parallel.is_writer
+        if writer and evaluate is not None and config.eval_every and (done % config.eval_every == 0 or done == config.updates):
             metrics.update(evaluate(policy, done))
         metrics["charts/env_steps_total"] = (run.history[-1]["charts/env_steps_total"] if run.history else 0.0) + metrics["rollout/env_steps"]
         run.history.append({"update": done, **metrics})
-        run.update, run.last_rollout = done, rollout.table
-        if log_metrics:
+        run.update, run.last_rollout = done, table
+        if writer and log_metrics:
             log_metrics(metrics, done)
         logger.info(
             "update %d/%d %s: success %.2f, loss %.4f, %.1fs",
             done, config.updates, config.algorithm, metrics["rollout/success_rate"], metrics["losses/total"], metrics["charts/update_seconds"],
         )
-        if checkpoint_dir is not None and (done % config.checkpoint_every == 0 or done == config.updates):
+        if writer and checkpoint_dir is not None and (done % config.checkpoint_every == 0 or done == config.updates):
             save_rl_checkpoint(checkpoint_dir, run, policy, optimizer, generators)
     return RLRunResult(policy=policy, history=pd.DataFrame(run.history), skills=run.last_skills, last_rollout=run.last_rollout)

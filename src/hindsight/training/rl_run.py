@@ -24,6 +24,7 @@ from hindsight.rollout.tasks import TaskRef, split_tasks
 from hindsight.skills.analyzers import policy_teacher
 from hindsight.skills.skill_bank import SkillBankTeacher
 from hindsight.skills.teachers import Teacher
+from hindsight.training.data_parallel import DataParallel
 from hindsight.training.rl import RLRunResult, train_rl
 from hindsight.training.rl_config import RLConfig
 
@@ -137,6 +138,7 @@ def run_rl(
     log_metrics: Callable[[dict, int], None] | None = None,
     evaluate_start: bool = False,
     start_metrics: dict[str, float] | None = None,
+    parallel: DataParallel | None = None,
 ) -> RLRunResult:
     """Train a private copy of ``start_policy`` (the caller's object is left untouched).
 
@@ -151,6 +153,7 @@ def run_rl(
         evaluate_start: Also evaluate the starting policy, logged as update 0 (learning curves).
         start_metrics: That evaluation when the caller already has it (the held-out tasks
             and seed are fixed, so it is the same for every run from one checkpoint).
+        parallel: One process of a ``torchrun`` learner (``train_rl``).
 
     Returns:
         ``RLRunResult``; with ``evaluate_start`` the history's first row is update 0.
@@ -166,7 +169,7 @@ def run_rl(
         policy, reference, setup.pool, setup.env_factory or make_env, setup.rollout, config,
         seed=seed,
         teacher=rl_teacher(config, policy, setup.analyzer, skill_bank),
-        checkpoint_dir=checkpoint_dir, evaluate=evaluate, log_metrics=log_metrics,
+        checkpoint_dir=checkpoint_dir, evaluate=evaluate, log_metrics=log_metrics, parallel=parallel,
     )
     if evaluate_start:
         result.history = pd.concat([pd.DataFrame([start_metrics]), result.history], ignore_index=True)

@@ -10,6 +10,7 @@ batch, which is what lets ``l`` and ``l_skill`` be compared token by token.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 from dataclasses import dataclass
@@ -18,10 +19,10 @@ from typing import Sequence
 import torch
 
 from hindsight import algorithms
-from hindsight.policy.batching import token_budget_chunks
 from hindsight.policy.encoding import StepSample, collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.training.distillation import response_logprobs
+from hindsight.training.data_parallel import DataParallel, micro_batch_plan
 from hindsight.training.rl_config import RLConfig
 
 logger = logging.getLogger(__name__)
@@ -106,6 +107,7 @@ def update_policy(
     teacher_logp: Sequence[torch.Tensor | None],
     config: RLConfig,
     generator: torch.Generator,
+    parallel: DataParallel | None = None,
 ) -> dict[str, float]:
     """PPO epochs over mini-batches; returns the mean of every logged metric over the
     mini-batches that logged it (the opd metrics only over those with distilled tokens),
@@ -119,6 +121,10 @@ def update_policy(
     term's loss weighted by its micro-batch's share of the term's aggregation count
     (``algorithms.aggregation_count``), so the accumulated gradient is the mini-batch's
     gradient while the activation memory is bounded by the budget, not the batch size.
+
+    With ``parallel`` (one process of a ``torchrun`` learner, every rank given the same
+    samples and generator state) each rank runs its stripe of every mini-batch under DDP;
+    the step equals the one-process step up to float rounding (``data_parallel``).
     """
     model, pad = policy.model, policy.tokenizer.pad_token_id
     coefficient = {"ppo": 1.0, "opd": config.opd_coef, "kl": config.kl_coef}
@@ -128,6 +134,8 @@ def update_policy(
         else None
     )
     lengths = [len(sample.input_ids) for sample in samples]
+    replica = parallel.wrap(model) if parallel is not None else model  # what the gradients flow through
+    scale = parallel.gradient_scale if parallel is not None else 1.0
     model.train()
     sums: dict[str, float] = {}
     counts: dict[str, int] = {}
@@ -136,26 +144,29 @@ def update_policy(
         order = torch.randperm(len(samples), generator=generator).tolist()
         for start in range(0, len(order), config.mini_batch_size):
             index = sorted(order[start : start + config.mini_batch_size], key=lambda i: lengths[i])
-            micro_batches = token_budget_chunks(index, lengths, config.micro_batch_tokens)
+            plan = micro_batch_plan(parallel, index, lengths, config.micro_batch_tokens)
             totals = _aggregation_totals(samples, index, teacher_logp, config)
             optimizer.zero_grad(set_to_none=True)
             losses: dict[str, float] = {}
             weighted: dict[str, float] = {}
-            for micro in micro_batches:
-                terms = micro_batch_loss_terms(
-                    model, [samples[i] for i in micro], pad, advantages[micro],
-                    [old_logp[i] for i in micro], [teacher_logp[i] for i in micro],
-                    [reference_logp[i] for i in micro] if reference_logp is not None else None,
-                    config, policy.device,
-                )
-                total = torch.zeros(())
-                for term in terms:
-                    share = algorithms.aggregation_count(term.mask, config.loss_agg) / max(totals[term.name], 1.0)
-                    total = total + coefficient[term.name] * share * term.loss
-                    losses[term.name] = losses.get(term.name, 0.0) + share * float(term.loss.detach())
-                    for key, value in term.metrics.items():  # token-weighted mean over the micro-batches
-                        weighted[key] = weighted.get(key, 0.0) + share * value
-                total.backward()
+            for number, (micro, weight) in enumerate(plan):
+                with parallel.synchronised(replica, number == len(plan) - 1) if parallel else contextlib.nullcontext():
+                    terms = micro_batch_loss_terms(
+                        replica, [samples[i] for i in micro], pad, advantages[micro],
+                        [old_logp[i] for i in micro], [teacher_logp[i] for i in micro],
+                        [reference_logp[i] for i in micro] if reference_logp is not None else None,
+                        config, policy.device,
+                    )
+                    total = torch.zeros(())
+                    for term in terms:
+                        share = weight * algorithms.aggregation_count(term.mask, config.loss_agg) / max(totals[term.name], 1.0)
+                        total = total + coefficient[term.name] * share * term.loss
+                        losses[term.name] = losses.get(term.name, 0.0) + share * float(term.loss.detach())
+                        for key, value in term.metrics.items():  # token-weighted mean over the micro-batches
+                            weighted[key] = weighted.get(key, 0.0) + share * value
+                    (total * scale).backward()
+            if parallel is not None:  # each rank holds its part of every sum
+                weighted, losses = parallel.sum_metrics(weighted), parallel.sum_metrics(losses)
             metrics = dict(weighted)
             if epoch or start:  # only the first mini-batch still sees the weights that sampled
                 metrics.pop("rollout/logprob_gap", None)

@@ -14,6 +14,7 @@ cut by time still anneals (the history records where it stopped).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import random
@@ -24,10 +25,10 @@ from typing import Callable, Sequence
 import pandas as pd
 import torch
 
-from hindsight.policy.batching import token_budget_chunks
 from hindsight.policy.encoding import collate, encode_sample
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.policy.model import has_native_bf16
+from hindsight.training.data_parallel import DataParallel, micro_batch_plan
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +110,7 @@ def train_sft(
     config: SFTConfig,
     log_metrics: Callable[[dict, int], None] | None = None,
     seed: int = 0,
+    parallel: DataParallel | None = None,
 ) -> pd.DataFrame:
     """Fine-tune ``policy.model`` in place on ``examples`` (columns ``prompt``, ``response``).
 
@@ -119,6 +121,9 @@ def train_sft(
         config: Training settings.
         log_metrics: Called as ``log_metrics(metrics, step)`` every ``log_every`` steps.
         seed: Seed of the example order.
+        parallel: One process of a ``torchrun`` learner: every rank reads the same
+            examples and seed and runs its stripe of each batch under DDP (the steps equal
+            the one-process ones up to float rounding); rank 0 alone logs.
 
     Returns:
         The history: one row per logged step (step, loss, lr, tokens_per_s, elapsed_s).
@@ -143,6 +148,8 @@ def train_sft(
     logger.info("SFT on %s, %s", device, "bf16 autocast" if use_bf16 else "float32")
     pad_multiple = 64 if use_bf16 else None  # the micro-batch budget counts the padded lengths
     padded_lengths = [-(-length // pad_multiple) * pad_multiple for length in lengths] if pad_multiple else lengths
+    replica = parallel.wrap(model) if parallel is not None else model  # what the gradients flow through
+    scale = parallel.gradient_scale if parallel is not None else 1.0
     model.train()
 
     history, batches = [], []
@@ -157,6 +164,8 @@ def train_sft(
         if config.time_budget_s:
             elapsed_fraction = (time.perf_counter() - started) / config.time_budget_s
             progress_step = max(step, int(elapsed_fraction * total_steps))
+            if parallel is not None:  # one clock decides for every rank
+                progress_step = parallel.same(progress_step)
         lr = config.learning_rate * cosine_schedule(progress_step, total_steps, warmup, config.min_lr_ratio)
         for group in optimizer.param_groups:
             group["lr"] = lr
@@ -167,13 +176,15 @@ def train_sft(
             members = batches.pop()
             response_tokens = sum(len(encoded[i].response_ids) for i in members)
             loss_value = 0.0
-            for part in token_budget_chunks(members, padded_lengths, config.micro_batch_tokens):
+            plan = micro_batch_plan(parallel, sorted(members, key=lambda i: padded_lengths[i]), padded_lengths, config.micro_batch_tokens)
+            for number, (part, weight) in enumerate(plan):
                 batch = collate([encoded[i] for i in part], pad_token_id=tokenizer.pad_token_id, pad_to_multiple_of=pad_multiple).to(device)
-                with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_bf16):
-                    loss, count = response_nll(model, batch)
-                share = count / max(response_tokens, 1)  # token-mean over the whole batch
-                (loss * share / config.grad_accum_steps).backward()
-                window_tokens += int(batch.attention_mask.sum().item())
+                with parallel.synchronised(replica, number == len(plan) - 1) if parallel else contextlib.nullcontext():
+                    with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_bf16):
+                        loss, count = response_nll(replica, batch)
+                    share = weight * count / max(response_tokens, 1)  # token-mean over the whole batch
+                    (loss * share * scale / config.grad_accum_steps).backward()
+                window_tokens += int(weight * batch.attention_mask.sum().item())
                 loss_value += float(loss.item()) * share
             window_loss += loss_value
             window_micro += 1
@@ -182,8 +193,13 @@ def train_sft(
         step += 1
         elapsed = time.perf_counter() - started
         out_of_time = config.time_budget_s is not None and elapsed >= config.time_budget_s
+        if parallel is not None and config.time_budget_s is not None:
+            out_of_time = parallel.same(out_of_time)
         if step % config.log_every == 0 or step == total_steps or out_of_time:
             now = time.perf_counter()
+            if parallel is not None:  # each rank holds its part of the window's sums
+                sums = parallel.sum_metrics({"loss": window_loss, "tokens": float(window_tokens)})
+                window_loss, window_tokens = sums["loss"], int(sums["tokens"])
             metrics = {
                 "loss": window_loss / max(window_micro, 1),
                 "lr": lr,
@@ -191,7 +207,7 @@ def train_sft(
                 "elapsed_s": elapsed,
             }
             history.append({"step": step, **metrics})
-            if log_metrics:
+            if log_metrics and (parallel is None or parallel.is_writer):
                 log_metrics(metrics, step)
             logger.info("sft step %d/%d loss %.4f lr %.2e %.0f tok/s", step, total_steps, metrics["loss"], metrics["lr"], metrics["tokens_per_s"])
             window_tokens, window_start, window_loss, window_micro = 0, now, 0.0, 0

@@ -1,0 +1,54 @@
+"""RL with a LoRA policy whose rollouts decode with the adapter merged
+(``training.rl.rollout_merge_lora``): the log-probs recorded while sampling are the
+trainer's own (``rollout/logprob_gap`` about 0), only the adapter trains, and the base
+weights come back from every merge/unmerge; a bf16 rollout copy shows up in that gap."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from hindsight.envs import make_env
+from hindsight.policy.model import LoraSettings, load_policy, save_policy
+from hindsight.rollout.engine import RolloutConfig
+from hindsight.training.rl import train_rl
+from hindsight.training.rl_config import RLConfig
+from hindsight.training.rl_run import frozen_copy
+
+
+@pytest.fixture(scope="module")
+def lora_warm_policy(warm_policy, tmp_path_factory):
+    """The behaviour-cloned tiny policy with a LoRA adapter (random B: the adapter is live)."""
+    directory = save_policy(copy.deepcopy(warm_policy), tmp_path_factory.mktemp("warm") / "policy")
+    policy = load_policy(directory, lora=LoraSettings(rank=4, dropout=0.0), device="cpu")
+    with torch.no_grad():
+        for name, parameter in policy.model.named_parameters():
+            if "lora_B" in name:
+                parameter.normal_(0, 0.02, generator=torch.Generator().manual_seed(0))
+    policy.model.eval()
+    return policy
+
+
+def one_update(policy, tasks, rollout_dtype: str):
+    config = RLConfig(
+        algorithm="grpo", updates=1, tasks_per_update=2, group_size=2, learning_rate=1e-3, mini_batch_size=64,
+        kl_coef=0.0, checkpoint_every=1, rollout_merge_lora=True, rollout_dtype=rollout_dtype,
+    )
+    rollout = RolloutConfig(temperature=1.0, max_length=768, max_parallel=8, progress=False)
+    return train_rl(policy, frozen_copy(policy.model), tasks, make_env, rollout, config, seed=1).history.iloc[0]
+
+
+def test_merged_rollouts_record_the_trainers_logprobs(lora_warm_policy, twc_tasks):
+    policy = copy.deepcopy(lora_warm_policy)
+    before = {name: p.detach().clone() for name, p in policy.model.named_parameters()}
+    metrics = one_update(policy, twc_tasks, "float32")
+    assert metrics["rollout/logprob_gap"] < 1e-4
+    changed = {name for name, p in policy.model.named_parameters() if not torch.allclose(p, before[name], rtol=0, atol=1e-6)}
+    assert changed and all("lora_" in name for name in changed), sorted(changed)[:5]
+
+
+def test_bf16_rollouts_show_in_the_logprob_gap(lora_warm_policy, twc_tasks):
+    metrics = one_update(copy.deepcopy(lora_warm_policy), twc_tasks, "bfloat16")
+    assert 1e-4 < metrics["rollout/logprob_gap"] < 0.1
