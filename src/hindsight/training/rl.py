@@ -2,7 +2,10 @@
 GiGPO and OPID (ALGORITHMS.md sections 1 and 2). It reads top to bottom in ``train_rl``.
 
 One update:
-  1. rollout: pi_old plays ``group_size`` episodes on each of ``tasks_per_update`` tasks;
+  1. rollout: pi_old plays ``group_size`` episodes on each of ``tasks_per_update`` tasks,
+     drawn uniformly, by STEPO pass-rate calibration or by the curriculum
+     (``rollout.curriculum``); STEPO may drop zero-variance groups and refill
+     (``training.stepo``);
   2. analysis (SEED / OPID): a teacher writes one skill per finished episode, success and
      failure alike: pi_old itself, greedy (on-policy), or the fixed Stage-1 bank (the
      ablation); an analysis that fails to parse gives no skill, and that episode keeps its
@@ -22,7 +25,6 @@ and, on CPU with the same seeds, ends with the same metrics (``checkpoint.resume
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -35,9 +37,10 @@ import torch
 from hindsight import algorithms
 from hindsight.data.outcomes import episode_outcomes
 from hindsight.policy.encoding import StepSample
-from hindsight.rollout.engine import RolloutConfig, run_rollouts
+from hindsight.rollout.curriculum import PassRates
+from hindsight.rollout.engine import RolloutConfig
 from hindsight.rollout.stats import rollout_metrics
-from hindsight.rollout.tasks import TaskRef, sample_update_tasks, training_task_pool
+from hindsight.rollout.tasks import TaskRef, training_task_pool
 from hindsight.skills.episode_views import episodes_from_table
 from hindsight.skills.records import skills_table
 from hindsight.skills.teachers import Teacher
@@ -45,6 +48,7 @@ from hindsight.training.checkpoint import ResumedRun, resume_rl, save_rl_checkpo
 from hindsight.training.distillation import skill_augmented_logprobs
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.rl_update import update_policy
+from hindsight.training.stepo import collect_update_batch, stepo_step_weights
 
 logger = logging.getLogger(__name__)
 
@@ -145,6 +149,9 @@ def train_rl(
     optimizer = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=config.learning_rate)
     pool = training_task_pool(train_tasks, config.task_fraction, seed)
     run = resume_rl(checkpoint_dir, policy, optimizer, generators) or ResumedRun(0, [], pd.DataFrame(), pd.DataFrame())
+    rates = PassRates(config.pass_rate_smoothing)  # per-task pass rates (curriculum, STEPO calibration)
+    if run.task_stats:
+        rates.load_state_dict(run.task_stats)
     start_update = run.update
     if start_update:
         logger.info("Resuming RL from %s (update %d)", checkpoint_dir, start_update)
@@ -154,29 +161,39 @@ def train_rl(
         if stop_after_updates is not None and update - start_update >= stop_after_updates:
             break
         started = time.perf_counter()
-        tasks = sample_update_tasks(pool, config.tasks_per_update, seed, update)
-        settings = dataclasses.replace(rollout_config, group_size=config.group_size, seed=seed * 1_000_003 + update)
-        rollout = run_rollouts(policy, env_factory, tasks, settings, policy_version=update)
-        samples = rollout.samples
-        advantages = compute_advantages(rollout.table, config)
+        # the update's tasks (uniform, STEPO-calibrated or curriculum) and groups (STEPO filter)
+        batch = collect_update_batch(policy, env_factory, pool, rates, rollout_config, config, seed, update)
+        rates.observe(batch.played)
+        samples = batch.samples
+        advantages = compute_advantages(batch.table, config)
+        metrics: dict[str, float] = dict(batch.metrics)
+        if config.stepo_step_weights and samples:
+            weights, weight_metrics = stepo_step_weights([sample.episode_id for sample in samples])
+            advantages = advantages * weights  # = weighting each sample's PPO term (``training.stepo``)
+            metrics.update(weight_metrics)
         old_logp = [torch.as_tensor(sample.old_logprobs, dtype=torch.float32) for sample in samples]
         teacher_logp: list[torch.Tensor | None] = [None] * len(samples)
-        metrics: dict[str, float] = {}
-        if config.uses_skills:
-            run.last_skills, teacher_logp, metrics = distillation_targets(
-                policy, teacher, rollout.table, samples, old_logp, config.mini_batch_size
+        if config.uses_skills and samples:
+            run.last_skills, teacher_logp, skill_metrics = distillation_targets(
+                policy, teacher, batch.table, samples, old_logp, config.mini_batch_size
             )
-        metrics.update(
-            update_policy(policy, reference_model, optimizer, samples, advantages, old_logp, teacher_logp, config, generators["minibatch"])
-        )
-        metrics.update(rollout_metrics(rollout.table))
+            metrics.update(skill_metrics)
+        if samples:
+            metrics.update(
+                update_policy(policy, reference_model, optimizer, samples, advantages, old_logp, teacher_logp, config, generators["minibatch"])
+            )
+        else:  # STEPO kept no group: nothing to train on, no optimizer step
+            metrics.update({"losses/total": 0.0, "stepo/empty_update": 1.0})
+        metrics.update(rollout_metrics(batch.played))
+        if config.curriculum or config.stepo_pass_rate_band is not None:
+            metrics.update(rates.summary())
         metrics["charts/update_seconds"] = time.perf_counter() - started
         done = update + 1
         if evaluate is not None and config.eval_every and (done % config.eval_every == 0 or done == config.updates):
             metrics.update(evaluate(policy, done))
         metrics["charts/env_steps_total"] = (run.history[-1]["charts/env_steps_total"] if run.history else 0.0) + metrics["rollout/env_steps"]
         run.history.append({"update": done, **metrics})
-        run.update, run.last_rollout = done, rollout.table
+        run.update, run.last_rollout, run.task_stats = done, batch.played, rates.state_dict()
         if log_metrics:
             log_metrics(metrics, done)
         logger.info(
