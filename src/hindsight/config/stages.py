@@ -276,7 +276,7 @@ class GridPreset:
             raise ValueError(f"experiments preset rl overrides: unknown key(s) {unknown}; known: {sorted(known)}")
 
 
-ALL_METHODS = list(METHODS)
+ALL_METHODS = [name for name, method in METHODS.items() if method.default_grid]
 
 
 def _default_presets() -> dict[str, GridPreset]:
