@@ -4,6 +4,7 @@ then the filter and pass-rate calibration on real twc rollouts of the warm tiny 
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import pandas as pd
 import pytest
@@ -117,3 +118,21 @@ def test_calibration_draws_inside_the_band_after_the_first_update(warm_policy, p
     for name in ("stepo/step_weight_min", "stepo/step_weight_max", "tasks/pass_rate_mean"):
         assert second.history[name].notna().all(), name
     assert (second.history["stepo/step_weight_max"] >= second.history["stepo/step_weight_min"]).all()
+
+
+def test_an_update_with_no_informative_group_takes_no_step(tiny_policy, twc_spec):
+    """One step per episode cannot win twc (take, then put): every group has returns 0, the
+    filter keeps none after its refill round, and the update takes no optimizer step."""
+    pool = make_tasks(dataclasses.replace(twc_spec, max_steps=1), "train", range(4))
+    config = RLConfig(
+        algorithm="grpo", updates=1, tasks_per_update=2, group_size=2, stepo_filter_zero_variance=True,
+        stepo_filter_max_rounds=1, stepo_step_weights=True,
+    )
+    policy = copy.deepcopy(tiny_policy)
+    before = {name: p.detach().clone() for name, p in policy.model.named_parameters()}
+    row = train_rl(policy, frozen_copy(policy.model), pool, make_env, ROLLOUT, config, seed=0).history.iloc[0]
+    assert (row["stepo/kept_groups"], row["stepo/dropped_groups"], row["stepo/extra_rounds"]) == (0, 4, 1)
+    assert row["stepo/empty_update"] == 1 and row["losses/total"] == 0.0
+    assert row["rollout/env_steps"] == 4 * 2  # every episode played counts in the budget
+    for name, parameter in policy.model.named_parameters():
+        assert torch.equal(parameter, before[name]), name
