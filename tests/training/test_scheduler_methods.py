@@ -32,3 +32,16 @@ def test_scheduler_methods_run_when_a_preset_names_them():
     assert {METHODS[name].label for name in ("grpo_stepo", "grpo_curriculum", "grpo_odysse")} == {
         "GRPO + STEPO", "GRPO + curriculum", "GRPO + ODYSSE sampler",
     }
+
+
+def test_the_settings_build_from_a_parameter_block():
+    from hindsight.params import ParameterError, build
+
+    config = build(RLConfig, {"stepo_pass_rate_band": [0.0, 1.0], "stepo_step_weights": True}, "training.rl")
+    assert config.stepo_pass_rate_band == (0.0, 1.0) and config.stepo_step_weights
+    try:
+        build(RLConfig, {"curriculum": "yes"}, "training.rl")
+    except (ParameterError, ValueError) as error:
+        assert "training.rl.curriculum" in str(error)
+    else:
+        raise AssertionError("a string for a boolean setting must be refused")

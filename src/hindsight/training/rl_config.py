@@ -115,6 +115,8 @@ class RLConfig:
         if self.stepo_filter_max_rounds < 0:
             raise ValueError(f"training.rl.stepo_filter_max_rounds must be >= 0, got {self.stepo_filter_max_rounds}")
         band = self.stepo_pass_rate_band
+        if band is not None:  # a YAML list becomes the (low, high) tuple
+            band = self.stepo_pass_rate_band = tuple(float(value) for value in band)
         if band is not None and (len(band) != 2 or not 0.0 <= band[0] < band[1] <= 1.0):
             raise ValueError(f"training.rl.stepo_pass_rate_band must be [low, high] with 0 <= low < high <= 1, got {band}")
         if band is not None and self.curriculum:
