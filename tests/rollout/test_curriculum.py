@@ -141,3 +141,16 @@ def test_draws_are_deterministic_and_scheduler_settings_are_checked():
         RLConfig(stepo_pass_rate_band=(0.8, 0.2))
     with pytest.raises(ValueError, match="sum to at most 1"):
         RLConfig(curriculum_infeasible_share=0.6, curriculum_replay_share=0.6)
+
+
+def test_small_shares_hold_on_average():
+    """0.125 of 4 tasks is half a task: drawn in about half of the updates, never more than one."""
+    rates = pool_with_known_buckets()
+    counts = [
+        curriculum_draw(POOL, rates, 4, random.Random(seed), infeasible_share=0.125, replay_share=0.0, hard_threshold=0.25)[1][
+            "curriculum/infeasible_drawn"
+        ]
+        for seed in range(400)
+    ]
+    assert set(counts) == {0.0, 1.0}
+    assert 0.4 < sum(counts) / len(counts) < 0.6

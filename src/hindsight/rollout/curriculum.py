@@ -21,8 +21,10 @@ reading, and the README says so.
       policy used to solve and has since forgotten);
     * mastered: estimate 1 (every group won every episode);
     * learnable: the rest, and every task never played;
-  an update draws ``round(infeasible_share * count)`` infeasible tasks, ``round(replay_share
-  * count)`` hard successes and learnable ones for the rest; a bucket that runs short is
+  an update draws ``infeasible_share * count`` infeasible tasks, ``replay_share * count``
+  hard successes (each rounded up or down at random, in proportion to its fraction, so the
+  shares hold on average even when ``count`` is small) and learnable ones for the rest;
+  a bucket that runs short is
   filled from the others in the order learnable, hard success, mastered, infeasible (so
   the infeasible share is a ceiling unless nothing else is left).
 
@@ -151,6 +153,12 @@ def calibrated_draw(
     return chosen + filled, metrics
 
 
+def share_count(share: float, count: int, rng: random.Random) -> int:
+    """``share * count`` rounded down, plus one with probability its fractional part."""
+    whole = int(share * count)
+    return whole + int(rng.random() < share * count - whole)
+
+
 def curriculum_draw(
     pool: Sequence[TaskRef],
     rates: PassRates,
@@ -170,7 +178,7 @@ def curriculum_draw(
     for task in pool:
         buckets[curriculum_bucket(rates.record(task.group_id), hard_threshold)].append(task)
     count = min(count, len(pool))
-    wanted = {"infeasible": round(infeasible_share * count), "hard_success": round(replay_share * count)}
+    wanted = {"infeasible": share_count(infeasible_share, count, rng), "hard_success": share_count(replay_share, count, rng)}
     wanted["learnable"] = count - sum(wanted.values())
     drawn: dict[str, list[TaskRef]] = {}
     for name in ("learnable", "hard_success", "infeasible"):
