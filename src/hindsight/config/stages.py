@@ -276,9 +276,7 @@ class GridPreset:
             raise ValueError(f"experiments preset rl overrides: unknown key(s) {unknown}; known: {sorted(known)}")
 
 
-ALL_METHODS = [name for name in METHODS if name != "empo"]
-"""The presets' methods: every method but EMPO, which is opt-in (add ``empo`` to a preset's
-``methods``) so the presets' measured run times stay as stated."""
+ALL_METHODS = [name for name, method in METHODS.items() if method.default_grid]
 
 
 def _default_presets() -> dict[str, GridPreset]:

@@ -156,6 +156,8 @@ class ResumedRun:
     history: list[dict[str, float]]
     last_skills: Any
     last_rollout: Any
+    task_stats: dict[str, Any] | None = None
+    """The per-task pass-rate estimates (``rollout.curriculum.PassRates.state_dict``)."""
 
 
 def resume_rl(checkpoint_dir: str | Path | None, policy, optimizer, generators: dict[str, torch.Generator]) -> ResumedRun | None:
@@ -184,10 +186,11 @@ def resume_rl(checkpoint_dir: str | Path | None, policy, optimizer, generators: 
         history=list(state.extra.get("history", [])),
         last_skills=state.extra.get("last_skills"),
         last_rollout=state.extra.get("last_rollout"),
+        task_stats=state.extra.get("task_stats"),
     )
 
 
 def save_rl_checkpoint(checkpoint_dir: str | Path, run: ResumedRun, policy, optimizer, generators: dict[str, torch.Generator]) -> Path:
     """Checkpoint an RL run after update ``run.update`` (what ``resume_rl`` reads back)."""
-    extra = {"history": run.history, "last_skills": run.last_skills, "last_rollout": run.last_rollout}
+    extra = {"history": run.history, "last_skills": run.last_skills, "last_rollout": run.last_rollout, "task_stats": run.task_stats}
     return save_checkpoint(checkpoint_dir, run.update, policy, optimizer, generators=generators, extra=extra)

@@ -3,7 +3,10 @@ GiGPO, OPID and EMPO (ALGORITHMS.md sections 1-3; EMPO's environment is expert r
 ``envs.expert_replay``, and its advantage the dual-level one). It reads top to bottom in ``train_rl``.
 
 One update:
-  1. rollout: pi_old plays ``group_size`` episodes on each of ``tasks_per_update`` tasks;
+  1. rollout: pi_old plays ``group_size`` episodes on each of ``tasks_per_update`` tasks,
+     drawn uniformly, by STEPO pass-rate calibration or by the curriculum
+     (``rollout.curriculum``); STEPO may drop zero-variance groups and refill
+     (``training.stepo``);
   2. analysis (SEED / OPID): a teacher writes one skill per finished episode, success and
      failure alike: pi_old itself, greedy (on-policy), or the fixed Stage-1 bank (the
      ablation); an analysis that fails to parse gives no skill, and that episode keeps its
@@ -23,7 +26,6 @@ and, on CPU with the same seeds, ends with the same metrics (``checkpoint.resume
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -38,9 +40,10 @@ from hindsight.data.outcomes import episode_outcomes
 from hindsight.evaluation.semi_online import empo_rollout_metrics
 from hindsight.policy.encoding import StepSample
 from hindsight.policy.inference import inference_policy
-from hindsight.rollout.engine import RolloutConfig, run_rollouts
+from hindsight.rollout.curriculum import PassRates
+from hindsight.rollout.engine import RolloutConfig
 from hindsight.rollout.stats import rollout_metrics
-from hindsight.rollout.tasks import TaskRef, sample_update_tasks, training_task_pool
+from hindsight.rollout.tasks import TaskRef, training_task_pool
 from hindsight.skills.episode_views import episodes_from_table
 from hindsight.skills.records import skills_table
 from hindsight.skills.teachers import Teacher
@@ -50,6 +53,7 @@ from hindsight.training.data_parallel import DataParallel
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.rl_parallel import gather_update_batch, mean_over_ranks, shard_tasks
 from hindsight.training.rl_update import update_policy
+from hindsight.training.stepo import collect_update_batch, stepo_step_weights
 
 logger = logging.getLogger(__name__)
 
@@ -162,6 +166,9 @@ def train_rl(
     optimizer = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=config.learning_rate)
     pool = training_task_pool(train_tasks, config.task_fraction, seed)
     run = resume_rl(checkpoint_dir, policy, optimizer, generators) or ResumedRun(0, [], pd.DataFrame(), pd.DataFrame())
+    rates = PassRates(config.pass_rate_smoothing)  # per-task pass rates (curriculum, STEPO calibration)
+    if run.task_stats:
+        rates.load_state_dict(run.task_stats)
     start_update = run.update
     if start_update:
         logger.info("Resuming RL from %s (update %d)", checkpoint_dir, start_update)
@@ -171,36 +178,47 @@ def train_rl(
         if stop_after_updates is not None and update - start_update >= stop_after_updates:
             break
         started = time.perf_counter()
-        tasks = sample_update_tasks(pool, config.tasks_per_update, seed, update)
-        if parallel is not None:
-            tasks = shard_tasks(parallel, tasks)
-        settings = dataclasses.replace(rollout_config, group_size=config.group_size, seed=seed * 1_000_003 + update)
+        # the update's tasks (uniform, STEPO-calibrated or curriculum; a rank plays its shard)
+        # and groups (STEPO filter), played with the rollout weights (merged LoRA, dtype)
+        shard = (lambda tasks: shard_tasks(parallel, tasks)) if parallel is not None else None
         with inference_policy(policy, config.rollout_merge_lora, config.rollout_dtype) as actor:
-            rollout = run_rollouts(actor, env_factory, tasks, settings, policy_version=update)
-        samples = rollout.samples
-        advantages = compute_advantages(rollout.table, config)
+            batch = collect_update_batch(actor, env_factory, pool, rates, rollout_config, config, seed, update, shard=shard)
+        samples = batch.samples
+        advantages = compute_advantages(batch.table, config)
+        metrics: dict[str, float] = dict(batch.metrics)
+        if config.stepo_step_weights and samples:
+            weights, weight_metrics = stepo_step_weights([sample.episode_id for sample in samples])
+            advantages = advantages * weights  # = weighting each sample's PPO term (``training.stepo``)
+            metrics.update(weight_metrics)
         old_logp = [torch.as_tensor(sample.old_logprobs, dtype=torch.float32) for sample in samples]
         teacher_logp: list[torch.Tensor | None] = [None] * len(samples)
-        metrics: dict[str, float] = {}
-        if config.uses_skills:
-            run.last_skills, teacher_logp, metrics = distillation_targets(
-                policy, teacher, rollout.table, samples, old_logp, config.mini_batch_size
+        if config.uses_skills and samples:
+            run.last_skills, teacher_logp, skill_metrics = distillation_targets(
+                policy, teacher, batch.table, samples, old_logp, config.mini_batch_size
             )
-        table = rollout.table
+            metrics.update(skill_metrics)
+        table, played = batch.table, batch.played
         if parallel is not None:  # every rank gets the whole batch; the update runs on stripes of it
             table, samples, advantages, old_logp, teacher_logp, run.last_skills = gather_update_batch(
                 parallel, table, samples, advantages, old_logp, teacher_logp, run.last_skills
             )
             metrics = mean_over_ranks(parallel, metrics)
-        metrics.update(
-            update_policy(
-                policy, reference_model, optimizer, samples, advantages, old_logp, teacher_logp, config, generators["minibatch"],
-                parallel=parallel,
+            played = table  # no STEPO filter under torchrun: every played group is in the batch
+        rates.observe(played)
+        if samples:
+            metrics.update(
+                update_policy(
+                    policy, reference_model, optimizer, samples, advantages, old_logp, teacher_logp, config, generators["minibatch"],
+                    parallel=parallel,
+                )
             )
-        )
-        metrics.update(rollout_metrics(table))
+        else:  # STEPO kept no group: nothing to train on, no optimizer step
+            metrics.update({"losses/total": 0.0, "stepo/empty_update": 1.0})
+        metrics.update(rollout_metrics(played))
         if config.algorithm == "empo":
-            metrics.update(empo_rollout_metrics(table))
+            metrics.update(empo_rollout_metrics(played))
+        if config.curriculum or config.stepo_pass_rate_band is not None:
+            metrics.update(rates.summary())
         metrics["charts/update_seconds"] = time.perf_counter() - started
         done = update + 1
         writer = parallel is None or parallel.is_writer
@@ -208,7 +226,7 @@ def train_rl(
             metrics.update(evaluate(policy, done))
         metrics["charts/env_steps_total"] = (run.history[-1]["charts/env_steps_total"] if run.history else 0.0) + metrics["rollout/env_steps"]
         run.history.append({"update": done, **metrics})
-        run.update, run.last_rollout = done, table
+        run.update, run.last_rollout, run.task_stats = done, played, rates.state_dict()
         if writer and log_metrics:
             log_metrics(metrics, done)
         logger.info(

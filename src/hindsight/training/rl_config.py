@@ -86,6 +86,30 @@ class RLConfig:
     """Weights rollouts decode with: float32, bfloat16 (a bf16 copy per update; the trainer
     stays fp32) or auto (bf16 where the device has it natively). float32 by measurement:
     on a 2-core AVX512-BF16 CPU a bf16 decode step at batch 16 was 0.68-0.76x as fast."""
+    stepo_step_weights: bool = False
+    """STEPO (our reading): weight each step sample's PPO term by 1/T_i (T_i = its episode's
+    samples in the batch), rescaled to mean 1, so every episode carries equal total weight."""
+    stepo_filter_zero_variance: bool = False
+    """STEPO: drop groups whose episode returns are all equal and roll out more tasks to
+    refill the batch to ``tasks_per_update`` groups (``training.stepo``)."""
+    stepo_filter_max_rounds: int = 2
+    """STEPO filtering: at most this many extra rollout rounds per update to refill."""
+    stepo_pass_rate_band: tuple[float, float] | None = None
+    """STEPO pass-rate calibration: draw only tasks whose pass-rate estimate lies strictly
+    inside (low, high), e.g. [0.0, 1.0] (unseen tasks count as inside); None: off."""
+    curriculum: bool = False
+    """Task curriculum (``rollout.curriculum``): mix learnable tasks, replayed hard
+    successes and a share of infeasible ones instead of a uniform draw."""
+    curriculum_infeasible_share: float = 0.125
+    """Curriculum: share of each update's tasks drawn from never-solved tasks."""
+    curriculum_replay_share: float = 0.25
+    """Curriculum: share drawn from hard successes (solved once, estimate <= hard threshold)."""
+    curriculum_hard_threshold: float = 0.25
+    """Curriculum: a solved task whose pass-rate estimate is at most this counts as hard."""
+    pass_rate_smoothing: float = 0.5
+    """Weight of the newest group's success rate in a task's pass-rate estimate (EMA)."""
+    odysse_episode_minibatches: bool = False
+    """ODYSSE sampler: every step sample of one episode goes into the same mini-batch."""
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
@@ -98,6 +122,30 @@ class RLConfig:
             raise ValueError(f"training.rl.rollout_dtype must be float32, bfloat16 or auto, got {self.rollout_dtype!r}")
         if self.micro_batch_tokens is not None and self.micro_batch_tokens < 1:
             raise ValueError(f"training.rl.micro_batch_tokens must be a positive token count or null, got {self.micro_batch_tokens}")
+        self._check_task_schedule()
+
+    def _check_task_schedule(self) -> None:
+        """The STEPO and curriculum settings (``rollout.curriculum``, ``training.stepo``)."""
+        if self.stepo_filter_max_rounds < 0:
+            raise ValueError(f"training.rl.stepo_filter_max_rounds must be >= 0, got {self.stepo_filter_max_rounds}")
+        band = self.stepo_pass_rate_band
+        if band is not None:  # a YAML list becomes the (low, high) tuple
+            band = self.stepo_pass_rate_band = tuple(float(value) for value in band)
+        if band is not None and (len(band) != 2 or not 0.0 <= band[0] < band[1] <= 1.0):
+            raise ValueError(f"training.rl.stepo_pass_rate_band must be [low, high] with 0 <= low < high <= 1, got {band}")
+        if band is not None and self.curriculum:
+            raise ValueError("training.rl.stepo_pass_rate_band and training.rl.curriculum both choose the tasks: set one")
+        shares = (self.curriculum_infeasible_share, self.curriculum_replay_share)
+        if min(shares) < 0 or sum(shares) > 1:
+            raise ValueError(
+                "training.rl.curriculum_infeasible_share and curriculum_replay_share must be >= 0 and sum to at most 1, "
+                f"got {shares}"
+            )
+        for name in ("curriculum_hard_threshold", "pass_rate_smoothing"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"training.rl.{name} must be in [0, 1], got {getattr(self, name)}")
+        if self.pass_rate_smoothing == 0.0:
+            raise ValueError("training.rl.pass_rate_smoothing must be > 0 (0 would never update an estimate)")
 
     @property
     def uses_skills(self) -> bool:

@@ -23,6 +23,7 @@ from hindsight.policy.encoding import StepSample, collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.training.distillation import response_logprobs
 from hindsight.training.data_parallel import DataParallel, micro_batch_plan
+from hindsight.training.minibatches import epoch_minibatches
 from hindsight.training.rl_config import RLConfig
 
 logger = logging.getLogger(__name__)
@@ -140,10 +141,14 @@ def update_policy(
     sums: dict[str, float] = {}
     counts: dict[str, int] = {}
     skipped = 0
+    episode_ids = [sample.episode_id for sample in samples]
+    minibatch_count = 0
     for epoch in range(config.ppo_epochs):
-        order = torch.randperm(len(samples), generator=generator).tolist()
-        for start in range(0, len(order), config.mini_batch_size):
-            index = sorted(order[start : start + config.mini_batch_size], key=lambda i: lengths[i])
+        # plain shuffle, or ODYSSE: whole episodes per mini-batch (``training.minibatches``)
+        batches = epoch_minibatches(episode_ids, config.mini_batch_size, generator, episodic=config.odysse_episode_minibatches)
+        minibatch_count += len(batches)
+        for batch_number, members in enumerate(batches):
+            index = sorted(members, key=lambda i: lengths[i])
             plan = micro_batch_plan(parallel, index, lengths, config.micro_batch_tokens)
             totals = _aggregation_totals(samples, index, teacher_logp, config)
             optimizer.zero_grad(set_to_none=True)
@@ -168,7 +173,7 @@ def update_policy(
             if parallel is not None:  # each rank holds its part of every sum
                 weighted, losses = parallel.sum_metrics(weighted), parallel.sum_metrics(losses)
             metrics = dict(weighted)
-            if epoch or start:  # only the first mini-batch still sees the weights that sampled
+            if epoch or batch_number:  # only the first mini-batch still sees the weights that sampled
                 metrics.pop("rollout/logprob_gap", None)
             metrics["losses/ppo"] = losses["ppo"]
             if "opd" in losses:
@@ -190,7 +195,10 @@ def update_policy(
                 sums[key] = sums.get(key, 0.0) + value
                 counts[key] = counts.get(key, 0) + 1
     model.eval()
-    return {**{key: value / counts[key] for key, value in sums.items()}, "faults/skipped_updates": float(skipped)}
+    result = {**{key: value / counts[key] for key, value in sums.items()}, "faults/skipped_updates": float(skipped)}
+    if config.odysse_episode_minibatches:
+        result["odysse/minibatches_per_epoch"] = minibatch_count / max(config.ppo_epochs, 1)
+    return result
 
 
 def _aggregation_totals(

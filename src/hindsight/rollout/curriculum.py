@@ -1,0 +1,242 @@
+"""Which tasks an RL update plays: per-task pass-rate estimates and the task schedulers that
+read them (STEPO pass-rate calibration and a curriculum; ALGORITHMS.md section 5).
+
+The details of STEPO and of EvoCUA's curriculum are not public; what follows is our
+reading, and the README says so.
+
+- ``PassRates`` keeps, per task (``group_id``), the episodes played, the episodes won and
+  an exponential moving average of the success rate of its groups: the first group sets
+  the estimate, each later group moves it by ``smoothing`` towards that group's rate. It is
+  part of the RL checkpoint (``state_dict`` / ``load_state_dict``), so a resumed run draws
+  the same tasks as an uninterrupted one.
+- ``uniform``: ``rollout.tasks.sample_update_tasks``, the plain loop's draw.
+- ``calibrated`` (STEPO): only tasks whose estimate lies strictly inside ``(low, high)``;
+  a task never played counts as inside (nothing is known yet). Estimates only change when
+  a task is played, so a task outside the band would stay there for ever: when fewer than
+  ``count`` tasks are inside, the draw is filled up from the others at random (re-probing
+  them), and the metrics say how many.
+- ``curriculum``: each task falls in one bucket,
+    * infeasible: played, never won;
+    * hard success: won at least once, estimate <= ``hard_threshold`` (includes a task the
+      policy used to solve and has since forgotten);
+    * mastered: estimate 1 (every group won every episode);
+    * learnable: the rest, and every task never played;
+  an update draws ``infeasible_share * count`` infeasible tasks, ``replay_share * count``
+  hard successes (each rounded up or down at random, in proportion to its fraction, so the
+  shares hold on average even when ``count`` is small) and learnable ones for the rest;
+  a bucket that runs short is
+  filled from the others in the order learnable, hard success, mastered, infeasible (so
+  the infeasible share is a ceiling unless nothing else is left).
+
+Every draw is a deterministic function of (seed, update, round, estimates).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import pandas as pd
+
+from hindsight.data.outcomes import episode_outcomes
+from hindsight.rollout.tasks import TaskRef, sample_update_tasks
+
+MASTERED_ABOVE = 1.0 - 1e-9
+"""An estimate at or above this counts as 1 (every episode won)."""
+BUCKETS = ("learnable", "hard_success", "mastered", "infeasible")
+"""Curriculum buckets in fill order."""
+
+
+@dataclass
+class TaskRecord:
+    """What is known about one task's pass rate."""
+
+    episodes: int = 0
+    """Episodes of it played so far."""
+    wins: int = 0
+    """Of those, won."""
+    estimate: float | None = None
+    """Moving average of its groups' success rates (None: never played)."""
+
+
+class PassRates:
+    """Per-task pass-rate estimates, updated from each update's rollout table."""
+
+    def __init__(self, smoothing: float = 0.5) -> None:
+        if not 0.0 < smoothing <= 1.0:
+            raise ValueError(f"PassRates: smoothing must be in (0, 1], got {smoothing}")
+        self.smoothing = smoothing
+        self.records: dict[str, TaskRecord] = {}
+
+    def estimate(self, group_id: str) -> float | None:
+        """The task's current estimate (None: never played)."""
+        record = self.records.get(group_id)
+        return None if record is None else record.estimate
+
+    def record(self, group_id: str) -> TaskRecord:
+        """The task's record (an empty one if never played)."""
+        return self.records.get(group_id, TaskRecord())
+
+    def observe(self, table: pd.DataFrame) -> None:
+        """Fold one update's episodes into the estimates: one group per task (its rows
+        may come from several rollout rounds), in sorted ``group_id`` order."""
+        if table.empty:
+            return
+        outcomes = episode_outcomes(table, keys=["group_id"])
+        for group_id, group in sorted(outcomes.groupby("group_id", sort=False), key=lambda item: str(item[0])):
+            record = self.records.setdefault(str(group_id), TaskRecord())
+            wins = int(group["success"].sum())
+            rate = wins / len(group)
+            record.episodes += len(group)
+            record.wins += wins
+            if record.estimate is None:
+                record.estimate = rate
+            else:
+                record.estimate = (1.0 - self.smoothing) * record.estimate + self.smoothing * rate
+
+    def summary(self) -> dict[str, float]:
+        """``tasks/seen`` (tasks played so far) and ``tasks/pass_rate_mean`` over them."""
+        seen = [r.estimate for r in self.records.values() if r.estimate is not None]
+        return {"tasks/seen": float(len(seen)), "tasks/pass_rate_mean": sum(seen) / len(seen) if seen else 0.0}
+
+    def state_dict(self) -> dict[str, Any]:
+        """Plain, picklable state (for the checkpoint)."""
+        return {
+            "smoothing": self.smoothing,
+            "records": {key: (r.episodes, r.wins, r.estimate) for key, r in self.records.items()},
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what ``state_dict`` returned."""
+        self.smoothing = float(state["smoothing"])
+        self.records = {key: TaskRecord(int(n), int(w), e) for key, (n, w, e) in state["records"].items()}
+
+
+def curriculum_bucket(record: TaskRecord, hard_threshold: float) -> str:
+    """Which curriculum bucket a task is in (see the module docstring)."""
+    if record.estimate is None:
+        return "learnable"
+    if record.wins == 0:
+        return "infeasible"
+    if record.estimate >= MASTERED_ABOVE:
+        return "mastered"
+    if record.estimate <= hard_threshold:
+        return "hard_success"
+    return "learnable"
+
+
+def in_band(estimate: float | None, band: tuple[float, float]) -> bool:
+    """Whether a task is inside the calibration band (never played: inside)."""
+    return estimate is None or band[0] < estimate < band[1]
+
+
+def calibrated_draw(
+    pool: Sequence[TaskRef], rates: PassRates, count: int, band: tuple[float, float], rng: random.Random
+) -> tuple[list[TaskRef], dict[str, float]]:
+    """STEPO pass-rate calibration: ``count`` tasks from inside the band, filled up from
+    outside it when too few are inside.
+
+    Returns:
+        (the tasks, ``stepo/calibration_in_band`` and ``stepo/calibration_out_of_band``
+        drawn, ``stepo/calibration_pool_in_band`` tasks of the pool inside).
+    """
+    inside = [task for task in pool if in_band(rates.estimate(task.group_id), band)]
+    outside = [task for task in pool if not in_band(rates.estimate(task.group_id), band)]
+    chosen = rng.sample(inside, min(count, len(inside)))
+    filled = rng.sample(outside, min(count - len(chosen), len(outside)))
+    metrics = {
+        "stepo/calibration_in_band": float(len(chosen)),
+        "stepo/calibration_out_of_band": float(len(filled)),
+        "stepo/calibration_pool_in_band": float(len(inside)),
+    }
+    return chosen + filled, metrics
+
+
+def share_count(share: float, count: int, rng: random.Random) -> int:
+    """``share * count`` rounded down, plus one with probability its fractional part."""
+    whole = int(share * count)
+    return whole + int(rng.random() < share * count - whole)
+
+
+def curriculum_draw(
+    pool: Sequence[TaskRef],
+    rates: PassRates,
+    count: int,
+    rng: random.Random,
+    *,
+    infeasible_share: float,
+    replay_share: float,
+    hard_threshold: float,
+) -> tuple[list[TaskRef], dict[str, float]]:
+    """The curriculum's mix of ``count`` tasks (see the module docstring).
+
+    Returns:
+        (the tasks, ``curriculum/<bucket>_drawn`` and ``curriculum/<bucket>_pool`` per bucket).
+    """
+    buckets: dict[str, list[TaskRef]] = {name: [] for name in BUCKETS}
+    for task in pool:
+        buckets[curriculum_bucket(rates.record(task.group_id), hard_threshold)].append(task)
+    count = min(count, len(pool))
+    wanted = {"infeasible": share_count(infeasible_share, count, rng), "hard_success": share_count(replay_share, count, rng)}
+    wanted["learnable"] = count - sum(wanted.values())
+    drawn: dict[str, list[TaskRef]] = {}
+    for name in ("learnable", "hard_success", "infeasible"):
+        drawn[name] = rng.sample(buckets[name], min(wanted[name], len(buckets[name])))
+    drawn["mastered"] = []
+    for name in BUCKETS:  # fill what a short bucket left open
+        short = count - sum(len(tasks) for tasks in drawn.values())
+        if short <= 0:
+            break
+        left = [task for task in buckets[name] if task not in drawn[name]]
+        drawn[name] += rng.sample(left, min(short, len(left)))
+    metrics = {}
+    for name in BUCKETS:
+        metrics[f"curriculum/{name}_drawn"] = float(len(drawn[name]))
+        metrics[f"curriculum/{name}_pool"] = float(len(buckets[name]))
+    return [task for name in BUCKETS for task in drawn[name]], metrics
+
+
+def draw_update_tasks(
+    pool: Sequence[TaskRef],
+    rates: PassRates,
+    count: int,
+    config,
+    seed: int,
+    update: int,
+    *,
+    round_index: int = 0,
+    exclude: Iterable[str] = (),
+) -> tuple[list[TaskRef], dict[str, float]]:
+    """The tasks of one rollout round of one update, by the run's scheduler.
+
+    Args:
+        pool: The training tasks.
+        rates: The current estimates.
+        count: How many tasks.
+        config: ``RLConfig`` (``curriculum``, ``stepo_pass_rate_band`` and their settings).
+        seed: The run's seed.
+        update: The update index.
+        round_index: 0 for the update's first round; STEPO's refill rounds count up.
+        exclude: ``group_id`` of tasks already played in this update.
+
+    Returns:
+        (the tasks, the scheduler's metrics). Round 0 of the uniform scheduler is exactly
+        ``sample_update_tasks(pool, count, seed, update)``.
+    """
+    excluded = set(exclude)
+    candidates = [task for task in pool if task.group_id not in excluded]
+    if not config.curriculum and config.stepo_pass_rate_band is None:
+        if round_index == 0 and not excluded:
+            return sample_update_tasks(pool, count, seed, update), {}
+        rng = random.Random((seed * 1_000_003 + update) * 1_009 + round_index)
+        return rng.sample(candidates, min(count, len(candidates))), {}
+    rng = random.Random((seed * 1_000_003 + update) * 1_009 + round_index)
+    if config.curriculum:
+        return curriculum_draw(
+            candidates, rates, count, rng,
+            infeasible_share=config.curriculum_infeasible_share,
+            replay_share=config.curriculum_replay_share,
+            hard_threshold=config.curriculum_hard_threshold,
+        )
+    return calibrated_draw(candidates, rates, count, tuple(config.stepo_pass_rate_band), rng)
