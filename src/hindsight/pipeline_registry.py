@@ -5,7 +5,9 @@ Stages run in this order, each a Kedro namespace (one collapsible box in kedro-v
     ingestion -> behaviour_cloning -> skills -> stage1 -> training -> evaluation
 
 ``__default__`` is their sum; ``scoring`` reads the skills stage's outputs; ``experiments``
-is the stages up to Stage 1 plus the grid. Every runnable pipeline starts with the
+is the stages up to Stage 1 plus the grid. ``state2state`` is the State2State mid-training
+stage alone (from the catalog's base policy); ``with_state2state`` is the default run with
+it before training, training starting from its checkpoint. Every runnable pipeline starts with the
 ``settings`` node that builds the shared settings.
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from kedro.pipeline import Pipeline
 
-from hindsight.pipelines import behaviour_cloning, evaluation, experiments, ingestion, scoring, skills, stage1, training
+from hindsight.pipelines import behaviour_cloning, evaluation, experiments, ingestion, scoring, skills, stage1, state2state, training
 from hindsight.pipelines.settings import shared_settings
 
 STAGES = {
@@ -40,4 +42,8 @@ def register_pipelines() -> dict[str, Pipeline]:
     pipelines["scoring"] = shared + scoring.create_pipeline()
     before_training = [stages[name] for name in ("ingestion", "behaviour_cloning", "skills", "stage1")]
     pipelines["experiments"] = sum(before_training, shared) + experiments.create_pipeline()
+    mid_training = state2state.create_pipeline()
+    pipelines["state2state"] = shared + mid_training
+    after = state2state.training_from_state2state(stages["training"]) + stages["evaluation"]
+    pipelines["with_state2state"] = sum(before_training, shared) + mid_training + after
     return pipelines

@@ -12,6 +12,7 @@ from dataclasses import fields
 from typing import Any, Mapping
 
 from hindsight.config.project import ProjectConfig
+from hindsight.config.state2state import State2StateConfig
 from hindsight.config.stages import (
     BehaviourCloningConfig,
     EvaluationConfig,
@@ -34,6 +35,7 @@ STAGE_FILES: dict[str, type] = {
     "scoring": ScoringConfig,
     "evaluation": EvaluationConfig,
     "experiments": ExperimentsConfig,
+    "state2state": State2StateConfig,
 }
 """Top-level block -> its dataclass; the block lives in ``parameters_<block>.yml``."""
 
