@@ -6,8 +6,9 @@ Stages run in this order, each a Kedro namespace (one collapsible box in kedro-v
 
 ``__default__`` is their sum; ``scoring`` reads the skills stage's outputs; ``experiments``
 is the stages up to Stage 1 plus the grid. ``state2state`` is the State2State mid-training
-stage alone (from the catalog's base policy); ``with_state2state`` is the default run with
-it before training, training starting from its checkpoint. Every runnable pipeline starts with the
+stage alone (from the catalog's base policy); ``training_from_state2state`` is the training
+stage started from the catalog's State2State checkpoint; ``with_state2state`` is the default
+run with the State2State stage before training, training starting from its checkpoint. Every runnable pipeline starts with the
 ``settings`` node that builds the shared settings.
 """
 
@@ -44,6 +45,7 @@ def register_pipelines() -> dict[str, Pipeline]:
     pipelines["experiments"] = sum(before_training, shared) + experiments.create_pipeline()
     mid_training = state2state.create_pipeline()
     pipelines["state2state"] = shared + mid_training
-    after = state2state.training_from_state2state(stages["training"]) + stages["evaluation"]
-    pipelines["with_state2state"] = sum(before_training, shared) + mid_training + after
+    from_checkpoint = state2state.training_from_state2state(stages["training"])
+    pipelines["training_from_state2state"] = shared + from_checkpoint
+    pipelines["with_state2state"] = sum(before_training, shared) + mid_training + from_checkpoint + stages["evaluation"]
     return pipelines

@@ -46,9 +46,11 @@ def test_state2state_pipeline_trains_on_a_versioned_goal_task_set(tmp_path):
     assert "state2state/losses/total" in metrics and "state2state/rollout/success_rate" in metrics
 
 
-def test_with_state2state_trains_from_the_state2state_checkpoint():
-    pipeline = register_pipelines()["with_state2state"]
-    [train] = [node for node in pipeline.nodes if node.name == "training.train_with_rl"]
-    assert train.inputs[:2] == ["state2state_policy", "state2state_policy"]
-    order = [node.name for node in pipeline.nodes]
+def test_training_after_state2state_starts_from_its_checkpoint():
+    pipelines = register_pipelines()
+    for name in ("with_state2state", "training_from_state2state"):
+        [train] = [node for node in pipelines[name].nodes if node.name == "training.train_with_rl"]
+        assert train.inputs[:2] == ["state2state_policy", "state2state_policy"], name
+    order = [node.name for node in pipelines["with_state2state"].nodes]
     assert order.index("state2state.train_on_state2state") < order.index("training.train_with_rl")
+    assert "state2state_policy" in pipelines["training_from_state2state"].inputs()
