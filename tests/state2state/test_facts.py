@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hindsight.envs import EnvironmentSpec, make_env
+from hindsight.envs import EnvironmentConfigError, EnvironmentSpec, make_env
 from hindsight.state2state.extractors import extract_facts
 from hindsight.state2state.facts import describe_fact, goal_reached, goal_text, make_fact, parse_fact
 
@@ -59,6 +59,14 @@ def test_reading_facts_does_not_change_the_episode(twc_spec):
     assert read_result[4]["won"] and read_result[4]["moves"] == len(gold)
     reader.close()
     plain.close()
+
+
+def test_textworldexpress_games_without_a_world_are_refused_by_name():
+    env = make_env(EnvironmentSpec("textworldexpress", "arithmetic", {}))
+    env.reset(0, "train")
+    with pytest.raises(EnvironmentConfigError, match="'arithmetic' has no rooms or objects"):
+        extract_facts(env)
+    env.close()
 
 
 def test_cookingworld_facts_include_object_states():

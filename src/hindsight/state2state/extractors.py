@@ -38,6 +38,10 @@ TEXTWORLDEXPRESS_PROPERTIES = {
 }
 """TextWorldExpress object flags that become a unary fact when true."""
 
+TEXTWORLDEXPRESS_WORLD_GAMES = ("twc", "cookingworld", "coin", "mapreader")
+"""The TextWorldExpress games with rooms, objects and an inventory (the others are puzzles
+without a world: arithmetic, sorting, simonsays, peckingorder)."""
+
 TEXTWORLD_KEPT = ("at", "in", "on", "open", "closed", "locked", "eaten")
 """TextWorld predicates kept (the others, like room links, never change)."""
 
@@ -75,13 +79,16 @@ def _guarded(env, function):
 def textworldexpress_facts(env) -> frozenset[str]:
     """Facts of a TextWorldExpress game (see the module docstring)."""
 
+    if env.game not in TEXTWORLDEXPRESS_WORLD_GAMES:
+        raise EnvironmentConfigError(
+            f"TextWorldExpress game {env.game!r} has no rooms or objects to read facts from; "
+            f"State2State reads {', '.join(TEXTWORLDEXPRESS_WORLD_GAMES)}."
+        )
+
     def read() -> tuple[str, str, list[str]]:
         game = env._interface.game()
         if game is None:
             raise RuntimeError("TextWorldExpress has no game: call reset(seed, split) first.")
-        for needed in ("locations", "agentLocation", "agentInventory"):
-            if not hasattr(game, needed):
-                raise EnvironmentConfigError(f"TextWorldExpress game {env.game!r} has no object state ({needed}).")
         rooms = [room.toJSON() for room in game.locations()]
         return str(game.agentLocation().name()), str(game.agentInventory().toJSON()), rooms
 
