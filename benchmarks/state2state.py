@@ -15,16 +15,17 @@ environment cost of the s2s arm, printed apart. One seed per invocation; with 20
 split the noise is about +-10 points, so read small differences as none.
 
 Run from the project root (prints its figures; not a test). The defaults are a small
-twc-only setting that fits a 2-core machine in about 15-25 minutes with one thread:
+twc-only setting (12 steps per episode) for one thread of a 2-core machine:
 
     python benchmarks/state2state.py --threads 1
-    python benchmarks/state2state.py --threads 1 --updates 12 --s2s-updates 6 --episodes 30 --set seed=1
+    python benchmarks/state2state.py --threads 1 --updates 12 --s2s-updates 4 --episodes 30 --set seed=1
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import logging
 import sys
 import tempfile
 import time
@@ -34,7 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from behaviour_cloning_settings import benchmark_settings  # noqa: E402
 
 TWC_ONLY = {
-    "environment": {"games": [{"game": "twc", "params": {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}}]},
+    "environment": {
+        "games": [{"game": "twc", "params": {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}}],
+        "max_steps": 12,
+    },
     "ingestion": {"expert_episodes": {"train": 60, "dev": 0, "test": 0}},
     "training": {"tasks_per_game": 20},
     "state2state": {"tasks_per_game": 20},
@@ -45,12 +49,13 @@ TWC_ONLY = {
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a parameter")
-    parser.add_argument("--updates", type=int, default=8, help="RL updates of each arm in all")
+    parser.add_argument("--updates", type=int, default=6, help="RL updates of each arm in all")
     parser.add_argument("--s2s-updates", type=int, default=None, help="of which State2State updates (default: half)")
     parser.add_argument("--bc-steps", type=int, default=300, help="behaviour-cloning steps of the base policy")
     parser.add_argument("--episodes", type=int, default=20, help="held-out tasks per game and split")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     s2s_updates = args.updates // 2 if args.s2s_updates is None else args.s2s_updates
     if not 0 < s2s_updates < args.updates:
         raise SystemExit("--s2s-updates must lie strictly between 0 and --updates")

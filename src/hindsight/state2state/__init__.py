@@ -12,4 +12,5 @@ before RL on the real tasks, teaches the policy to bring about states it has see
     exploration  an environment wrapper that records reached states during any rollout
     task_set     reached states -> a versioned table of goal tasks (and its schema check)
     goal_env     the goal-conditioned wrapper environment the RL loop trains on
+    stage        exploration of the training games and RL on the goal tasks (library calls)
 """
