@@ -4,9 +4,12 @@ Stages run in this order, each a Kedro namespace (one collapsible box in kedro-v
 
     ingestion -> behaviour_cloning -> skills -> stage1 -> training -> evaluation
 
-``__default__`` is their sum; ``scoring`` reads the skills stage's outputs; ``empo`` trains
-the behaviour-cloned policy on the ingested expert trajectories with no environment; ``experiments``
-is the stages up to Stage 1 plus the grid. Every runnable pipeline starts with the
+``__default__`` is their sum; ``scoring`` reads the skills stage's outputs; ``experiments``
+is the stages up to Stage 1 plus the grid. ``empo`` trains the behaviour-cloned policy on the
+ingested expert trajectories with no environment. ``state2state`` is the State2State
+mid-training stage alone (from the catalog's base policy); ``training_from_state2state`` is
+the training stage started from the catalog's State2State checkpoint; ``with_state2state`` is
+the default run with the State2State stage before training. Every runnable pipeline starts with the
 ``settings`` node that builds the shared settings.
 """
 
@@ -23,6 +26,7 @@ from hindsight.pipelines import (
     scoring,
     skills,
     stage1,
+    state2state,
     training,
 )
 from hindsight.pipelines.settings import shared_settings
@@ -52,4 +56,9 @@ def register_pipelines() -> dict[str, Pipeline]:
     pipelines["empo"] = shared + empo.create_pipeline()
     before_training = [stages[name] for name in ("ingestion", "behaviour_cloning", "skills", "stage1")]
     pipelines["experiments"] = sum(before_training, shared) + experiments.create_pipeline()
+    mid_training = state2state.create_pipeline()
+    pipelines["state2state"] = shared + mid_training
+    from_checkpoint = state2state.training_from_state2state(stages["training"])
+    pipelines["training_from_state2state"] = shared + from_checkpoint
+    pipelines["with_state2state"] = sum(before_training, shared) + mid_training + from_checkpoint + stages["evaluation"]
     return pipelines

@@ -1,5 +1,9 @@
 """Every parameters file matches its settings dataclass: the same keys (recursively) and,
-in ``conf/base``, the dataclass defaults as values, so the defaults live in one place."""
+in ``conf/base``, the dataclass defaults as values, so the defaults live in one place.
+
+The RL settings (``RLConfig``) are listed in full once, in ``parameters_training.yml``; the
+other stages that run an RL loop (``empo``, ``state2state``) state only the keys whose
+values differ there (a partial block: the rest take that stage's own defaults)."""
 
 from __future__ import annotations
 
@@ -11,29 +15,41 @@ import yaml
 
 from hindsight.config import ProjectConfig, check_parameters, file_settings
 from hindsight.params import ParameterError, as_dict, build
+from hindsight.training.rl_config import RLConfig
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
+LISTED_ONCE = {RLConfig: "parameters_training.yml"}
+"""Nested settings listed in full in one file only; elsewhere their blocks may be partial."""
 
 
-def _keys(value, cls) -> set[str]:
-    """Dotted keys of a YAML block, descending where the dataclass has a nested dataclass."""
+def _partial_here(cls, file_name: str | None) -> bool:
+    return cls in LISTED_ONCE and file_name is not None and LISTED_ONCE[cls] != file_name
+
+
+def _keys(value, cls, file_name: str | None = None) -> set[str]:
+    """Dotted keys of a YAML block, descending where the dataclass has a nested dataclass
+    (not into a block that may be partial in this file: its keys are checked to exist)."""
     keys = set()
     hints = {f.name: f for f in dataclasses.fields(cls)}
     for key, item in value.items():
         keys.add(key)
         default = getattr(cls(), key, None) if key in hints else None
         if isinstance(item, dict) and dataclasses.is_dataclass(default):
-            keys |= {f"{key}.{inner}" for inner in _keys(item, type(default))}
+            if _partial_here(type(default), file_name):
+                unknown = set(item) - {f.name for f in dataclasses.fields(default)}
+                assert not unknown, f"{file_name}: unknown key(s) {sorted(unknown)} under '{key}'"
+                continue
+            keys |= {f"{key}.{inner}" for inner in _keys(item, type(default), file_name)}
     return keys
 
 
-def _fields(cls) -> set[str]:
+def _fields(cls, file_name: str | None = None) -> set[str]:
     keys = set()
     for field in dataclasses.fields(cls):
         keys.add(field.name)
         default = getattr(cls(), field.name)
-        if dataclasses.is_dataclass(default):
-            keys |= {f"{field.name}.{inner}" for inner in _fields(type(default))}
+        if dataclasses.is_dataclass(default) and not _partial_here(type(default), file_name):
+            keys |= {f"{field.name}.{inner}" for inner in _fields(type(default), file_name)}
     return keys
 
 
@@ -48,7 +64,7 @@ def test_base_file_keys_are_the_dataclass_fields_and_values_its_defaults(file_na
     else:
         assert set(content) == {block}, f"{file_name} must hold one block, '{block}'"
         values = content[block]
-    assert _keys(values, settings_class) == _fields(settings_class), file_name
+    assert _keys(values, settings_class, file_name) == _fields(settings_class, file_name), file_name
     assert as_dict(build(settings_class, values, block or "")) == as_dict(settings_class()), (
         f"{file_name} restates values other than the defaults of {settings_class.__name__}"
     )

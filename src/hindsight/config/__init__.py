@@ -28,6 +28,7 @@ from hindsight.config.stages import (
     TrainingConfig,
     ValidationConfig,
 )
+from hindsight.config.state2state import State2StateConfig
 
 __all__ = [
     "STAGE_FILES",
@@ -50,6 +51,7 @@ __all__ = [
     "Seeds",
     "SkillsConfig",
     "Stage1Config",
+    "State2StateConfig",
     "TrainingConfig",
     "ValidationConfig",
     "check_parameters",

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from hindsight.config.empo import EmpoConfig
 from hindsight.config.project import ProjectConfig
+from hindsight.config.state2state import State2StateConfig
 from hindsight.config.stages import (
     BehaviourCloningConfig,
     EvaluationConfig,
@@ -36,6 +37,7 @@ STAGE_FILES: dict[str, type] = {
     "evaluation": EvaluationConfig,
     "experiments": ExperimentsConfig,
     "empo": EmpoConfig,
+    "state2state": State2StateConfig,
 }
 """Top-level block -> its dataclass; the block lives in ``parameters_<block>.yml``."""
 
