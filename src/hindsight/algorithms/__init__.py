@@ -11,7 +11,8 @@ response tokens with a mask. Files:
 - ``losses.py``: ``ppo_clip_loss``, ``opd_loss``, ``kl_low_var``;
 - ``aggregation.py``: ``aggregate_loss``, ``aggregation_count``, ``masked_mean``;
 - ``weighting.py``: STEPO ``stepo_trajectory_weights``, ``zero_variance_groups``;
-- ``rewards.py``: ``empo_action_score``, ``empo_step_rewards``, ``wm_r1_length_rewards``.
+- ``rewards.py``: ``empo_action_score``, ``empo_step_rewards``, ``wm_r1_length_rewards``,
+  ``wm_r1_rewards``.
 """
 
 from hindsight.algorithms.advantages import (
@@ -25,7 +26,7 @@ from hindsight.algorithms.aggregation import AGGREGATION_MODES, aggregate_loss, 
 from hindsight.algorithms.grouping import anchor_state_groups
 from hindsight.algorithms.losses import kl_low_var, opd_loss, ppo_clip_loss
 from hindsight.algorithms.returns import discounted_returns
-from hindsight.algorithms.rewards import empo_action_score, empo_step_rewards, wm_r1_length_rewards
+from hindsight.algorithms.rewards import empo_action_score, empo_step_rewards, wm_r1_length_rewards, wm_r1_rewards
 from hindsight.algorithms.weighting import stepo_trajectory_weights, zero_variance_groups
 
 __all__ = [
@@ -47,5 +48,6 @@ __all__ = [
     "step_group_advantages",
     "stepo_trajectory_weights",
     "wm_r1_length_rewards",
+    "wm_r1_rewards",
     "zero_variance_groups",
 ]
