@@ -27,6 +27,7 @@ from hindsight.config.stages import (
     TrainingConfig,
     ValidationConfig,
 )
+from hindsight.config.world_model import WorldModelConfig
 
 __all__ = [
     "STAGE_FILES",
@@ -50,6 +51,7 @@ __all__ = [
     "Stage1Config",
     "TrainingConfig",
     "ValidationConfig",
+    "WorldModelConfig",
     "check_parameters",
     "file_of_key",
     "file_settings",

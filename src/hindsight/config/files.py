@@ -23,6 +23,7 @@ from hindsight.config.stages import (
     Stage1Config,
     TrainingConfig,
 )
+from hindsight.config.world_model import WorldModelConfig
 from hindsight.params import ParameterError, build
 
 STAGE_FILES: dict[str, type] = {
@@ -34,6 +35,7 @@ STAGE_FILES: dict[str, type] = {
     "scoring": ScoringConfig,
     "evaluation": EvaluationConfig,
     "experiments": ExperimentsConfig,
+    "world_model": WorldModelConfig,
 }
 """Top-level block -> its dataclass; the block lives in ``parameters_<block>.yml``."""
 

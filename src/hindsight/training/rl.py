@@ -1,5 +1,6 @@
 """The RL loop: rollout -> the policy writes skills -> re-score -> update, for SEED, GRPO,
-GiGPO and OPID (ALGORITHMS.md sections 1 and 2). It reads top to bottom in ``train_rl``.
+GiGPO and OPID (ALGORITHMS.md sections 1 and 2), and WM-R1 (section 4: rollouts inside a
+learned world model, ``training.wmr1``). It reads top to bottom in ``train_rl``.
 
 One update:
   1. rollout: pi_old plays ``group_size`` episodes on each of ``tasks_per_update`` tasks;
@@ -45,6 +46,7 @@ from hindsight.training.checkpoint import ResumedRun, resume_rl, save_rl_checkpo
 from hindsight.training.distillation import skill_augmented_logprobs
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.rl_update import update_policy
+from hindsight.training.wmr1 import replay_stored_successes, wmr1_advantages, world_model_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -59,9 +61,12 @@ class RLRunResult:
     last_rollout: pd.DataFrame
 
 
-def compute_advantages(table: pd.DataFrame, config: RLConfig) -> torch.Tensor:
+def compute_advantages(table: pd.DataFrame, config: RLConfig, max_steps: int | None = None) -> torch.Tensor:
     """Sequence-level advantages [N] of the step samples (rows of ``table``, in order); the
-    score of a step sample is its episode's return."""
+    score of a step sample is its episode's return (WM-R1: its reward with the adaptive
+    budgets, ``max_steps`` the step limit)."""
+    if config.algorithm == "wmr1":
+        return wmr1_advantages(table, config, max_steps or int(table["step"].max()) + 1)
     returns = episode_outcomes(table).set_index("episode_id")["return"]
     scores = torch.tensor(table["episode_id"].map(returns).to_numpy(dtype="float64"), dtype=torch.float32)
     group_ids = table["group_id"].tolist()
@@ -117,6 +122,7 @@ def train_rl(
     evaluate: Callable[[Any, int], dict[str, float]] | None = None,
     log_metrics: Callable[[dict, int], None] | None = None,
     stop_after_updates: int | None = None,
+    world_model=None,
 ) -> RLRunResult:
     """Run (or resume) the RL loop.
 
@@ -134,12 +140,17 @@ def train_rl(
         log_metrics: ``(metrics, step)``, e.g. MLflow.
         stop_after_updates: Stop (as if killed) after this many updates of this call; for
             the resume test and for splitting long runs.
+        world_model: WM-R1 only: the ``envs.world_model.WorldModelSimulator`` whose
+            environments replace ``env_factory`` during training (evaluation stays real).
 
     Returns:
         The trained policy, the per-update history, the last skills and rollout tables.
     """
     if config.uses_skills and teacher is None:
         raise ValueError(f"training.rl.algorithm={config.algorithm!r} distils from skills: train_rl needs a teacher")
+    if config.algorithm == "wmr1" and world_model is None:
+        raise ValueError("training.rl.algorithm='wmr1' rolls out inside a trained world model: run `kedro run --pipeline wmr1`")
+    wmr1 = config.algorithm == "wmr1"
     torch.manual_seed(seed)
     generators = {"minibatch": torch.Generator().manual_seed(seed)}
     optimizer = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=config.learning_rate)
@@ -156,27 +167,37 @@ def train_rl(
         started = time.perf_counter()
         tasks = sample_update_tasks(pool, config.tasks_per_update, seed, update)
         settings = dataclasses.replace(rollout_config, group_size=config.group_size, seed=seed * 1_000_003 + update)
-        rollout = run_rollouts(policy, env_factory, tasks, settings, policy_version=update)
-        samples = rollout.samples
-        advantages = compute_advantages(rollout.table, config)
+        calls_before = world_model.calls if wmr1 else 0
+        rollout = run_rollouts(
+            policy, world_model.make_env if wmr1 else env_factory, tasks, settings,
+            policy_version=update, source="world_model" if wmr1 else "rollout",
+        )
+        table, samples, replayed = rollout.table, rollout.samples, 0
+        if wmr1 and config.wmr1_replay:
+            table, samples, replayed = replay_stored_successes(policy, table, samples, world_model, settings, update)
+        max_steps = settings.max_steps or max(task.spec.max_steps for task in tasks)
+        advantages = compute_advantages(table, config, max_steps)
         old_logp = [torch.as_tensor(sample.old_logprobs, dtype=torch.float32) for sample in samples]
         teacher_logp: list[torch.Tensor | None] = [None] * len(samples)
         metrics: dict[str, float] = {}
         if config.uses_skills:
             run.last_skills, teacher_logp, metrics = distillation_targets(
-                policy, teacher, rollout.table, samples, old_logp, config.mini_batch_size
+                policy, teacher, table, samples, old_logp, config.mini_batch_size
             )
         metrics.update(
             update_policy(policy, reference_model, optimizer, samples, advantages, old_logp, teacher_logp, config, generators["minibatch"])
         )
         metrics.update(rollout_metrics(rollout.table))
+        if wmr1:  # simulated steps are not environment steps
+            metrics.update(world_model_metrics(rollout.table, replayed, world_model.calls - calls_before))
+            metrics["rollout/env_steps"] = 0.0
         metrics["charts/update_seconds"] = time.perf_counter() - started
         done = update + 1
         if evaluate is not None and config.eval_every and (done % config.eval_every == 0 or done == config.updates):
             metrics.update(evaluate(policy, done))
         metrics["charts/env_steps_total"] = (run.history[-1]["charts/env_steps_total"] if run.history else 0.0) + metrics["rollout/env_steps"]
         run.history.append({"update": done, **metrics})
-        run.update, run.last_rollout = done, rollout.table
+        run.update, run.last_rollout = done, table
         if log_metrics:
             log_metrics(metrics, done)
         logger.info(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ALGORITHMS = ("seed", "grpo", "gigpo", "opid")
+ALGORITHMS = ("seed", "grpo", "gigpo", "opid", "wmr1")
 SKILL_SOURCES = ("on_policy", "fixed_bank")
 
 
@@ -19,7 +19,8 @@ class RLConfig:
     """Every knob of one RL run; one line of documentation under each."""
 
     algorithm: str = "seed"
-    """seed (PPO + gated on-policy distillation), grpo, gigpo or opid."""
+    """seed (PPO + gated on-policy distillation), grpo, gigpo, opid, or wmr1 (GRPO inside a
+    learned world model: ``kedro run --pipeline wmr1``)."""
     updates: int = 4
     """Number of RL updates (rollout -> analyze -> score -> update)."""
     tasks_per_update: int = 8
@@ -74,6 +75,8 @@ class RLConfig:
     evaluation pipeline evaluates the final policy anyway)."""
     checkpoint_every: int = 1
     """Checkpoint every this many updates (resume continues from the last one)."""
+    wmr1_replay: bool = True
+    """WM-R1: an all-failure group swaps one rollout for a stored success of its task."""
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:

@@ -133,6 +133,7 @@ def run_rl(
     log_metrics: Callable[[dict, int], None] | None = None,
     evaluate_start: bool = False,
     start_metrics: dict[str, float] | None = None,
+    world_model=None,
 ) -> RLRunResult:
     """Train a private copy of ``start_policy`` (the caller's object is left untouched).
 
@@ -162,7 +163,7 @@ def run_rl(
         policy, reference, setup.pool, make_env, setup.rollout, config,
         seed=seed,
         teacher=rl_teacher(config, policy, setup.analyzer, skill_bank),
-        checkpoint_dir=checkpoint_dir, evaluate=evaluate, log_metrics=log_metrics,
+        checkpoint_dir=checkpoint_dir, evaluate=evaluate, log_metrics=log_metrics, world_model=world_model,
     )
     if evaluate_start:
         result.history = pd.concat([pd.DataFrame([start_metrics]), result.history], ignore_index=True)
