@@ -276,7 +276,9 @@ class GridPreset:
             raise ValueError(f"experiments preset rl overrides: unknown key(s) {unknown}; known: {sorted(known)}")
 
 
-ALL_METHODS = list(METHODS)
+ALL_METHODS = [name for name, method in METHODS.items() if method.rl.get("algorithm") != "wmr1"]
+"""The default presets' methods: every method but WM-R1, which needs a trained world model
+(``run_experiment_grid(..., world_model=...)``; ``benchmarks/wmr1_vs_grpo.py``)."""
 
 
 def _default_presets() -> dict[str, GridPreset]:

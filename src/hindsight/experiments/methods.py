@@ -10,6 +10,8 @@ A method is a starting checkpoint and a set of overrides of the RL settings:
     seed_no_stage1    SEED from the base policy (its analyzer never learnt the JSON format)
     seed_no_distill   plain GRPO from the Stage-1 checkpoint
     seed_fixed_bank   SEED whose skills come from the Stage-1 skill bank, not the policy
+    wmr1              WM-R1 from the Stage-1 checkpoint: GRPO inside the learned world model
+                      (needs one: ``run_experiment_grid(..., world_model=...)``)
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ METHOD_LIST = (
     Method("seed_no_stage1", "SEED w/o Stage 1", "base", {"algorithm": "seed"}),
     Method("seed_no_distill", "SEED w/o distillation", "stage1", {"algorithm": "seed", "distill": False}),
     Method("seed_fixed_bank", "SEED w/o on-policy skills", "stage1", {"algorithm": "seed", "skill_source": "fixed_bank"}),
+    Method("wmr1", "WM-R1", "stage1", {"algorithm": "wmr1"}),
 )
 
 METHODS: dict[str, Method] = {method.name: method for method in METHOD_LIST}
