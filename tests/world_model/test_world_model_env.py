@@ -115,3 +115,12 @@ def test_wmr1_scores_follow_the_reward_and_replays_cost_no_world_model_calls():
     assert scores["a"] == pytest.approx(1 + 0.5 * r_len(2, True) + 0.1 * r_wm(2, True), abs=1e-5)
     assert scores["b"] == pytest.approx(0.5 * r_len(4, False) + 0.1 * r_wm(4, False), abs=1e-5)
     assert scores["c"] == pytest.approx(1 + 0.5 * r_len(3, True) + 0.1 * r_wm(0, True), abs=1e-5)
+
+
+def test_wmr1_without_a_world_model_says_which_pipeline_to_run():
+    from hindsight.rollout.engine import RolloutConfig
+    from hindsight.training.rl import train_rl
+    from hindsight.training.rl_config import RLConfig
+
+    with pytest.raises(ValueError, match="kedro run --pipeline wmr1"):
+        train_rl(None, None, [], make_env, RolloutConfig(), RLConfig(algorithm="wmr1"))

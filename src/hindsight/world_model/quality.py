@@ -61,6 +61,7 @@ def heldout_quality(
         nan = float("nan")
         return pd.DataFrame(columns=QUALITY_COLUMNS), {
             "world_model/heldout_examples": 0.0, "world_model/heldout_exact_match": nan, "world_model/heldout_token_accuracy": nan,
+            "world_model/heldout_terminal_exact_match": nan, "world_model/heldout_transition_exact_match": nan,
         }
     prompts, responses = heldout["prompt"].tolist(), heldout["response"].tolist()
     predicted = [

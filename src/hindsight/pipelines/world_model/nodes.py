@@ -81,9 +81,15 @@ def evaluate_world_model(world_model, examples: pd.DataFrame, settings: WorldMod
     return table
 
 
-def world_model_simulator(world_model, trajectories: pd.DataFrame, settings: WorldModelConfig) -> WorldModelSimulator:
-    """The world model with the recorded tasks it starts from (the expert trajectories)."""
-    return WorldModelSimulator(world_model=world_model, tasks=RecordedTasks(trajectories), settings=settings.query_settings())
+def world_model_simulator(
+    world_model, trajectories: pd.DataFrame, skill_rollouts: pd.DataFrame, settings: WorldModelConfig
+) -> WorldModelSimulator:
+    """The world model with the recorded tasks it starts from: their first observations,
+    recorded states (valid actions) and won episodes (replays), from the trajectories and,
+    with ``use_rollouts``, the skills stage's rollouts (the data the world model learnt from)."""
+    sources = [trajectories, skill_rollouts] if settings.use_rollouts else [trajectories]
+    table = pd.concat([source for source in sources if len(source)], ignore_index=True)
+    return WorldModelSimulator(world_model=world_model, tasks=RecordedTasks(table), settings=settings.query_settings())
 
 
 def train_in_world_model(stage1_policy, base_policy, simulator: WorldModelSimulator, project: ProjectConfig, training: TrainingConfig):

@@ -42,7 +42,7 @@ def create_wmr1_pipeline(**kwargs) -> Pipeline:
     nodes = [
         _settings_node("training"),
         _settings_node("world_model"),
-        Node(world_model_simulator, inputs=["world_model", "trajectories", "world_model_settings"], outputs="world_model_simulator", name="world_model_simulator"),
+        Node(world_model_simulator, inputs=["world_model", "trajectories", "skill_rollouts", "world_model_settings"], outputs="world_model_simulator", name="world_model_simulator"),
         Node(
             train_in_world_model,
             inputs=["stage1_policy", "base_policy", "world_model_simulator", "project_settings", "training_settings"],
