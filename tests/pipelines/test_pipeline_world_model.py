@@ -8,8 +8,11 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+import pytest
 
 from hindsight.policy.model import load_policy
+
+pytestmark = pytest.mark.slow
 
 
 def test_world_model_then_wmr1(trained_project):
