@@ -30,6 +30,10 @@ class WorldModelConfig:
     use_rollouts: bool = True
     """Also learn from the base policy's rollouts of the skills stage (``skill_rollouts``:
     its mistakes show transitions the expert never made), not only ``trajectories``."""
+    terminal_repeat: int = 1
+    """Each training episode's solved step (response ``[task solved]``) appears this many
+    times in the SFT set: a won episode ends once, so the marker the world model judges
+    success by is a small share of the examples (1: as collected)."""
     heldout_fraction: float = 0.2
     """Share of episodes held out (never trained on) to score the world model."""
     heldout_max_examples: int = 200
@@ -40,6 +44,8 @@ class WorldModelConfig:
     def __post_init__(self) -> None:
         if not 0 <= self.heldout_fraction < 1:
             raise ValueError(f"world_model.heldout_fraction must be in [0, 1), got {self.heldout_fraction}")
+        if self.terminal_repeat < 1:
+            raise ValueError(f"world_model.terminal_repeat must be >= 1, got {self.terminal_repeat}")
         if self.history < 0:
             raise ValueError(f"world_model.history must be >= 0, got {self.history}")
 

@@ -50,13 +50,16 @@ def heldout_quality(
         examples: The example table (``transitions.transition_examples``).
         max_new_tokens: Longest generated observation.
         max_length: Prompt + response token budget.
-        max_examples: Most held-out examples scored (generation is the costly part).
+        max_examples: Most held-out examples scored (a fixed-seed draw; generation is the
+            costly part).
 
     Returns:
         (one row per scored example, ``QUALITY_COLUMNS``; metrics ``world_model/heldout_*``,
         NaN when there is no held-out example).
     """
-    heldout = examples[examples["heldout"]].sort_values(["episode_id", "step"]).head(max_examples)
+    heldout = examples[examples["heldout"]]
+    # a fixed-seed draw over all held-out episodes (ids sort by source: the first N would be one source)
+    heldout = heldout.sample(n=min(max_examples, len(heldout)), random_state=0).sort_values(["episode_id", "step"])
     if heldout.empty:
         nan = float("nan")
         return pd.DataFrame(columns=QUALITY_COLUMNS), {

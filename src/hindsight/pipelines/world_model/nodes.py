@@ -58,10 +58,12 @@ def build_world_model(examples: pd.DataFrame, project: ProjectConfig, settings: 
 
 
 def train_world_model(world_model, examples: pd.DataFrame, project: ProjectConfig, settings: WorldModelConfig):
-    """SFT on the training episodes' transitions; returns the world model and its loss history."""
+    """SFT on the training episodes' transitions (solved steps ``terminal_repeat`` times);
+    returns the world model and its loss history."""
     train = examples[~examples["heldout"]]
     if train.empty:
         raise ValueError("world model: every episode is held out (lower world_model.heldout_fraction)")
+    train = pd.concat([train] + [train[train["terminal"]]] * (settings.terminal_repeat - 1), ignore_index=True)
 
     def log(metrics, step):
         tracking.log_metrics({f"world_model/{key}": value for key, value in metrics.items()}, step=step)
