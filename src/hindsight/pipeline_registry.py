@@ -6,7 +6,9 @@ Stages run in this order, each a Kedro namespace (one collapsible box in kedro-v
 
 ``__default__`` is their sum; ``scoring`` reads the skills stage's outputs; ``experiments``
 is the stages up to Stage 1 plus the grid. ``empo`` trains the behaviour-cloned policy on the
-ingested expert trajectories with no environment. ``state2state`` is the State2State
+ingested expert trajectories with no environment. ``world_model`` trains WM-R1's world model
+on the trajectories and the skills stage's rollouts; ``wmr1`` trains the policy inside it
+(then ``evaluation`` scores it on the real environment). ``state2state`` is the State2State
 mid-training stage alone (from the catalog's base policy); ``training_from_state2state`` is
 the training stage started from the catalog's State2State checkpoint; ``with_state2state`` is
 the default run with the State2State stage before training. Every runnable pipeline starts with the
@@ -28,6 +30,7 @@ from hindsight.pipelines import (
     stage1,
     state2state,
     training,
+    world_model,
 )
 from hindsight.pipelines.settings import shared_settings
 
@@ -43,7 +46,8 @@ STAGES = {
 
 
 def register_pipelines() -> dict[str, Pipeline]:
-    """Register each stage alone, ``__default__`` (all stages), ``scoring``, ``empo`` and ``experiments``.
+    """Register each stage alone, ``__default__`` (all stages), ``scoring``, ``experiments``,
+    ``empo``, ``world_model``, ``wmr1`` and the State2State pipelines.
 
     Returns:
         A mapping from pipeline names to ``Pipeline`` objects.
@@ -61,4 +65,6 @@ def register_pipelines() -> dict[str, Pipeline]:
     from_checkpoint = state2state.training_from_state2state(stages["training"])
     pipelines["training_from_state2state"] = shared + from_checkpoint
     pipelines["with_state2state"] = sum(before_training, shared) + mid_training + from_checkpoint + stages["evaluation"]
+    pipelines["world_model"] = shared + world_model.create_pipeline()
+    pipelines["wmr1"] = shared + world_model.create_wmr1_pipeline()
     return pipelines

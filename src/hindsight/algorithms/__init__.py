@@ -12,7 +12,7 @@ response tokens with a mask. Files:
 - ``aggregation.py``: ``aggregate_loss``, ``aggregation_count``, ``masked_mean``;
 - ``weighting.py``: STEPO ``stepo_trajectory_weights``, ``zero_variance_groups``;
 - ``rewards.py``: ``empo_action_score`` (with ``normalize_action`` /
-  ``action_type``), ``empo_step_rewards``, ``wm_r1_length_rewards``.
+  ``action_type``), ``empo_step_rewards``, ``wm_r1_length_rewards``, ``wm_r1_rewards``.
 """
 
 from hindsight.algorithms.advantages import (
@@ -32,6 +32,7 @@ from hindsight.algorithms.rewards import (
     empo_step_rewards,
     normalize_action,
     wm_r1_length_rewards,
+    wm_r1_rewards,
 )
 from hindsight.algorithms.weighting import stepo_trajectory_weights, zero_variance_groups
 
@@ -56,5 +57,6 @@ __all__ = [
     "step_group_advantages",
     "stepo_trajectory_weights",
     "wm_r1_length_rewards",
+    "wm_r1_rewards",
     "zero_variance_groups",
 ]

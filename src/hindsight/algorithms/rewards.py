@@ -116,3 +116,41 @@ def wm_r1_length_rewards(lengths: Any, successes: Any, group_ids: Any, *, max_le
     success_reward = torch.clamp(0.5 - 0.5 * lam, min=0.1)
     failure_reward = torch.clamp(0.9 * lam - 0.1, max=-0.1)
     return torch.where(won > 0, success_reward, failure_reward).to(length.device)
+
+
+def wm_r1_rewards(
+    lengths: Any,
+    successes: Any,
+    world_model_calls: Any,
+    group_ids: Any,
+    *,
+    max_length: float,
+    max_calls: float,
+    success_weight: float = 1.0,
+    length_weight: float = 0.5,
+    world_model_weight: float = 0.1,
+) -> torch.Tensor:
+    """WM-R1 trajectory reward ``1.0 R_succ + 0.5 R_len + 0.1 R_wm`` (ALGORITHMS.md section 4).
+
+    ``R_succ`` is 1 for a success and 0 otherwise; ``R_len`` is ``wm_r1_length_rewards``
+    over the trajectory lengths with budget ``max_length``; ``R_wm`` is the same shape over
+    the world-model calls with budget ``max_calls`` (same per-group success rate).
+
+    Args:
+        lengths: [M] trajectory lengths (steps).
+        successes: [M] booleans.
+        world_model_calls: [M] world-model calls of each trajectory.
+        group_ids: [M] task id of each trajectory.
+        max_length: The step limit.
+        max_calls: The world-model call limit.
+        success_weight: Weight of ``R_succ`` (1.0).
+        length_weight: Weight of ``R_len`` (0.5).
+        world_model_weight: Weight of ``R_wm`` (0.1).
+
+    Returns:
+        [M] float tensor, one reward per trajectory (the GRPO score).
+    """
+    won = as_float_tensor([float(bool(x)) for x in ids_to_list(successes, "successes")], "successes")
+    length_reward = wm_r1_length_rewards(lengths, successes, group_ids, max_length=max_length)
+    call_reward = wm_r1_length_rewards(world_model_calls, successes, group_ids, max_length=max_calls)
+    return success_weight * won.to(length_reward.device) + length_weight * length_reward + world_model_weight * call_reward

@@ -29,6 +29,7 @@ from hindsight.config.stages import (
     ValidationConfig,
 )
 from hindsight.config.state2state import State2StateConfig
+from hindsight.config.world_model import WorldModelConfig
 
 __all__ = [
     "STAGE_FILES",
@@ -54,6 +55,7 @@ __all__ = [
     "State2StateConfig",
     "TrainingConfig",
     "ValidationConfig",
+    "WorldModelConfig",
     "check_parameters",
     "file_of_key",
     "file_settings",

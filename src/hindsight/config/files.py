@@ -25,6 +25,7 @@ from hindsight.config.stages import (
     Stage1Config,
     TrainingConfig,
 )
+from hindsight.config.world_model import WorldModelConfig
 from hindsight.params import ParameterError, build
 
 STAGE_FILES: dict[str, type] = {
@@ -38,6 +39,7 @@ STAGE_FILES: dict[str, type] = {
     "experiments": ExperimentsConfig,
     "empo": EmpoConfig,
     "state2state": State2StateConfig,
+    "world_model": WorldModelConfig,
 }
 """Top-level block -> its dataclass; the block lives in ``parameters_<block>.yml``."""
 

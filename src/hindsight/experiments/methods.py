@@ -12,13 +12,16 @@ A method is a starting checkpoint and a set of overrides of the RL settings:
     seed_fixed_bank   SEED whose skills come from the Stage-1 skill bank, not the policy
     empo              EMPO from the base policy: the training tasks' gold episodes replayed
                       as the environment (``training.empo_run.empo_grid_setup``)
+    wmr1              WM-R1 from the Stage-1 checkpoint: GRPO inside the learned world model
+                      (needs one: ``run_experiment_grid(..., world_model=...)``)
     grpo_stepo        GRPO + STEPO: 1/T_i step weights, zero-variance filter with refill,
                       pass-rate calibration in (0, 1)
     grpo_curriculum   GRPO with the curriculum (learnable, hard successes, infeasible share)
     grpo_odysse       GRPO with the ODYSSE episodic mini-batch sampler
 
-EMPO and the last three (issue 15) are not in the default presets' method lists (so the default
-grid takes no longer); name them in a preset's ``methods`` to run them.
+EMPO, WM-R1 and the last three (issue 15) are not in the default presets' method lists (so
+the default grid takes no longer; WM-R1 also needs a trained world model); name them in a
+preset's ``methods`` to run them.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ METHOD_LIST = (
     Method("seed_no_distill", "SEED w/o distillation", "stage1", {"algorithm": "seed", "distill": False}),
     Method("seed_fixed_bank", "SEED w/o on-policy skills", "stage1", {"algorithm": "seed", "skill_source": "fixed_bank"}),
     Method("empo", "EMPO", "base", {"algorithm": "empo"}, default_grid=False),
+    Method("wmr1", "WM-R1", "stage1", {"algorithm": "wmr1"}, default_grid=False),
     Method(
         "grpo_stepo", "GRPO + STEPO", "base",
         {"algorithm": "grpo", "stepo_step_weights": True, "stepo_filter_zero_variance": True, "stepo_pass_rate_band": (0.0, 1.0)},

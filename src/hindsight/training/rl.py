@@ -1,6 +1,7 @@
 """The RL loop: rollout -> the policy writes skills -> re-score -> update, for SEED, GRPO,
 GiGPO, OPID and EMPO (ALGORITHMS.md sections 1-3; EMPO's environment is expert replay,
-``envs.expert_replay``, and its advantage the dual-level one). It reads top to bottom in ``train_rl``.
+``envs.expert_replay``, and its advantage the dual-level one), and WM-R1 (section 4:
+rollouts inside a learned world model, ``training.wmr1``). It reads top to bottom in ``train_rl``.
 
 One update:
   1. rollout: pi_old plays ``group_size`` episodes on each of ``tasks_per_update`` tasks,
@@ -26,6 +27,7 @@ and, on CPU with the same seeds, ends with the same metrics (``checkpoint.resume
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -53,7 +55,8 @@ from hindsight.training.data_parallel import DataParallel
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.rl_parallel import gather_update_batch, mean_over_ranks, shard_tasks
 from hindsight.training.rl_update import update_policy
-from hindsight.training.stepo import collect_update_batch, stepo_step_weights
+from hindsight.training.stepo import collect_update_batch, round_seed, stepo_step_weights
+from hindsight.training.wmr1 import replay_stored_successes, wmr1_advantages, world_model_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -68,10 +71,13 @@ class RLRunResult:
     last_rollout: pd.DataFrame
 
 
-def compute_advantages(table: pd.DataFrame, config: RLConfig) -> torch.Tensor:
+def compute_advantages(table: pd.DataFrame, config: RLConfig, max_steps: int | None = None) -> torch.Tensor:
     """Sequence-level advantages [N] of the step samples (rows of ``table``, in order); the
-    score of a step sample is its episode's return. EMPO adds the step term over the
+    score of a step sample is its episode's return (WM-R1: its reward with the adaptive
+    budgets, ``max_steps`` the step limit). EMPO adds the step term over the
     discounted returns broken at mismatched steps, grouped by task and step index."""
+    if config.algorithm == "wmr1":
+        return wmr1_advantages(table, config, max_steps or int(table["step"].max()) + 1)
     returns = episode_outcomes(table).set_index("episode_id")["return"]
     scores = torch.tensor(table["episode_id"].map(returns).to_numpy(dtype="float64"), dtype=torch.float32)
     group_ids = table["group_id"].tolist()
@@ -135,6 +141,7 @@ def train_rl(
     log_metrics: Callable[[dict, int], None] | None = None,
     stop_after_updates: int | None = None,
     parallel: DataParallel | None = None,
+    world_model=None,
 ) -> RLRunResult:
     """Run (or resume) the RL loop.
 
@@ -155,12 +162,19 @@ def train_rl(
         parallel: One process of a ``torchrun`` learner: it plays its share of each
             update's task groups, the update runs on the gathered batch under DDP
             (``rl_parallel``); rank 0 alone evaluates, logs and writes checkpoints.
+        world_model: WM-R1 only: the ``envs.world_model.WorldModelSimulator`` whose
+            environments replace ``env_factory`` during training (evaluation stays real).
 
     Returns:
         The trained policy, the per-update history, the last skills and rollout tables.
     """
     if config.uses_skills and teacher is None:
         raise ValueError(f"training.rl.algorithm={config.algorithm!r} distils from skills: train_rl needs a teacher")
+    if config.algorithm == "wmr1" and world_model is None:
+        raise ValueError("training.rl.algorithm='wmr1' rolls out inside a trained world model: run `kedro run --pipeline wmr1`")
+    wmr1 = config.algorithm == "wmr1"
+    if wmr1 and (parallel is not None or config.stepo_filter_zero_variance):
+        raise ValueError("training.rl.algorithm='wmr1' runs in one process without STEPO filtering (its replay works on whole groups)")
     torch.manual_seed(seed)
     generators = {"minibatch": torch.Generator().manual_seed(seed)}
     optimizer = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=config.learning_rate)
@@ -181,10 +195,18 @@ def train_rl(
         # the update's tasks (uniform, STEPO-calibrated or curriculum; a rank plays its shard)
         # and groups (STEPO filter), played with the rollout weights (merged LoRA, dtype)
         shard = (lambda tasks: shard_tasks(parallel, tasks)) if parallel is not None else None
+        calls_before = world_model.calls if wmr1 else 0
         with inference_policy(policy, config.rollout_merge_lora, config.rollout_dtype) as actor:
-            batch = collect_update_batch(actor, env_factory, pool, rates, rollout_config, config, seed, update, shard=shard)
+            batch = collect_update_batch(
+                actor, world_model.make_env if wmr1 else env_factory, pool, rates, rollout_config, config, seed, update,
+                shard=shard, source="world_model" if wmr1 else "rollout",
+            )
+        simulated, replayed = batch.played, 0
+        if wmr1 and config.wmr1_replay:  # all-failure groups replay a stored success (``training.wmr1``)
+            settings = dataclasses.replace(rollout_config, group_size=config.group_size, seed=round_seed(seed, update, 0))
+            batch.table, batch.samples, replayed = replay_stored_successes(policy, batch.table, batch.samples, world_model, settings, update)
         samples = batch.samples
-        advantages = compute_advantages(batch.table, config)
+        advantages = compute_advantages(batch.table, config, rollout_config.max_steps or max(task.spec.max_steps for task in pool))
         metrics: dict[str, float] = dict(batch.metrics)
         if config.stepo_step_weights and samples:
             weights, weight_metrics = stepo_step_weights([sample.episode_id for sample in samples])
@@ -219,6 +241,9 @@ def train_rl(
             metrics.update(empo_rollout_metrics(played))
         if config.curriculum or config.stepo_pass_rate_band is not None:
             metrics.update(rates.summary())
+        if wmr1:  # simulated steps are not environment steps
+            metrics.update(world_model_metrics(simulated, replayed, world_model.calls - calls_before))
+            metrics["rollout/env_steps"] = 0.0
         metrics["charts/update_seconds"] = time.perf_counter() - started
         done = update + 1
         writer = parallel is None or parallel.is_writer

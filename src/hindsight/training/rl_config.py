@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ALGORITHMS = ("seed", "grpo", "gigpo", "opid", "empo")
+ALGORITHMS = ("seed", "grpo", "gigpo", "opid", "empo", "wmr1")
 SKILL_SOURCES = ("on_policy", "fixed_bank")
 
 
@@ -19,8 +19,9 @@ class RLConfig:
     """Every knob of one RL run; one line of documentation under each."""
 
     algorithm: str = "seed"
-    """seed (PPO + gated on-policy distillation), grpo, gigpo, opid or empo (expert
-    trajectories as the environment: ``kedro run --pipeline empo``)."""
+    """seed (PPO + gated on-policy distillation), grpo, gigpo, opid, empo (expert
+    trajectories as the environment: ``kedro run --pipeline empo``) or wmr1 (GRPO inside a
+    learned world model: ``kedro run --pipeline wmr1``)."""
     updates: int = 4
     """Number of RL updates (rollout -> analyze -> score -> update)."""
     tasks_per_update: int = 8
@@ -110,6 +111,8 @@ class RLConfig:
     """Weight of the newest group's success rate in a task's pass-rate estimate (EMA)."""
     odysse_episode_minibatches: bool = False
     """ODYSSE sampler: every step sample of one episode goes into the same mini-batch."""
+    wmr1_replay: bool = True
+    """WM-R1: an all-failure group swaps one rollout for a stored success of its task."""
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:

@@ -139,6 +139,7 @@ def run_rl(
     evaluate_start: bool = False,
     start_metrics: dict[str, float] | None = None,
     parallel: DataParallel | None = None,
+    world_model=None,
 ) -> RLRunResult:
     """Train a private copy of ``start_policy`` (the caller's object is left untouched).
 
@@ -170,6 +171,7 @@ def run_rl(
         seed=seed,
         teacher=rl_teacher(config, policy, setup.analyzer, skill_bank),
         checkpoint_dir=checkpoint_dir, evaluate=evaluate, log_metrics=log_metrics, parallel=parallel,
+        world_model=world_model,
     )
     if evaluate_start:
         result.history = pd.concat([pd.DataFrame([start_metrics]), result.history], ignore_index=True)

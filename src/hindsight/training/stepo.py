@@ -71,13 +71,15 @@ def collect_update_batch(
     update: int,
     *,
     shard: Callable[[list[TaskRef]], list[TaskRef]] | None = None,
+    source: str = "rollout",
 ) -> UpdateBatch:
     """Draw the update's tasks, play them, and (with filtering) drop zero-variance groups
     and refill over at most ``config.stepo_filter_max_rounds`` extra rounds.
 
     Without filtering this is the plain loop's rollout: one round, every group kept.
     ``shard`` keeps the tasks this process plays (one rank of a ``torchrun`` learner, which
-    allows no filtering: ranks must agree on the kept groups).
+    allows no filtering: ranks must agree on the kept groups). ``source`` is the rows'
+    ``source`` (``world_model`` for WM-R1).
     """
     if shard is not None and config.stepo_filter_zero_variance:
         raise ValueError("training.rl.stepo_filter_zero_variance is not supported under torchrun (ranks would keep different groups)")
@@ -96,7 +98,7 @@ def collect_update_batch(
         if shard is not None:
             tasks = shard(tasks)
         settings = dataclasses.replace(rollout_config, group_size=config.group_size, seed=round_seed(seed, update, round_index))
-        result = run_rollouts(policy, env_factory, tasks, settings, policy_version=update)
+        result = run_rollouts(policy, env_factory, tasks, settings, policy_version=update, source=source)
         results.append(result)
         played |= {task.group_id for task in tasks}
         if not config.stepo_filter_zero_variance:

@@ -42,8 +42,13 @@ def _child_run(cell: Cell, key: str):
         yield run.info.run_id
 
 
-def run_experiment_grid(stage1_policy, base_policy, skills: pd.DataFrame, project: ProjectConfig, settings: GridSettings):
+def run_experiment_grid(
+    stage1_policy, base_policy, skills: pd.DataFrame, project: ProjectConfig, settings: GridSettings, world_model=None
+):
     """Run every cell of the preset's grid (skipping cells finished earlier on the same data).
+
+    ``world_model`` (an ``envs.world_model.WorldModelSimulator``) is what ``wmr1`` cells
+    train inside; without one such a cell fails with a message saying so.
 
     Returns:
         (one row per cell: method, seed, fraction, status, run_id, seconds, final held-out
@@ -58,6 +63,7 @@ def run_experiment_grid(stage1_policy, base_policy, skills: pd.DataFrame, projec
     starts = {"stage1": stage1_policy, "base": base_policy}
     fingerprint = "|".join(
         [weights_fingerprint(stage1_policy.model), weights_fingerprint(base_policy.model), str(sorted(bank.items()))]
+        + ([weights_fingerprint(world_model.world_model.model)] if world_model is not None else [])
     )
     cache = Path(settings.experiments.cache_dir)
 
@@ -84,6 +90,7 @@ def run_experiment_grid(stage1_policy, base_policy, skills: pd.DataFrame, projec
             log_metrics=lambda metrics, step: tracking.log_metrics(metrics, step=step),
             evaluate_start=True,
             start_metrics=start_evaluations[start_from],
+            world_model=world_model if config.algorithm == "wmr1" else None,
         )
         history = result.history
         final = history.iloc[-1]

@@ -1,0 +1,57 @@
+"""Settings of the world-model stage (``parameters_world_model.yml``): WM-R1's world model,
+a causal LM trained on (task, history, action) -> next observation (``hindsight.world_model``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hindsight.config.stages import PolicyConfig
+from hindsight.envs.world_model import WorldModelSettings
+from hindsight.training.sft import SFTConfig
+
+
+def _world_model_sft() -> SFTConfig:
+    return SFTConfig(learning_rate=0.002, batch_size=8, max_steps=600, bf16_autocast="auto")
+
+
+@dataclass
+class WorldModelConfig:
+    """``parameters_world_model.yml``: the world model, its training and held-out evaluation."""
+
+    model: PolicyConfig = field(default_factory=lambda: PolicyConfig(preset="small"))
+    """The model: a local HF causal-LM directory (``model_dir``) or the embedded Qwen2 of
+    ``preset`` with a tokenizer trained on the examples (as the policy)."""
+    sft: SFTConfig = field(default_factory=_world_model_sft)
+    """Training on the examples (the project's SFT loop; the response is the next observation)."""
+    history: int = 2
+    """Earlier (observation, action) pairs shown in a world-model prompt."""
+    max_observation_chars: int = 600
+    """Longest observation shown in a prompt or learnt as a response (longer ones are cut)."""
+    use_rollouts: bool = True
+    """Also learn from the base policy's rollouts of the skills stage (``skill_rollouts``:
+    its mistakes show transitions the expert never made), not only ``trajectories``."""
+    terminal_repeat: int = 1
+    """Each training episode's solved step (response ``[task solved]``) appears this many
+    times in the SFT set: a won episode ends once, so the marker the world model judges
+    success by is a small share of the examples (1: as collected)."""
+    heldout_fraction: float = 0.2
+    """Share of episodes held out (never trained on) to score the world model."""
+    heldout_max_examples: int = 200
+    """Most held-out transitions scored (exact match needs one generation each)."""
+    max_new_tokens: int = 128
+    """Longest generated observation, in tokens (evaluation and the world-model environment)."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.heldout_fraction < 1:
+            raise ValueError(f"world_model.heldout_fraction must be in [0, 1), got {self.heldout_fraction}")
+        if self.terminal_repeat < 1:
+            raise ValueError(f"world_model.terminal_repeat must be >= 1, got {self.terminal_repeat}")
+        if self.history < 0:
+            raise ValueError(f"world_model.history must be >= 0, got {self.history}")
+
+    def query_settings(self) -> WorldModelSettings:
+        """How the world-model environment queries the model (the format it was trained on)."""
+        return WorldModelSettings(
+            history=self.history, max_observation_chars=self.max_observation_chars,
+            max_new_tokens=self.max_new_tokens, max_length=self.sft.max_length,
+        )

@@ -1,0 +1,203 @@
+"""A ``TextEnvironment`` whose transitions come from a learned world model (WM-R1).
+
+``reset(seed, split)`` starts from a real task's first observation as recorded in the
+trajectory table (``RecordedTasks``: expert episodes of the train fold); ``step(action)``
+asks the world model for the next observation (greedy, one line; the text format of
+``hindsight.world_model.transitions``). Nothing else of the real environment is used.
+
+Three decisions, and why:
+
+- **Success is judged by a rule on the world model's own answer**: the episode is won when
+  the model answers ``SOLVED_MARKER`` (it was trained to, on the last step of every won
+  episode). No separate success head: the table never holds the observation after a
+  winning step, so the one thing a success judge can learn from is "this action ended a won
+  episode", which is exactly what the marker encodes; one model, one held-out score
+  (the marker's exact match on held-out terminal steps, ``world_model_evaluation``).
+- **Valid actions come from the recorded real states of the same task**: the valid actions
+  of the state reached by the same action sequence when one was recorded, else those of the
+  recorded state whose observation is closest to the predicted one (difflib ratio). The
+  policy then decodes constrained to them, as on the real environment; every action it
+  plays is one the real game offered in a similar state. Generating the action list with
+  the world model would let a small model invent actions the game never accepts.
+- **Rewards are the real environment's rule** (``envs.reward.step_reward``): the success
+  reward on the solved step, every action valid (constrained decoding).
+
+``WorldModelSimulator`` holds the world model, the recorded tasks and the settings, builds
+one environment per spec for the rollout engine and counts the world-model calls.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from hindsight.data.outcomes import episode_outcomes
+from hindsight.data.schema import make_group_id
+from hindsight.envs.base import EnvironmentConfigError, EnvironmentSpec, StepResult, TextEnvironment, check_split
+from hindsight.envs.reward import step_reward
+from hindsight.policy.generation import generate_text
+from hindsight.world_model.transitions import SOLVED_MARKER, is_solved, transition_prompt
+
+
+@dataclass
+class _State:
+    actions: tuple[str, ...]
+    observation: str
+    valid_actions: list[str]
+
+
+class RecordedTasks:
+    """What the trajectory table says about each task (``group_id``): its first observation
+    and task text, every recorded state with its valid actions, and its won episodes."""
+
+    def __init__(self, table: pd.DataFrame) -> None:
+        if table.empty:
+            raise ValueError("world-model environment: no recorded trajectories to start tasks from")
+        self.table = table.sort_values(["episode_id", "step"]).reset_index(drop=True)
+        self.states: dict[str, list[_State]] = {}
+        self.exact: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+        self.starts: dict[str, dict[str, Any]] = {}
+        for episode_id, episode in self.table.groupby("episode_id", sort=False):
+            group = str(episode["group_id"].iloc[0])
+            actions: tuple[str, ...] = ()
+            for row in episode.itertuples(index=False):
+                valid = [str(a) for a in row.valid_actions]
+                self.states.setdefault(group, []).append(_State(actions, str(row.observation), valid))
+                self.exact.setdefault((group, actions), valid)
+                if not actions and group not in self.starts:
+                    self.starts[group] = {
+                        "observation": str(row.observation), "task": str(row.task), "task_type": str(row.task_type),
+                        "valid_actions": valid, "split": str(row.split), "seed": int(row.seed),
+                    }
+                actions = actions + (str(row.action),)
+        outcomes = episode_outcomes(self.table, keys=["group_id"])
+        won = outcomes[outcomes["success"]]
+        self.won_episodes: dict[str, list[str]] = won.groupby("group_id")["episode_id"].apply(list).to_dict()
+
+    def start(self, group_id: str) -> dict[str, Any]:
+        """The recorded start of a task; a clear error when there is none."""
+        if group_id not in self.starts:
+            raise EnvironmentConfigError(
+                f"world-model environment: no recorded episode of task {group_id!r} to start from; "
+                f"the trajectories hold {len(self.starts)} tasks (train WM-R1 on tasks with expert episodes: "
+                "training.tasks_per_game <= ingestion.expert_episodes.train)"
+            )
+        return self.starts[group_id]
+
+    def valid_actions(self, group_id: str, actions: tuple[str, ...], observation: str) -> list[str]:
+        """The valid actions after ``actions`` (exact recorded prefix, else the closest recorded observation)."""
+        if (group_id, actions) in self.exact:
+            return list(self.exact[group_id, actions])
+        candidates = self.states.get(group_id) or []
+        if not candidates:
+            return []
+        best = max(candidates, key=lambda state: difflib.SequenceMatcher(None, state.observation, observation).ratio())
+        return list(best.valid_actions)
+
+    def episode_rows(self, episode_id: str) -> pd.DataFrame:
+        """The recorded rows of one episode, in step order."""
+        return self.table[self.table["episode_id"] == episode_id]
+
+    def seeds(self, spec: EnvironmentSpec, split: str) -> list[int]:
+        """Seeds of the recorded tasks of this spec's game and fold, ascending."""
+        prefix = make_group_id(spec.env, spec.game, split, 0).rsplit("/", 1)[0] + "/"
+        return sorted(start["seed"] for group, start in self.starts.items() if group.startswith(prefix))
+
+
+@dataclass
+class WorldModelSettings:
+    """How the world model is queried (the text format it was trained on)."""
+
+    history: int = 2
+    """Earlier steps shown in a prompt (as in training)."""
+    max_observation_chars: int = 600
+    """Longest observation shown (as in training)."""
+    max_new_tokens: int = 128
+    """Longest predicted observation, in tokens."""
+    max_length: int = 1024
+    """Prompt + prediction token budget."""
+
+
+@dataclass
+class WorldModelSimulator:
+    """The world model, the recorded tasks and the settings: an environment factory for the
+    rollout engine, counting world-model calls across its environments."""
+
+    world_model: Any
+    """A ``policy.model.Policy`` trained by the world_model pipeline."""
+    tasks: RecordedTasks
+    settings: WorldModelSettings = field(default_factory=WorldModelSettings)
+    calls: int = 0
+    """World-model generations so far (every environment step is one)."""
+
+    def make_env(self, spec: EnvironmentSpec) -> "WorldModelEnvironment":
+        """An environment for ``spec`` (the rollout engine's ``env_factory``)."""
+        return WorldModelEnvironment(spec, self)
+
+    def predict(self, prompt: str) -> str:
+        """One greedy world-model answer."""
+        self.calls += 1
+        return generate_text(
+            self.world_model, [prompt], max_new_tokens=self.settings.max_new_tokens, temperature=0.0,
+            stop_at_newline=True, max_length=self.settings.max_length,
+        )[0].strip()
+
+
+class WorldModelEnvironment(TextEnvironment):
+    """One task at a time, stepped by the world model (see the module docstring)."""
+
+    def __init__(self, spec: EnvironmentSpec, simulator: WorldModelSimulator) -> None:
+        self.spec = spec
+        self.simulator = simulator
+        self.group_id = ""
+        self.task = ""
+        self.task_type = spec.game
+        self.observation = ""
+        self.history: list[tuple[str, str]] = []
+        self.valid: list[str] = []
+
+    def _info(self, won: bool, action_valid: bool) -> dict[str, Any]:
+        return {
+            "task": self.task, "task_type": self.task_type, "valid_actions": list(self.valid),
+            "anchor_observation": self.observation, "won": won, "action_valid": action_valid,
+            "score": 1.0 if won else 0.0, "inventory": "", "world_model_calls": self.simulator.calls,
+        }
+
+    def reset(self, seed: int, split: str = "train") -> tuple[str, dict[str, Any]]:
+        check_split(split)
+        self.group_id = make_group_id(self.spec.env, self.spec.game, split, seed)
+        start = self.simulator.tasks.start(self.group_id)
+        self.task, self.task_type, self.observation = start["task"], start["task_type"], start["observation"]
+        self.valid, self.history = list(start["valid_actions"]), []
+        return self.observation, self._info(False, True)
+
+    def step(self, action: str) -> StepResult:
+        settings = self.simulator.settings
+        past = self.history[-settings.history:] if settings.history else []
+        prompt = transition_prompt(self.task, past, self.observation, action, max_chars=settings.max_observation_chars)
+        predicted = self.simulator.predict(prompt)
+        action_valid = not self.valid or action in self.valid
+        won = is_solved(predicted)
+        self.history.append((self.observation, action))
+        self.observation = SOLVED_MARKER if won else predicted
+        actions = tuple(played for _, played in self.history)
+        self.valid = [] if won else self.simulator.tasks.valid_actions(self.group_id, actions, self.observation)
+        reward = step_reward(won, action_valid, self.spec.reward)
+        return self.observation, reward, won, False, self._info(won, action_valid)
+
+    def gold_actions(self) -> list[str]:
+        won = self.simulator.tasks.won_episodes.get(self.group_id) or []
+        return self.simulator.tasks.episode_rows(won[0])["action"].astype(str).tolist() if won else []
+
+    def seeds(self, split: str, count: int, offset: int = 0) -> list[int]:
+        check_split(split)
+        return self.simulator.tasks.seeds(self.spec, split)[offset : offset + count]
+
+    def restart(self) -> None:
+        """Nothing to restart: the world model lives in this process."""
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,118 @@
+"""Nodes of the world-model stage and of WM-R1 training (ALGORITHMS.md section 4).
+
+World model: examples from the trajectories (and the base policy's rollouts), a model
+(a local HF directory, or the embedded Qwen2 with a tokenizer trained on the examples),
+SFT on the training episodes, then exact match and token accuracy on held-out episodes.
+WM-R1: the policy is trained by GRPO inside the world model (``training.rl.algorithm:
+wmr1``); its held-out evaluation, like the evaluation pipeline's, is on the real environment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import pandas as pd
+
+from hindsight import tracking
+from hindsight.config import ProjectConfig, TrainingConfig, WorldModelConfig
+from hindsight.envs.world_model import RecordedTasks, WorldModelSimulator
+from hindsight.params import as_dict
+from hindsight.policy.model import build_policy, count_parameters, load_policy
+from hindsight.policy.tokenizer import train_tokenizer
+from hindsight.training.rl_run import checkpoint_directory, rl_setup, run_rl, weights_fingerprint
+from hindsight.training.sft import train_sft
+from hindsight.world_model.quality import heldout_quality
+from hindsight.world_model.transitions import transition_examples
+
+logger = logging.getLogger(__name__)
+
+
+def world_model_examples(trajectories: pd.DataFrame, skill_rollouts: pd.DataFrame, settings: WorldModelConfig) -> pd.DataFrame:
+    """(prompt, response = next observation) examples of every episode, held-out ones marked.
+
+    Returns:
+        ``world_model.transitions.EXAMPLE_COLUMNS``.
+    """
+    sources = [trajectories, skill_rollouts] if settings.use_rollouts else [trajectories]
+    table = pd.concat([source for source in sources if len(source)], ignore_index=True)
+    examples = transition_examples(
+        table, history=settings.history, max_chars=settings.max_observation_chars, heldout_fraction=settings.heldout_fraction
+    )
+    heldout = int(examples["heldout"].sum())
+    logger.info("World model: %d training and %d held-out transitions", len(examples) - heldout, heldout)
+    tracking.log_metrics({"world_model/train_examples": float(len(examples) - heldout), "world_model/heldout_examples_total": float(heldout)})
+    return examples
+
+
+def build_world_model(examples: pd.DataFrame, project: ProjectConfig, settings: WorldModelConfig):
+    """The untrained world model: ``model.model_dir`` loaded, or the embedded Qwen2 of
+    ``model.preset`` with a BPE tokenizer trained on the examples."""
+    model = settings.model
+    if model.model_dir:
+        return load_policy(model.model_dir, lora=model.lora, dtype=model.dtype)
+    tokenizer = train_tokenizer(examples["prompt"].tolist() + examples["response"].tolist(), vocab_size=model.vocab_size)
+    world_model = build_policy(model.preset, tokenizer, seed=project.seeds.model)
+    tracking.log_metrics({"world_model/parameters": float(count_parameters(world_model.model))})
+    return world_model
+
+
+def train_world_model(world_model, examples: pd.DataFrame, project: ProjectConfig, settings: WorldModelConfig):
+    """SFT on the training episodes' transitions (solved steps ``terminal_repeat`` times);
+    returns the world model and its loss history."""
+    train = examples[~examples["heldout"]]
+    if train.empty:
+        raise ValueError("world model: every episode is held out (lower world_model.heldout_fraction)")
+    train = pd.concat([train] + [train[train["terminal"]]] * (settings.terminal_repeat - 1), ignore_index=True)
+
+    def log(metrics, step):
+        tracking.log_metrics({f"world_model/{key}": value for key, value in metrics.items()}, step=step)
+
+    history = train_sft(world_model, train, settings.sft, log, seed=project.seeds.examples)
+    return world_model, history.assign(phase="world_model")
+
+
+def evaluate_world_model(world_model, examples: pd.DataFrame, settings: WorldModelConfig) -> pd.DataFrame:
+    """Held-out next-observation exact match and token accuracy (table + MLflow metrics)."""
+    table, metrics = heldout_quality(
+        world_model, examples, max_new_tokens=settings.max_new_tokens, max_length=settings.sft.max_length,
+        max_examples=settings.heldout_max_examples,
+    )
+    tracking.log_metrics(metrics)
+    logger.info("World model held out: %s", {key: round(value, 3) for key, value in metrics.items()})
+    return table
+
+
+def world_model_simulator(
+    world_model, trajectories: pd.DataFrame, skill_rollouts: pd.DataFrame, settings: WorldModelConfig
+) -> WorldModelSimulator:
+    """The world model with the recorded tasks it starts from: their first observations,
+    recorded states (valid actions) and won episodes (replays), from the trajectories and,
+    with ``use_rollouts``, the skills stage's rollouts (the data the world model learnt from)."""
+    sources = [trajectories, skill_rollouts] if settings.use_rollouts else [trajectories]
+    table = pd.concat([source for source in sources if len(source)], ignore_index=True)
+    return WorldModelSimulator(world_model=world_model, tasks=RecordedTasks(table), settings=settings.query_settings())
+
+
+def train_in_world_model(stage1_policy, base_policy, simulator: WorldModelSimulator, project: ProjectConfig, training: TrainingConfig):
+    """WM-R1: GRPO inside the world model from ``training.start_from``; held-out evaluation
+    (``training.rl.eval_every``) on the real environment. This pipeline always trains WM-R1
+    (``training.rl.algorithm`` is set to ``wmr1``; the other RL settings apply as given).
+
+    Returns:
+        (trained policy, per-update history, last rollout table incl. replayed episodes).
+    """
+    if training.rl.algorithm != "wmr1":
+        logger.info("The wmr1 pipeline trains with training.rl.algorithm=wmr1 (the settings say %r)", training.rl.algorithm)
+    training = dataclasses.replace(training, rl=dataclasses.replace(training.rl, algorithm="wmr1"))
+    start = {"stage1": stage1_policy, "base": base_policy}[training.start_from]
+    setup = rl_setup(project, training)
+    settings = {"project": as_dict(project), "training": as_dict(training), "world_model": weights_fingerprint(simulator.world_model.model)}
+    checkpoints = checkpoint_directory(training.checkpoint_root, settings, start.model)
+    logger.info("WM-R1 checkpoints in %s", checkpoints)
+    result = run_rl(
+        start, training.rl, setup, checkpoints, seed=project.seeds.rollouts,
+        log_metrics=lambda metrics, step: tracking.log_metrics(metrics, step=step), world_model=simulator,
+    )
+    result.policy.version = training.rl.updates
+    return result.policy, result.history, result.last_rollout

@@ -1,0 +1,53 @@
+"""Wiring of the world-model stage and of WM-R1 training."""
+
+from kedro.pipeline import Node, Pipeline
+
+from hindsight.pipelines.settings import read_settings, stage_pipeline
+from hindsight.pipelines.world_model.nodes import (
+    build_world_model,
+    evaluate_world_model,
+    train_in_world_model,
+    train_world_model,
+    world_model_examples,
+    world_model_simulator,
+)
+
+
+def create_pipeline(**kwargs) -> Pipeline:
+    """The world model: examples -> model -> SFT -> held-out scores."""
+    return stage_pipeline(
+        "world_model",
+        [
+            Node(world_model_examples, inputs=["trajectories", "skill_rollouts", "world_model_settings"], outputs="world_model_examples", name="make_world_model_examples"),
+            Node(build_world_model, inputs=["world_model_examples", "project_settings", "world_model_settings"], outputs="initial_world_model", name="build_world_model"),
+            Node(
+                train_world_model,
+                inputs=["initial_world_model", "world_model_examples", "project_settings", "world_model_settings"],
+                outputs=["world_model", "world_model_history"],
+                name="train_world_model",
+            ),
+            Node(evaluate_world_model, inputs=["world_model", "world_model_examples", "world_model_settings"], outputs="world_model_evaluation", name="evaluate_world_model"),
+        ],
+    )
+
+
+def _settings_node(block: str) -> Node:
+    """``read_settings(block)`` under a name of its own (this stage reads two blocks)."""
+    node = read_settings(block)
+    return Node(node.func, inputs=f"params:{block}", outputs=f"{block}_settings", name=f"read_{block}_settings")
+
+
+def create_wmr1_pipeline(**kwargs) -> Pipeline:
+    """WM-R1: the policy trained inside the world model (reads the newest ``world_model``)."""
+    nodes = [
+        _settings_node("training"),
+        _settings_node("world_model"),
+        Node(world_model_simulator, inputs=["world_model", "trajectories", "skill_rollouts", "world_model_settings"], outputs="world_model_simulator", name="world_model_simulator"),
+        Node(
+            train_in_world_model,
+            inputs=["stage1_policy", "base_policy", "world_model_simulator", "project_settings", "training_settings"],
+            outputs=["rl_policy", "training_history", "training_last_rollout"],
+            name="train_in_world_model",
+        ),
+    ]
+    return Pipeline([node.tag("wmr1") for node in nodes], namespace="wmr1", prefix_datasets_with_namespace=False)

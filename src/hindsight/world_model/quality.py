@@ -1,0 +1,86 @@
+"""How good a world model is on held-out transitions: next-observation exact match (greedy
+generation, the way the world-model environment queries it) and token accuracy (teacher
+forced: the share of response tokens, EOS included, that are the model's argmax).
+
+Reported overall and separately for terminal examples (the response is ``SOLVED_MARKER``:
+how well the model judges success) and ordinary transitions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import torch
+
+from hindsight.policy.encoding import collate, encode_sample
+from hindsight.policy.logprobs import response_logits
+from hindsight.policy.generation import generate_text
+
+QUALITY_COLUMNS = ["episode_id", "step", "task_type", "terminal", "response", "predicted", "exact_match", "token_accuracy"]
+
+
+@torch.no_grad()
+def token_accuracies(world_model, prompts: list[str], responses: list[str], *, max_length: int, batch_size: int = 16) -> list[float]:
+    """Per example, the share of its response tokens that are the model's argmax prediction."""
+    model, tokenizer = world_model.model, world_model.tokenizer
+    device = next(model.parameters()).device
+    model.eval()
+    out = []
+    for start in range(0, len(prompts), batch_size):
+        samples = [
+            encode_sample(tokenizer, prompt, response, max_length=max_length)
+            for prompt, response in zip(prompts[start : start + batch_size], responses[start : start + batch_size])
+        ]
+        batch = collate(samples, pad_token_id=tokenizer.pad_token_id).to(device)
+        logits, span = response_logits(model, batch)
+        hits = (logits.argmax(-1) == batch.input_ids[:, -span:]) & batch.response_mask[:, -span:].bool()
+        counts = batch.response_mask[:, -span:].sum(-1).clamp(min=1)
+        out.extend((hits.sum(-1).float() / counts).cpu().tolist())
+    return out
+
+
+def heldout_quality(
+    world_model, examples: pd.DataFrame, *, max_new_tokens: int, max_length: int, max_examples: int
+) -> tuple[pd.DataFrame, dict[str, float]]:
+    """Score the world model on (at most ``max_examples`` of) the held-out examples.
+
+    Args:
+        world_model: A ``policy.model.Policy``.
+        examples: The example table (``transitions.transition_examples``).
+        max_new_tokens: Longest generated observation.
+        max_length: Prompt + response token budget.
+        max_examples: Most held-out examples scored (a fixed-seed draw; generation is the
+            costly part).
+
+    Returns:
+        (one row per scored example, ``QUALITY_COLUMNS``; metrics ``world_model/heldout_*``,
+        NaN when there is no held-out example).
+    """
+    heldout = examples[examples["heldout"]]
+    # a fixed-seed draw over all held-out episodes (ids sort by source: the first N would be one source)
+    heldout = heldout.sample(n=min(max_examples, len(heldout)), random_state=0).sort_values(["episode_id", "step"])
+    if heldout.empty:
+        nan = float("nan")
+        return pd.DataFrame(columns=QUALITY_COLUMNS), {
+            "world_model/heldout_examples": 0.0, "world_model/heldout_exact_match": nan, "world_model/heldout_token_accuracy": nan,
+            "world_model/heldout_terminal_exact_match": nan, "world_model/heldout_transition_exact_match": nan,
+        }
+    prompts, responses = heldout["prompt"].tolist(), heldout["response"].tolist()
+    predicted = [
+        text.strip()
+        for text in generate_text(world_model, prompts, max_new_tokens=max_new_tokens, temperature=0.0, stop_at_newline=True, max_length=max_length)
+    ]
+    table = heldout[["episode_id", "step", "task_type", "terminal", "response"]].assign(
+        predicted=predicted,
+        exact_match=[p == r.strip() for p, r in zip(predicted, responses)],
+        token_accuracy=token_accuracies(world_model, prompts, responses, max_length=max_length),
+    )[QUALITY_COLUMNS].reset_index(drop=True)
+    metrics = {
+        "world_model/heldout_examples": float(len(table)),
+        "world_model/heldout_exact_match": float(table["exact_match"].mean()),
+        "world_model/heldout_token_accuracy": float(table["token_accuracy"].mean()),
+    }
+    for name, part in (("terminal", table[table["terminal"]]), ("transition", table[~table["terminal"]])):
+        metrics[f"world_model/heldout_{name}_exact_match"] = float(part["exact_match"].mean()) if len(part) else math.nan
+    return table, metrics

@@ -1,0 +1,42 @@
+"""Known answers of the full WM-R1 reward ``1.0 R_succ + 0.5 R_len + 0.1 R_wm``, worked by hand."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from hindsight.algorithms import wm_r1_rewards
+
+
+def test_full_reward_known_answers():
+    # group g: p = 1/2, L_ref = 4. Steps: budget 0.5*4 + 0.5*20 = 12. Calls: budget 0.5*4 + 0.5*40 = 22.
+    #   success, 4 steps, 4 calls: R_len = 0.5 - 0.5*(-8/12) = 5/6;  R_wm = 0.5 - 0.5*(-18/22) = 10/11
+    #   failure, 10 steps, 10 calls: R_len = 0.9*(-2/12) - 0.1 = -0.25; R_wm = 0.9*(-12/22) - 0.1 = -0.5909...
+    # group h: one failure, 20 steps, 0 calls: p = 0, budgets 20 and 40.
+    #   R_len = min(0.9*0 - 0.1, -0.1) = -0.1;  R_wm = 0.9*(-1) - 0.1 = -1.0
+    rewards = wm_r1_rewards(
+        [4, 10, 20], [True, False, False], [4, 10, 0], ["g", "g", "h"], max_length=20, max_calls=40
+    )
+    expected = torch.tensor([
+        1.0 + 0.5 * 5 / 6 + 0.1 * 10 / 11,
+        0.5 * -0.25 + 0.1 * (0.9 * -12 / 22 - 0.1),
+        0.5 * -0.1 + 0.1 * -1.0,
+    ])
+    torch.testing.assert_close(rewards, expected)
+    assert rewards[0] == pytest.approx(1.507576, abs=1e-5)
+    assert rewards[1] == pytest.approx(-0.184091, abs=1e-5)
+
+
+def test_weights_are_applied_and_success_floor_holds():
+    # a success far over its budget keeps R_len = R_wm = 0.1 (the floor), so 1 + 0.05 + 0.01
+    rewards = wm_r1_rewards([4, 40], [True, True], [4, 400], ["g", "g"], max_length=40, max_calls=40)
+    assert float(rewards[1]) == pytest.approx(1.0 + 0.5 * 0.1 + 0.1 * 0.1)
+    only_success = wm_r1_rewards(
+        [4, 40], [True, False], [4, 40], ["g", "g"], max_length=40, max_calls=40, length_weight=0.0, world_model_weight=0.0
+    )
+    assert only_success.tolist() == [1.0, 0.0]
+
+
+def test_mismatched_lengths_are_rejected():
+    with pytest.raises(ValueError):
+        wm_r1_rewards([4, 10], [True], [4, 10], ["g", "g"], max_length=20, max_calls=20)

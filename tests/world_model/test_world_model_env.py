@@ -1,0 +1,126 @@
+"""The world model's examples, its environment and WM-R1's scores, on real TextWorldExpress
+gold episodes and a tiny world model trained here."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+
+from hindsight.data.expert import play_gold_episode
+from hindsight.envs import make_env
+from hindsight.envs.base import EnvironmentConfigError, EnvironmentSpec
+from hindsight.envs.world_model import RecordedTasks, WorldModelSettings, WorldModelSimulator
+from hindsight.policy.model import build_policy
+from hindsight.policy.tokenizer import train_tokenizer
+from hindsight.training.sft import SFTConfig, train_sft
+from hindsight.training.wmr1 import wmr1_scores
+from hindsight.world_model.quality import heldout_quality
+from hindsight.world_model.transitions import SOLVED_MARKER, is_solved, transition_examples
+
+SPEC = EnvironmentSpec("textworldexpress", "twc", {"numLocations": 1, "numItemsToPutAway": 1, "includeDoors": 0}, max_steps=8)
+
+
+@pytest.fixture(scope="module")
+def gold_table() -> pd.DataFrame:
+    env = make_env(SPEC)
+    try:
+        rows = [row for seed in env.seeds("train", 3) for row in play_gold_episode(env, SPEC, "train", seed)]
+    finally:
+        env.close()
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture(scope="module")
+def trained_world_model(gold_table):
+    torch.set_num_threads(1)
+    examples = transition_examples(gold_table, history=1, max_chars=600, heldout_fraction=0.0)
+    tokenizer = train_tokenizer(examples["prompt"].tolist() + examples["response"].tolist(), vocab_size=400)
+    world_model = build_policy("tiny", tokenizer, seed=0)
+    config = SFTConfig(learning_rate=3e-3, weight_decay=0.0, batch_size=8, max_steps=40, warmup_ratio=0.05, max_length=512, log_every=10)
+    history = train_sft(world_model, examples, config)
+    return world_model, examples, history
+
+
+def test_examples_are_next_observations_and_the_solved_marker(gold_table):
+    examples = transition_examples(gold_table, history=1, max_chars=600, heldout_fraction=0.0)
+    first = gold_table[gold_table["episode_id"] == gold_table["episode_id"].iloc[0]].sort_values("step")
+    mine = examples[examples["episode_id"] == first["episode_id"].iloc[0]].sort_values("step")
+    assert len(mine) == len(first)  # a won episode: every step has a target
+    assert mine["response"].iloc[0] == " ".join(first["observation"].iloc[1].split())
+    assert mine["response"].iloc[-1] == SOLVED_MARKER and mine["terminal"].iloc[-1]
+    assert mine["prompt"].iloc[1].endswith(f"Action: {first['action'].iloc[1]}\nNext observation:")
+    assert f"Action: {first['action'].iloc[0]}" in mine["prompt"].iloc[1]  # history of 1
+
+    lost = first.assign(won=False, episode_id="lost")
+    kept = transition_examples(lost, history=1, max_chars=600, heldout_fraction=0.0)
+    assert len(kept) == len(first) - 1  # the last step of an episode not won has no known next observation
+    held = transition_examples(gold_table, history=1, max_chars=600, heldout_fraction=0.99)
+    assert held.groupby("episode_id")["heldout"].nunique().eq(1).all()  # whole episodes are held out
+
+
+def test_recorded_tasks_give_real_starts_and_valid_actions(gold_table):
+    tasks = RecordedTasks(gold_table)
+    episode = gold_table[gold_table["episode_id"] == gold_table["episode_id"].iloc[0]].sort_values("step")
+    group = episode["group_id"].iloc[0]
+    assert tasks.start(group)["observation"] == episode["observation"].iloc[0]
+    after_one = (episode["action"].iloc[0],)
+    assert tasks.valid_actions(group, after_one, "anything") == list(episode["valid_actions"].iloc[1])
+    # an unrecorded action sequence: the recorded state with the closest observation
+    closest = tasks.valid_actions(group, ("no such action",), episode["observation"].iloc[2])
+    assert closest == list(episode["valid_actions"].iloc[2])
+    with pytest.raises(EnvironmentConfigError, match="no recorded episode"):
+        tasks.start("textworldexpress/twc/train/99999")
+
+
+def test_world_model_environment_plays_a_recorded_task(gold_table, trained_world_model):
+    world_model, examples, history = trained_world_model
+    assert history["loss"].iloc[-1] < history["loss"].iloc[0]
+    simulator = WorldModelSimulator(world_model, RecordedTasks(gold_table), WorldModelSettings(history=1, max_new_tokens=48, max_length=512))
+    episode = gold_table[gold_table["episode_id"] == gold_table["episode_id"].iloc[0]].sort_values("step")
+    env = simulator.make_env(SPEC)
+    observation, info = env.reset(int(episode["seed"].iloc[0]), "train")
+    assert observation == episode["observation"].iloc[0]
+    assert info["valid_actions"] == list(episode["valid_actions"].iloc[0])
+    assert env.gold_actions() == episode["action"].tolist()
+    results = []
+    for action in episode["action"]:
+        results.append(env.step(action))
+        if results[-1][2]:
+            break
+    assert simulator.calls == len(results)
+    _, reward, terminated, _, info = results[-1]
+    assert terminated == info["won"] == is_solved(results[-1][0])
+    assert reward == (SPEC.reward.success_reward if info["won"] else 0.0)
+    # trained on exactly these transitions, the tiny world model reproduces most of them
+    quality, metrics = heldout_quality(
+        world_model, examples.assign(heldout=True), max_new_tokens=48, max_length=512, max_examples=100
+    )
+    assert metrics["world_model/heldout_token_accuracy"] > 0.5
+    assert len(quality) == len(examples)
+
+
+def test_wmr1_scores_follow_the_reward_and_replays_cost_no_world_model_calls():
+    rows = []
+    for episode_id, steps, won, source in (("a", 2, True, "world_model"), ("b", 4, False, "world_model"), ("c", 3, True, "replay")):
+        for step in range(steps):
+            rows.append({"episode_id": episode_id, "group_id": "g", "step": step, "won": won and step == steps - 1,
+                         "reward": 0.0, "action_valid": True, "source": source})
+    scores = wmr1_scores(pd.DataFrame(rows), max_steps=8)
+    # p = 2/3, L_ref = 2.5, budget = 2/3*2.5 + 1/3*8 = 13/3 for steps; calls: L_ref over calls (2, 0) = 1,
+    # budget = 2/3*1 + 1/3*8 = 10/3
+    step_budget, call_budget = 13 / 3, 10 / 3
+    r_len = lambda n, ok: max(0.5 - 0.5 * (n - step_budget) / step_budget, 0.1) if ok else min(0.9 * (n - step_budget) / step_budget - 0.1, -0.1)
+    r_wm = lambda n, ok: max(0.5 - 0.5 * (n - call_budget) / call_budget, 0.1) if ok else min(0.9 * (n - call_budget) / call_budget - 0.1, -0.1)
+    assert scores["a"] == pytest.approx(1 + 0.5 * r_len(2, True) + 0.1 * r_wm(2, True), abs=1e-5)
+    assert scores["b"] == pytest.approx(0.5 * r_len(4, False) + 0.1 * r_wm(4, False), abs=1e-5)
+    assert scores["c"] == pytest.approx(1 + 0.5 * r_len(3, True) + 0.1 * r_wm(0, True), abs=1e-5)
+
+
+def test_wmr1_without_a_world_model_says_which_pipeline_to_run():
+    from hindsight.rollout.engine import RolloutConfig
+    from hindsight.training.rl import train_rl
+    from hindsight.training.rl_config import RLConfig
+
+    with pytest.raises(ValueError, match="kedro run --pipeline wmr1"):
+        train_rl(None, None, [], make_env, RolloutConfig(), RLConfig(algorithm="wmr1"))
