@@ -13,7 +13,10 @@ One update:
      OPID folds the skill's shift into the token advantage);
   5. loss: PPO clip (dual clip) + opd_coef * gated distillation + kl_coef * KL to the
      reference, over mini-batches (``rl_update``).
-The updated policy is the next update's actor and analyzer (self-evolution).
+The updated policy is the next update's actor and analyzer (self-evolution). With
+``training.rl.async_rollouts`` a rollout worker process plays the rollouts of the next
+updates while this one trains, at most ``async_max_staleness`` versions behind, and the
+loss is decoupled PPO (``training.async_rollouts``).
 
 Checkpoints hold everything a resumed run needs (model, optimizer, RNG states, update
 counter, metric history); a run restarted after being killed continues from the last one
@@ -22,7 +25,6 @@ and, on CPU with the same seeds, ends with the same metrics (``checkpoint.resume
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -35,12 +37,13 @@ import torch
 from hindsight import algorithms
 from hindsight.data.outcomes import episode_outcomes
 from hindsight.policy.encoding import StepSample
-from hindsight.rollout.engine import RolloutConfig, run_rollouts
+from hindsight.rollout.engine import RolloutConfig
 from hindsight.rollout.stats import rollout_metrics
-from hindsight.rollout.tasks import TaskRef, sample_update_tasks, training_task_pool
+from hindsight.rollout.tasks import TaskRef, training_task_pool
 from hindsight.skills.episode_views import episodes_from_table
 from hindsight.skills.records import skills_table
 from hindsight.skills.teachers import Teacher
+from hindsight.training.async_rollouts import rollout_producer
 from hindsight.training.checkpoint import ResumedRun, resume_rl, save_rl_checkpoint
 from hindsight.training.distillation import skill_augmented_logprobs
 from hindsight.training.rl_config import RLConfig
@@ -150,39 +153,44 @@ def train_rl(
         logger.info("Resuming RL from %s (update %d)", checkpoint_dir, start_update)
 
     reference_model.eval()
-    for update in range(start_update, config.updates):
-        if stop_after_updates is not None and update - start_update >= stop_after_updates:
-            break
-        started = time.perf_counter()
-        tasks = sample_update_tasks(pool, config.tasks_per_update, seed, update)
-        settings = dataclasses.replace(rollout_config, group_size=config.group_size, seed=seed * 1_000_003 + update)
-        rollout = run_rollouts(policy, env_factory, tasks, settings, policy_version=update)
-        samples = rollout.samples
-        advantages = compute_advantages(rollout.table, config)
-        old_logp = [torch.as_tensor(sample.old_logprobs, dtype=torch.float32) for sample in samples]
-        teacher_logp: list[torch.Tensor | None] = [None] * len(samples)
-        metrics: dict[str, float] = {}
-        if config.uses_skills:
-            run.last_skills, teacher_logp, metrics = distillation_targets(
-                policy, teacher, rollout.table, samples, old_logp, config.mini_batch_size
+    end_update = config.updates if stop_after_updates is None else min(config.updates, start_update + stop_after_updates)
+    # the rollouts: played here (synchronous) or by a rollout worker process (training.async_rollouts)
+    with rollout_producer(policy, env_factory, pool, rollout_config, config, seed, start_update, end_update) as producer:
+        for update in range(start_update, end_update):
+            started = time.perf_counter()
+            rollout, producer_metrics = producer.next_rollout(update)
+            samples = rollout.samples
+            advantages = compute_advantages(rollout.table, config)
+            old_logp = [torch.as_tensor(sample.old_logprobs, dtype=torch.float32) for sample in samples]
+            teacher_logp: list[torch.Tensor | None] = [None] * len(samples)
+            metrics: dict[str, float] = {}
+            if config.uses_skills:
+                run.last_skills, teacher_logp, metrics = distillation_targets(
+                    policy, teacher, rollout.table, samples, old_logp, config.mini_batch_size
+                )
+            proximal_logp = producer.proximal_logprobs(rollout.table, samples, old_logp, update)
+            metrics.update(
+                update_policy(
+                    policy, reference_model, optimizer, samples, advantages, old_logp, teacher_logp, config, generators["minibatch"],
+                    proximal_logp=proximal_logp,
+                )
             )
-        metrics.update(
-            update_policy(policy, reference_model, optimizer, samples, advantages, old_logp, teacher_logp, config, generators["minibatch"])
-        )
-        metrics.update(rollout_metrics(rollout.table))
-        metrics["charts/update_seconds"] = time.perf_counter() - started
-        done = update + 1
-        if evaluate is not None and config.eval_every and (done % config.eval_every == 0 or done == config.updates):
-            metrics.update(evaluate(policy, done))
-        metrics["charts/env_steps_total"] = (run.history[-1]["charts/env_steps_total"] if run.history else 0.0) + metrics["rollout/env_steps"]
-        run.history.append({"update": done, **metrics})
-        run.update, run.last_rollout = done, rollout.table
-        if log_metrics:
-            log_metrics(metrics, done)
-        logger.info(
-            "update %d/%d %s: success %.2f, loss %.4f, %.1fs",
-            done, config.updates, config.algorithm, metrics["rollout/success_rate"], metrics["losses/total"], metrics["charts/update_seconds"],
-        )
-        if checkpoint_dir is not None and (done % config.checkpoint_every == 0 or done == config.updates):
-            save_rl_checkpoint(checkpoint_dir, run, policy, optimizer, generators)
+            producer.publish(update + 1)
+            metrics.update(producer_metrics)
+            metrics.update(rollout_metrics(rollout.table))
+            metrics["charts/update_seconds"] = time.perf_counter() - started
+            done = update + 1
+            if evaluate is not None and config.eval_every and (done % config.eval_every == 0 or done == config.updates):
+                metrics.update(evaluate(policy, done))
+            metrics["charts/env_steps_total"] = (run.history[-1]["charts/env_steps_total"] if run.history else 0.0) + metrics["rollout/env_steps"]
+            run.history.append({"update": done, **metrics})
+            run.update, run.last_rollout = done, rollout.table
+            if log_metrics:
+                log_metrics(metrics, done)
+            logger.info(
+                "update %d/%d %s: success %.2f, loss %.4f, %.1fs",
+                done, config.updates, config.algorithm, metrics["rollout/success_rate"], metrics["losses/total"], metrics["charts/update_seconds"],
+            )
+            if checkpoint_dir is not None and (done % config.checkpoint_every == 0 or done == config.updates):
+                save_rl_checkpoint(checkpoint_dir, run, policy, optimizer, generators)
     return RLRunResult(policy=policy, history=pd.DataFrame(run.history), skills=run.last_skills, last_rollout=run.last_rollout)

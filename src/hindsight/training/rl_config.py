@@ -74,6 +74,16 @@ class RLConfig:
     evaluation pipeline evaluates the final policy anyway)."""
     checkpoint_every: int = 1
     """Checkpoint every this many updates (resume continues from the last one)."""
+    async_rollouts: bool = False
+    """Generate rollouts in a second process (``training.async_rollouts``) while the learner
+    trains, with decoupled PPO on stale samples; False: the synchronous loop."""
+    async_max_staleness: int = 1
+    """Async: how many policy versions generation may run ahead of the learner (the bound on
+    learner version minus behaviour version; 0: lock-step, the synchronous loop's results)."""
+    async_worker_threads: int = 1
+    """Async: torch intra-op threads of the rollout worker process."""
+    async_behaviour_weight_cap: float | None = None
+    """Async: upper bound of the decoupled-PPO weight pi_prox / pi_behav (None: no cap)."""
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
@@ -84,6 +94,11 @@ class RLConfig:
             raise ValueError(f"training.rl.task_fraction must be in (0, 1], got {self.task_fraction}")
         if self.micro_batch_tokens is not None and self.micro_batch_tokens < 1:
             raise ValueError(f"training.rl.micro_batch_tokens must be a positive token count or null, got {self.micro_batch_tokens}")
+        if self.async_max_staleness < 0 or self.async_worker_threads < 1:
+            raise ValueError(
+                "training.rl.async_max_staleness must be >= 0 and training.rl.async_worker_threads >= 1, got "
+                f"{self.async_max_staleness} and {self.async_worker_threads}"
+            )
 
     @property
     def uses_skills(self) -> bool:
