@@ -122,12 +122,16 @@ class AsyncRollouts:
             name="hindsight-rollout-worker",
             daemon=True,
         )
-        self.process.start()
-        logger.info(
-            "Rollout worker started (pid %d, %d thread(s), max staleness %d)",
-            self.process.pid, self.config.async_worker_threads, self.config.async_max_staleness,
-        )
-        self._request_up_to(self.start_update + self.config.async_max_staleness)
+        try:
+            self.process.start()
+            logger.info(
+                "Rollout worker started (pid %d, %d thread(s), max staleness %d)",
+                self.process.pid, self.config.async_worker_threads, self.config.async_max_staleness,
+            )
+            self._request_up_to(self.start_update + self.config.async_max_staleness)
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
@@ -224,7 +228,7 @@ class AsyncRollouts:
         for channel in (self.inbox, self.outbox):
             channel.cancel_join_thread()  # unread messages must not block the learner's exit
             channel.close()
-        logger.info("Rollout worker (pid %d) stopped with exit code %s", process.pid, process.exitcode)
+        logger.info("Rollout worker (pid %s) stopped with exit code %s", process.pid, process.exitcode)
 
 
 def rollout_producer(

@@ -79,7 +79,8 @@ class RLConfig:
     trains, with decoupled PPO on stale samples; False: the synchronous loop."""
     async_max_staleness: int = 1
     """Async: how many policy versions generation may run ahead of the learner (the bound on
-    learner version minus behaviour version; 0: lock-step, the synchronous loop's results)."""
+    learner version minus behaviour version; 0: lock-step, the synchronous loop's results
+    when the worker and the learner use the same number of torch threads)."""
     async_worker_threads: int = 1
     """Async: torch intra-op threads of the rollout worker process."""
     async_behaviour_weight_cap: float | None = None
