@@ -28,6 +28,10 @@ update today; both are logged as the issue asks. ``async/learner_wait_seconds`` 
 the learner blocked on the rollout; ``async/worker_wait_seconds`` the time the worker sat idle
 before playing it.
 
+With k >= 1 a run is not bit-reproducible: which version plays a rollout depends on timing
+(bounded by k either way). A resumed run starts a fresh worker from the checkpoint's weights;
+rollouts played ahead but not yet trained on when the run was killed are played again.
+
 A worker that dies or raises surfaces in the learner as ``RolloutWorkerError`` (with the
 worker's traceback); leaving the ``with`` block (normally, on an exception or on
 KeyboardInterrupt) stops the worker: asked first, then terminated, then killed.
