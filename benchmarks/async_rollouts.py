@@ -13,7 +13,8 @@ Every run uses the same seeds, tasks and settings; the learner and the worker us
 thread each (2 cores). Reported per run: wall time, updates/s (and the ratio to sync
 measured in the same invocation), mean and max staleness, the summed waits of learner and
 worker, and the held-out success of the final policy (greedy, ``--heldout`` test-fold
-tasks). On a shared machine the figures drift with the load: the process's CPU time is
+tasks). On a shared machine the figures drift with the load: ``--rounds`` interleaves the
+runs (order reversed every other round) and reports medians, and the learner's CPU time is
 printed too. A benchmark, not a test:
 
     python benchmarks/async_rollouts.py                                   # tiny policy, ~5 min on 2 free cores
@@ -105,6 +106,7 @@ def main() -> None:
     parser.add_argument("--heldout", type=int, default=16)
     parser.add_argument("--gold-episodes", type=int, default=8)
     parser.add_argument("--bc-steps", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
 
     torch.set_num_threads(1)
@@ -118,14 +120,15 @@ def main() -> None:
     print(f"start policy: held-out greedy success {heldout_success(policy, args.heldout):.3f} on {args.heldout} test tasks")
     runs = {"sync": RLConfig(**base)}
     runs.update({f"async-{k}": RLConfig(**base, async_rollouts=True, async_max_staleness=k) for k in args.staleness})
-    rows = {}
-    for name, config in runs.items():
-        rows[name] = one_run(policy, tasks, config, args.heldout)
-        print(name, {key: round(value, 3) for key, value in rows[name].items()}, flush=True)
-    table = pd.DataFrame(rows).T
+    rows = []
+    for round_index in range(args.rounds):  # interleaved rounds (the load drifts), order reversed every other round
+        for name, config in (list(runs.items()) if round_index % 2 == 0 else list(runs.items())[::-1]):
+            rows.append({"run": name, **one_run(policy, tasks, config, args.heldout)})
+            print(round_index, {key: (round(v, 3) if isinstance(v, float) else v) for key, v in rows[-1].items()}, flush=True)
+    table = pd.DataFrame(rows).groupby("run", sort=False).median()  # medians over the rounds
     table["speedup_vs_sync"] = table["updates_per_s"] / table.loc["sync", "updates_per_s"]
     print(f"\n{args.updates} GRPO updates, {args.tasks_per_update} tasks x {args.group_size} episodes each, {args.preset} policy, "
-          f"{os.cpu_count()} CPUs, 1 torch thread per process, load average {os.getloadavg()[0]:.1f}")
+          f"{os.cpu_count()} CPUs, 1 torch thread per process, load average {os.getloadavg()[0]:.1f}, medians of {args.rounds} round(s)")
     print(table.round(3).to_string())
 
 
