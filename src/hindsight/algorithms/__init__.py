@@ -9,6 +9,8 @@ response tokens with a mask. Files:
 - ``returns.py``: ``discounted_returns`` (with EMPO breaks);
 - ``grouping.py``: ``anchor_state_groups`` (exact or fuzzy);
 - ``losses.py``: ``ppo_clip_loss``, ``opd_loss``, ``kl_low_var``;
+- ``decoupled.py``: ``decoupled_ppo_loss`` (stale rollouts: clip around the proximal policy,
+  importance weight to the behaviour policy);
 - ``aggregation.py``: ``aggregate_loss``, ``aggregation_count``, ``masked_mean``;
 - ``weighting.py``: STEPO ``stepo_trajectory_weights``, ``zero_variance_groups``;
 - ``rewards.py``: ``empo_action_score`` (with ``normalize_action`` /
@@ -23,6 +25,7 @@ from hindsight.algorithms.advantages import (
     step_group_advantages,
 )
 from hindsight.algorithms.aggregation import AGGREGATION_MODES, aggregate_loss, aggregation_count, masked_mean
+from hindsight.algorithms.decoupled import decoupled_ppo_loss
 from hindsight.algorithms.grouping import anchor_state_groups
 from hindsight.algorithms.losses import kl_low_var, opd_loss, ppo_clip_loss
 from hindsight.algorithms.returns import discounted_returns
@@ -40,6 +43,7 @@ __all__ = [
     "AGGREGATION_MODES",
     "aggregate_loss",
     "aggregation_count",
+    "decoupled_ppo_loss",
     "anchor_state_groups",
     "discounted_returns",
     "action_type",

@@ -18,7 +18,10 @@ One update:
      OPID folds the skill's shift into the token advantage);
   5. loss: PPO clip (dual clip) + opd_coef * gated distillation + kl_coef * KL to the
      reference, over mini-batches (``rl_update``).
-The updated policy is the next update's actor and analyzer (self-evolution).
+The updated policy is the next update's actor and analyzer (self-evolution). With
+``training.rl.async_rollouts`` a rollout worker process plays the rollouts of the next
+updates while this one trains, at most ``async_max_staleness`` versions behind, and the
+loss is decoupled PPO (``training.async_rollouts``).
 
 Checkpoints hold everything a resumed run needs (model, optimizer, RNG states, update
 counter, metric history); a run restarted after being killed continues from the last one
@@ -27,7 +30,6 @@ and, on CPU with the same seeds, ends with the same metrics (``checkpoint.resume
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -49,13 +51,14 @@ from hindsight.rollout.tasks import TaskRef, training_task_pool
 from hindsight.skills.episode_views import episodes_from_table
 from hindsight.skills.records import skills_table
 from hindsight.skills.teachers import Teacher
+from hindsight.training.async_rollouts import rollout_producer
 from hindsight.training.checkpoint import ResumedRun, resume_rl, save_rl_checkpoint
 from hindsight.training.distillation import skill_augmented_logprobs
 from hindsight.training.data_parallel import DataParallel
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.rl_parallel import gather_update_batch, mean_over_ranks, shard_tasks
 from hindsight.training.rl_update import update_policy
-from hindsight.training.stepo import collect_update_batch, round_seed, stepo_step_weights
+from hindsight.training.stepo import UpdateBatch, collect_update_batch, round_seed, stepo_step_weights
 from hindsight.training.wmr1 import replay_stored_successes, wmr1_advantages, world_model_metrics
 
 logger = logging.getLogger(__name__)
@@ -126,6 +129,39 @@ def distillation_targets(
     return skills, teacher_logp, metrics
 
 
+def play_update(
+    policy, producer, env_factory: Callable, pool: Sequence[TaskRef], rates: PassRates, rollout_config: RolloutConfig,
+    config: RLConfig, seed: int, update: int, *, parallel: DataParallel | None, world_model,
+) -> tuple[UpdateBatch, dict[str, float]]:
+    """Step 1 of an update: its rollouts, and the metrics of how they were produced.
+
+    Asynchronous: the rollout worker's (``training.async_rollouts``). Otherwise played here
+    with the rollout weights (merged LoRA, dtype): the tasks drawn uniformly, by STEPO
+    calibration or by the curriculum, a rank's shard under ``torchrun``, groups kept by the
+    STEPO filter (``training.stepo``); for WM-R1 inside the world model, with all-failure
+    groups replaced by stored successes (``training.wmr1``).
+    """
+    if config.async_rollouts:
+        rollout, metrics = producer.next_rollout(update)
+        return UpdateBatch(table=rollout.table, samples=rollout.samples, played=rollout.table), metrics
+    wmr1 = config.algorithm == "wmr1"
+    shard = (lambda tasks: shard_tasks(parallel, tasks)) if parallel is not None else None
+    calls_before = world_model.calls if wmr1 else 0
+    with inference_policy(policy, config.rollout_merge_lora, config.rollout_dtype) as actor:
+        batch = collect_update_batch(
+            actor, world_model.make_env if wmr1 else env_factory, pool, rates, rollout_config, config, seed, update,
+            shard=shard, source="world_model" if wmr1 else "rollout",
+        )
+    metrics = dict(batch.metrics)
+    if wmr1:
+        replayed = 0
+        if config.wmr1_replay:
+            settings = dataclasses.replace(rollout_config, group_size=config.group_size, seed=round_seed(seed, update, 0))
+            batch.table, batch.samples, replayed = replay_stored_successes(policy, batch.table, batch.samples, world_model, settings, update)
+        metrics.update(world_model_metrics(batch.played, replayed, world_model.calls - calls_before))
+    return batch, metrics
+
+
 def train_rl(
     policy,
     reference_model,
@@ -173,6 +209,8 @@ def train_rl(
     if config.algorithm == "wmr1" and world_model is None:
         raise ValueError("training.rl.algorithm='wmr1' rolls out inside a trained world model: run `kedro run --pipeline wmr1`")
     wmr1 = config.algorithm == "wmr1"
+    if config.async_rollouts and parallel is not None:
+        raise ValueError("training.rl.async_rollouts is not supported under torchrun (one rollout worker per learner)")
     if wmr1 and (parallel is not None or config.stepo_filter_zero_variance):
         raise ValueError("training.rl.algorithm='wmr1' runs in one process without STEPO filtering (its replay works on whole groups)")
     torch.manual_seed(seed)
@@ -188,76 +226,67 @@ def train_rl(
         logger.info("Resuming RL from %s (update %d)", checkpoint_dir, start_update)
 
     reference_model.eval()
-    for update in range(start_update, config.updates):
-        if stop_after_updates is not None and update - start_update >= stop_after_updates:
-            break
-        started = time.perf_counter()
-        # the update's tasks (uniform, STEPO-calibrated or curriculum; a rank plays its shard)
-        # and groups (STEPO filter), played with the rollout weights (merged LoRA, dtype)
-        shard = (lambda tasks: shard_tasks(parallel, tasks)) if parallel is not None else None
-        calls_before = world_model.calls if wmr1 else 0
-        with inference_policy(policy, config.rollout_merge_lora, config.rollout_dtype) as actor:
-            batch = collect_update_batch(
-                actor, world_model.make_env if wmr1 else env_factory, pool, rates, rollout_config, config, seed, update,
-                shard=shard, source="world_model" if wmr1 else "rollout",
+    end_update = config.updates if stop_after_updates is None else min(config.updates, start_update + stop_after_updates)
+    # the rollouts: played here (synchronous) or by a rollout worker process (training.async_rollouts)
+    with rollout_producer(policy, env_factory, pool, rollout_config, config, seed, start_update, end_update) as producer:
+        for update in range(start_update, end_update):
+            started = time.perf_counter()
+            batch, metrics = play_update(
+                policy, producer, env_factory, pool, rates, rollout_config, config, seed, update, parallel=parallel, world_model=world_model
             )
-        simulated, replayed = batch.played, 0
-        if wmr1 and config.wmr1_replay:  # all-failure groups replay a stored success (``training.wmr1``)
-            settings = dataclasses.replace(rollout_config, group_size=config.group_size, seed=round_seed(seed, update, 0))
-            batch.table, batch.samples, replayed = replay_stored_successes(policy, batch.table, batch.samples, world_model, settings, update)
-        samples = batch.samples
-        advantages = compute_advantages(batch.table, config, rollout_config.max_steps or max(task.spec.max_steps for task in pool))
-        metrics: dict[str, float] = dict(batch.metrics)
-        if config.stepo_step_weights and samples:
-            weights, weight_metrics = stepo_step_weights([sample.episode_id for sample in samples])
-            advantages = advantages * weights  # = weighting each sample's PPO term (``training.stepo``)
-            metrics.update(weight_metrics)
-        old_logp = [torch.as_tensor(sample.old_logprobs, dtype=torch.float32) for sample in samples]
-        teacher_logp: list[torch.Tensor | None] = [None] * len(samples)
-        if config.uses_skills and samples:
-            run.last_skills, teacher_logp, skill_metrics = distillation_targets(
-                policy, teacher, batch.table, samples, old_logp, config.mini_batch_size
-            )
-            metrics.update(skill_metrics)
-        table, played = batch.table, batch.played
-        if parallel is not None:  # every rank gets the whole batch; the update runs on stripes of it
-            table, samples, advantages, old_logp, teacher_logp, run.last_skills = gather_update_batch(
-                parallel, table, samples, advantages, old_logp, teacher_logp, run.last_skills
-            )
-            metrics = mean_over_ranks(parallel, metrics)
-            played = table  # no STEPO filter under torchrun: every played group is in the batch
-        rates.observe(played)
-        if samples:
-            metrics.update(
-                update_policy(
-                    policy, reference_model, optimizer, samples, advantages, old_logp, teacher_logp, config, generators["minibatch"],
-                    parallel=parallel,
+            samples = batch.samples
+            advantages = compute_advantages(batch.table, config, rollout_config.max_steps or max(task.spec.max_steps for task in pool))
+            if config.stepo_step_weights and samples:
+                weights, weight_metrics = stepo_step_weights([sample.episode_id for sample in samples])
+                advantages = advantages * weights  # = weighting each sample's PPO term (``training.stepo``)
+                metrics.update(weight_metrics)
+            old_logp = [torch.as_tensor(sample.old_logprobs, dtype=torch.float32) for sample in samples]
+            teacher_logp: list[torch.Tensor | None] = [None] * len(samples)
+            if config.uses_skills and samples:
+                run.last_skills, teacher_logp, skill_metrics = distillation_targets(
+                    policy, teacher, batch.table, samples, old_logp, config.mini_batch_size
                 )
+                metrics.update(skill_metrics)
+            table, played = batch.table, batch.played
+            if parallel is not None:  # every rank gets the whole batch; the update runs on stripes of it
+                table, samples, advantages, old_logp, teacher_logp, run.last_skills = gather_update_batch(
+                    parallel, table, samples, advantages, old_logp, teacher_logp, run.last_skills
+                )
+                metrics = mean_over_ranks(parallel, metrics)
+                played = table  # no STEPO filter under torchrun: every played group is in the batch
+            rates.observe(played)
+            proximal_logp = producer.proximal_logprobs(table, samples, old_logp, update)  # None unless async
+            if samples:
+                metrics.update(
+                    update_policy(
+                        policy, reference_model, optimizer, samples, advantages, old_logp, teacher_logp, config, generators["minibatch"],
+                        parallel=parallel, proximal_logp=proximal_logp,
+                    )
+                )
+            else:  # STEPO kept no group: nothing to train on, no optimizer step
+                metrics.update({"losses/total": 0.0, "stepo/empty_update": 1.0})
+            producer.publish(update + 1)
+            metrics.update(rollout_metrics(played))
+            if config.algorithm == "empo":
+                metrics.update(empo_rollout_metrics(played))
+            if config.algorithm == "wmr1":  # simulated steps are not environment steps
+                metrics["rollout/env_steps"] = 0.0
+            if config.curriculum or config.stepo_pass_rate_band is not None:
+                metrics.update(rates.summary())
+            metrics["charts/update_seconds"] = time.perf_counter() - started
+            done = update + 1
+            writer = parallel is None or parallel.is_writer
+            if writer and evaluate is not None and config.eval_every and (done % config.eval_every == 0 or done == config.updates):
+                metrics.update(evaluate(policy, done))
+            metrics["charts/env_steps_total"] = (run.history[-1]["charts/env_steps_total"] if run.history else 0.0) + metrics["rollout/env_steps"]
+            run.history.append({"update": done, **metrics})
+            run.update, run.last_rollout, run.task_stats = done, played, rates.state_dict()
+            if writer and log_metrics:
+                log_metrics(metrics, done)
+            logger.info(
+                "update %d/%d %s: success %.2f, loss %.4f, %.1fs",
+                done, config.updates, config.algorithm, metrics["rollout/success_rate"], metrics["losses/total"], metrics["charts/update_seconds"],
             )
-        else:  # STEPO kept no group: nothing to train on, no optimizer step
-            metrics.update({"losses/total": 0.0, "stepo/empty_update": 1.0})
-        metrics.update(rollout_metrics(played))
-        if config.algorithm == "empo":
-            metrics.update(empo_rollout_metrics(played))
-        if config.curriculum or config.stepo_pass_rate_band is not None:
-            metrics.update(rates.summary())
-        if wmr1:  # simulated steps are not environment steps
-            metrics.update(world_model_metrics(simulated, replayed, world_model.calls - calls_before))
-            metrics["rollout/env_steps"] = 0.0
-        metrics["charts/update_seconds"] = time.perf_counter() - started
-        done = update + 1
-        writer = parallel is None or parallel.is_writer
-        if writer and evaluate is not None and config.eval_every and (done % config.eval_every == 0 or done == config.updates):
-            metrics.update(evaluate(policy, done))
-        metrics["charts/env_steps_total"] = (run.history[-1]["charts/env_steps_total"] if run.history else 0.0) + metrics["rollout/env_steps"]
-        run.history.append({"update": done, **metrics})
-        run.update, run.last_rollout, run.task_stats = done, played, rates.state_dict()
-        if writer and log_metrics:
-            log_metrics(metrics, done)
-        logger.info(
-            "update %d/%d %s: success %.2f, loss %.4f, %.1fs",
-            done, config.updates, config.algorithm, metrics["rollout/success_rate"], metrics["losses/total"], metrics["charts/update_seconds"],
-        )
-        if writer and checkpoint_dir is not None and (done % config.checkpoint_every == 0 or done == config.updates):
-            save_rl_checkpoint(checkpoint_dir, run, policy, optimizer, generators)
+            if writer and checkpoint_dir is not None and (done % config.checkpoint_every == 0 or done == config.updates):
+                save_rl_checkpoint(checkpoint_dir, run, policy, optimizer, generators)
     return RLRunResult(policy=policy, history=pd.DataFrame(run.history), skills=run.last_skills, last_rollout=run.last_rollout)

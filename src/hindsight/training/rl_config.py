@@ -113,6 +113,17 @@ class RLConfig:
     """ODYSSE sampler: every step sample of one episode goes into the same mini-batch."""
     wmr1_replay: bool = True
     """WM-R1: an all-failure group swaps one rollout for a stored success of its task."""
+    async_rollouts: bool = False
+    """Generate rollouts in a second process (``training.async_rollouts``) while the learner
+    trains, with decoupled PPO on stale samples; False: the synchronous loop."""
+    async_max_staleness: int = 1
+    """Async: how many policy versions generation may run ahead of the learner (the bound on
+    learner version minus behaviour version; 0: lock-step, the synchronous loop's results
+    when the worker and the learner use the same number of torch threads)."""
+    async_worker_threads: int = 1
+    """Async: torch intra-op threads of the rollout worker process."""
+    async_behaviour_weight_cap: float | None = None
+    """Async: upper bound of the decoupled-PPO weight pi_prox / pi_behav (None: no cap)."""
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
@@ -149,6 +160,22 @@ class RLConfig:
                 raise ValueError(f"training.rl.{name} must be in [0, 1], got {getattr(self, name)}")
         if self.pass_rate_smoothing == 0.0:
             raise ValueError("training.rl.pass_rate_smoothing must be > 0 (0 would never update an estimate)")
+        self._check_async()
+
+    def _check_async(self) -> None:
+        """The asynchronous-rollout settings (``training.async_rollouts``)."""
+        if self.async_rollouts and (
+            self.curriculum or self.stepo_pass_rate_band is not None or self.stepo_filter_zero_variance or self.algorithm == "wmr1"
+        ):
+            raise ValueError(
+                "training.rl.async_rollouts draws every update's tasks in advance: it does not combine with "
+                "curriculum, stepo_pass_rate_band, stepo_filter_zero_variance or algorithm wmr1"
+            )
+        if self.async_max_staleness < 0 or self.async_worker_threads < 1:
+            raise ValueError(
+                "training.rl.async_max_staleness must be >= 0 and training.rl.async_worker_threads >= 1, got "
+                f"{self.async_max_staleness} and {self.async_worker_threads}"
+            )
 
     @property
     def uses_skills(self) -> bool:

@@ -61,9 +61,12 @@ def micro_batch_loss_terms(
     reference_rows: Sequence[torch.Tensor] | None,
     config: RLConfig,
     device,
+    proximal_rows: Sequence[torch.Tensor] | None = None,
 ) -> list[LossTerm]:
     """The loss terms of one micro-batch, each aggregated over its own tokens: ppo always,
-    opd when SEED distils and some sample has a teacher, kl when a reference is given."""
+    opd when SEED distils and some sample has a teacher, kl when a reference is given.
+    With ``proximal_rows`` (asynchronous rollouts) the ppo term is decoupled PPO:
+    ``old_rows`` are the behaviour log-probs, the clip is centred on the proximal ones."""
     tokens = collate(chunk, pad).to(device)
     width = tokens.response_width
     logp = token_logprobs(model, tokens)[:, -width:].float().cpu()
@@ -78,10 +81,17 @@ def micro_batch_loss_terms(
     if config.algorithm == "opid":
         advantage = algorithms.opid_advantages(advantage, teacher, old, distill_mask, weight=config.opid_weight)
     terms = []
-    loss, ppo_metrics = algorithms.ppo_clip_loss(
-        logp, old, advantage, mask,
-        clip_low=config.clip_low, clip_high=config.clip_high, dual_clip=config.dual_clip, agg=config.loss_agg,
-    )
+    if proximal_rows is None:
+        loss, ppo_metrics = algorithms.ppo_clip_loss(
+            logp, old, advantage, mask,
+            clip_low=config.clip_low, clip_high=config.clip_high, dual_clip=config.dual_clip, agg=config.loss_agg,
+        )
+    else:
+        loss, ppo_metrics = algorithms.decoupled_ppo_loss(
+            logp, _pad_right_aligned(proximal_rows, width), old, advantage, mask,
+            clip_low=config.clip_low, clip_high=config.clip_high, dual_clip=config.dual_clip,
+            behaviour_weight_cap=config.async_behaviour_weight_cap, agg=config.loss_agg,
+        )
     ppo_metrics = {f"ppo/{k}": float(v) for k, v in ppo_metrics.items()}
     # |l - l_old|: before the first optimizer step l is the old policy recomputed by the trainer
     ppo_metrics["rollout/logprob_gap"] = float(algorithms.masked_mean((logp - old).abs().detach(), mask))
@@ -109,6 +119,7 @@ def update_policy(
     config: RLConfig,
     generator: torch.Generator,
     parallel: DataParallel | None = None,
+    proximal_logp: Sequence[torch.Tensor] | None = None,
 ) -> dict[str, float]:
     """PPO epochs over mini-batches; returns the mean of every logged metric over the
     mini-batches that logged it (the opd metrics only over those with distilled tokens),
@@ -126,6 +137,9 @@ def update_policy(
     With ``parallel`` (one process of a ``torchrun`` learner, every rank given the same
     samples and generator state) each rank runs its stripe of every mini-batch under DDP;
     the step equals the one-process step up to float rounding (``data_parallel``).
+    ``proximal_logp`` (asynchronous rollouts): per sample, the log-probs of the learner's
+    version before this update; ``old_logp`` are then the behaviour log-probs and the ppo
+    term is ``algorithms.decoupled_ppo_loss``.
     """
     model, pad = policy.model, policy.tokenizer.pad_token_id
     coefficient = {"ppo": 1.0, "opd": config.opd_coef, "kl": config.kl_coef}
@@ -161,6 +175,7 @@ def update_policy(
                         [old_logp[i] for i in micro], [teacher_logp[i] for i in micro],
                         [reference_logp[i] for i in micro] if reference_logp is not None else None,
                         config, policy.device,
+                        [proximal_logp[i] for i in micro] if proximal_logp is not None else None,
                     )
                     total = torch.zeros(())
                     for term in terms:
