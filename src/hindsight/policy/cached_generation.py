@@ -1,0 +1,211 @@
+"""Batched decoding over live episodes, each with its own KV cache kept across turns.
+
+``generate_turn(policy, contexts, valid_actions, config, generator)`` answers one turn of
+every live episode (``episode_context.EpisodeContext``, the multi-turn layout):
+
+1. Prefill: each context's ids not yet in its cache (the new observation segment, plus the
+   previous action's last token, which was sampled but never fed) go through the model in
+   ONE batched forward pass over the episodes' caches. The caches (of different lengths) are
+   left-padded into one batch cache and the new ids left-padded after them; the attention
+   mask is 0 on both paddings and positions count each episode's own tokens, so every row
+   sees exactly its episode's sequence. A context that passed its limit was truncated by
+   ``EpisodeContext.begin_turn`` and is read again from the start (counted).
+2. Decode: one token per row per forward pass, constrained rows through their own valid-action
+   trie, free rows over the vocabulary (``generation``'s sampling functions: the same rule,
+   the same T=1 recorded log-probs). Rows that finished stay in the batch fed a masked pad.
+3. Each row's real cache entries (attention 1) are cut back out into its episode's cache.
+
+What the trainer sees is the ``encoding.StepSample`` of each row: ``prompt_ids`` is the
+context the model read, ``response_ids`` the sampled ids; ``header_length`` marks where a
+skill goes (``training.episode_batches``). Its log-probs equal a fresh forward pass over
+``prompt_ids + response_ids`` to float precision (``tests/rollout/test_multiturn.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Sequence
+
+import torch
+from transformers import DynamicCache
+
+from hindsight.policy.constrained import ActionTrie, stop_token_ids
+from hindsight.policy.encoding import StepSample
+from hindsight.policy.episode_context import EpisodeContext, encode_text, segment_text
+from hindsight.policy.generation import Generation, SamplingConfig, _model_max_length, _response_text, _Row
+from hindsight.policy.generation import _sample_constrained, _sample_free
+from hindsight.policy.logprobs import accepts_logits_to_keep
+from hindsight.policy.prompts import PromptConfig
+
+logger = logging.getLogger(__name__)
+
+
+def begin_turns(
+    tokenizer,
+    contexts: Sequence[EpisodeContext],
+    observations: Sequence[str],
+    valid_actions: Sequence[Sequence[str]],
+    prompt: PromptConfig,
+    config: SamplingConfig,
+    model,
+) -> tuple[list[_Row], int]:
+    """Append each episode's observation segment and build its decoding row.
+
+    Returns:
+        (one row per context, how many contexts were truncated and must be read again).
+    """
+    max_length = config.max_length or _model_max_length(model)
+    rows, truncated = [], 0
+    for context, observation, actions in zip(contexts, observations, valid_actions):
+        row = _Row(ActionTrie.from_actions(tokenizer, actions) if config.constrained and actions else None)
+        row.limit = row.trie.depth if row.trie is not None else config.max_new_tokens
+        budget = max_length - row.limit
+        if budget < 1:
+            raise ValueError(f"generate_turn: max_length={max_length} leaves no room for the context (response {row.limit}).")
+        truncated += int(context.begin_turn(encode_text(tokenizer, segment_text(observation, actions, prompt)), budget))
+        row.prompt_ids, row.dropped = list(context.ids), context.dropped_tokens
+        rows.append(row)
+    return rows, truncated
+
+
+def generate_turn(
+    policy,
+    contexts: Sequence[EpisodeContext],
+    observations: Sequence[str],
+    valid_actions: Sequence[Sequence[str]],
+    *,
+    prompt: PromptConfig,
+    config: SamplingConfig,
+    generator: torch.Generator,
+) -> tuple[list[Generation], int]:
+    """One turn of every context: segment appended, prefill, batched decode, caches kept.
+
+    Args:
+        policy: A ``model.Policy``.
+        contexts: The live episodes' contexts (changed in place: segment, action, cache).
+        observations: Per context, the observation it acts on.
+        valid_actions: Per context, the valid actions (the trie under constrained decoding).
+        prompt: How a segment is written (``show_valid_actions``, observation cut).
+        config: Decoding settings (``max_length`` bounds every context).
+        generator: The seeded sampling RNG.
+
+    Returns:
+        (one ``Generation`` per context, the number of contexts truncated and re-read).
+    """
+    model, tokenizer = policy.model, policy.tokenizer
+    device = next(model.parameters()).device
+    rows, truncated = begin_turns(tokenizer, contexts, observations, valid_actions, prompt, config, model)
+    if rows:
+        with torch.no_grad():
+            _decode_cached(model, tokenizer, contexts, rows, config, generator, device)
+    generations = []
+    for context, row in zip(contexts, rows):
+        header_length = len(context.header_ids) if row.prompt_ids[: len(context.header_ids)] == context.header_ids else 0
+        context.end_turn(row.ids)
+        sample = StepSample(
+            prompt_ids=row.prompt_ids,
+            response_ids=list(row.ids),
+            allowed_ids=row.allowed,
+            old_logprobs=torch.tensor(row.logprobs, dtype=torch.float32),
+            truncated_tokens=row.dropped,
+            max_length=config.max_length,
+            header_length=header_length,
+        )
+        generations.append(Generation(sample=sample, text=_response_text(tokenizer, row, config), finished=row.finished))
+    return generations, truncated
+
+
+def _batch_cache(contexts: Sequence[EpisodeContext], width: int, device) -> DynamicCache:
+    """The contexts' caches left-padded to ``width`` entries, as one batch cache."""
+    cache = DynamicCache()
+    layers = next((len(context.cache) for context in contexts if context.cache is not None), 0)
+    if width == 0 or layers == 0:
+        return cache
+    for layer in range(layers):
+        keys, values = [], []
+        for context in contexts:
+            if context.cache is not None:
+                key, value = context.cache[layer]
+            else:  # a context read from the start: all padding here
+                reference_key, reference_value = next(c.cache[layer] for c in contexts if c.cache is not None)
+                key, value = reference_key[:, :, :0], reference_value[:, :, :0]
+            pad = width - key.shape[2]
+            keys.append(torch.nn.functional.pad(key, (0, 0, pad, 0)))
+            values.append(torch.nn.functional.pad(value, (0, 0, pad, 0)))
+        cache.update(torch.cat(keys).to(device), torch.cat(values).to(device), layer)
+    return cache
+
+
+def _prefill(model, contexts: Sequence[EpisodeContext], pad_id: int, device):
+    """Feed every context's uncached ids over its cache; return (last logits, cache, attention, next positions)."""
+    width = max(context.cached for context in contexts)
+    new = [context.ids[context.cached :] for context in contexts]
+    span = max(len(ids) for ids in new)
+    batch = len(contexts)
+    input_ids = torch.full((batch, span), pad_id, dtype=torch.long)
+    positions = torch.zeros((batch, span), dtype=torch.long)
+    attention = torch.zeros((batch, width + span), dtype=torch.long)
+    for row, (context, ids) in enumerate(zip(contexts, new)):
+        input_ids[row, span - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+        positions[row, span - len(ids) :] = torch.arange(context.cached, context.cached + len(ids))
+        attention[row, width - context.cached : width] = 1
+        attention[row, width + span - len(ids) :] = 1
+    cache = _batch_cache(contexts, width, device)
+    attention = attention.to(device)
+    extra = {"logits_to_keep": 1} if accepts_logits_to_keep(model) else {}
+    output = model(
+        input_ids=input_ids.to(device),
+        attention_mask=attention,
+        position_ids=positions.to(device),
+        past_key_values=cache,
+        use_cache=True,
+        **extra,
+    )
+    next_position = torch.tensor([len(context.ids) for context in contexts], dtype=torch.long, device=device)
+    return output.logits[:, -1].float(), output.past_key_values, attention, next_position
+
+
+def _decode_cached(model, tokenizer, contexts, rows: list[_Row], config, generator, device) -> None:
+    """The token loop over the batch cache; stores each row's cache back in its context."""
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    stops = stop_token_ids(tokenizer, config.stop_at_newline, config.stop_strings)
+    logits, cache, attention, next_position = _prefill(model, contexts, pad_id, device)
+    for _ in range(max(row.limit for row in rows)):
+        active = [index for index, row in enumerate(rows) if not row.done]
+        tokens = torch.full((len(active),), pad_id, dtype=torch.long, device=device)
+        _sample_constrained(rows, active, logits[active], tokens, config, generator)
+        _sample_free(rows, active, logits[active], tokens, config, generator, tokenizer.eos_token_id, stops)
+        if all(row.done for row in rows):
+            break
+        # Rows that just finished do not feed their last token (it starts the next turn's prefill).
+        fed = torch.tensor([not rows[index].done for index in active], dtype=torch.long, device=device)
+        step_tokens = torch.full((len(rows),), pad_id, dtype=torch.long, device=device)
+        step_mask = torch.zeros((len(rows),), dtype=torch.long, device=device)
+        active_index = torch.tensor(active, dtype=torch.long, device=device)
+        step_tokens[active_index] = tokens
+        step_mask[active_index] = fed
+        attention = torch.cat([attention, step_mask.unsqueeze(-1)], dim=1)
+        output = model(
+            input_ids=step_tokens.unsqueeze(-1),
+            attention_mask=attention,
+            position_ids=next_position.unsqueeze(-1),
+            past_key_values=cache,
+            use_cache=True,
+        )
+        cache = output.past_key_values
+        logits = output.logits[:, -1].float()
+        next_position = next_position + step_mask
+    _store_caches(contexts, rows, cache, attention)
+
+
+def _store_caches(contexts, rows, cache, attention) -> None:
+    """Cut each row's real entries out of the batch cache into its context's cache."""
+    keep = attention.bool()
+    for index, context in enumerate(contexts):
+        mask = keep[index]
+        context.cache = [(layer.keys[index : index + 1, :, mask], layer.values[index : index + 1, :, mask]) for layer in cache.layers]
+        context.cached = int(mask.sum())
+        # every id of the context plus the response except the last sampled token is cached
+        expected = len(context.ids) + len(rows[index].ids) - 1
+        if context.cached != expected:
+            raise RuntimeError(f"generate_turn: row {index} cached {context.cached} tokens, expected {expected}.")
