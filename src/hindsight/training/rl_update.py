@@ -22,6 +22,7 @@ from hindsight.policy.batching import token_budget_chunks
 from hindsight.policy.encoding import StepSample, collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.training.distillation import response_logprobs
+from hindsight.training.episode_batches import chain_micro_batches, is_multiturn, right_aligned_logprobs
 from hindsight.training.rl_config import RLConfig
 
 logger = logging.getLogger(__name__)
@@ -62,10 +63,13 @@ def micro_batch_loss_terms(
 ) -> list[LossTerm]:
     """The loss terms of one micro-batch, each aggregated over its own tokens: ppo always,
     opd when SEED distils and some sample has a teacher, kl when a reference is given."""
-    tokens = collate(chunk, pad).to(device)
-    width = tokens.response_width
-    logp = token_logprobs(model, tokens)[:, -width:].float().cpu()
-    mask = tokens.choice_mask[:, -width:].float().cpu()  # response tokens the policy chose (no forced ones)
+    if is_multiturn(chunk):  # one forward pass per episode (training.episode_batches)
+        logp, mask, width = right_aligned_logprobs(model, chunk, pad)
+    else:
+        tokens = collate(chunk, pad).to(device)
+        width = tokens.response_width
+        logp = token_logprobs(model, tokens)[:, -width:].float().cpu()
+        mask = tokens.choice_mask[:, -width:].float().cpu()  # response tokens the policy chose (no forced ones)
     old = _pad_right_aligned(old_rows, width)
     has_teacher = torch.tensor([row is not None for row in teacher_rows], dtype=torch.float32)
     teacher = _pad_right_aligned(
@@ -128,6 +132,7 @@ def update_policy(
         else None
     )
     lengths = [len(sample.input_ids) for sample in samples]
+    multiturn = is_multiturn(samples)
     model.train()
     sums: dict[str, float] = {}
     counts: dict[str, int] = {}
@@ -136,7 +141,11 @@ def update_policy(
         order = torch.randperm(len(samples), generator=generator).tolist()
         for start in range(0, len(order), config.mini_batch_size):
             index = sorted(order[start : start + config.mini_batch_size], key=lambda i: lengths[i])
-            micro_batches = token_budget_chunks(index, lengths, config.micro_batch_tokens)
+            micro_batches = (
+                chain_micro_batches(samples, index, config.micro_batch_tokens)
+                if multiturn
+                else token_budget_chunks(index, lengths, config.micro_batch_tokens)
+            )
             totals = _aggregation_totals(samples, index, teacher_logp, config)
             optimizer.zero_grad(set_to_none=True)
             losses: dict[str, float] = {}
