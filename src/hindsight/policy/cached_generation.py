@@ -4,12 +4,15 @@
 every live episode (``episode_context.EpisodeContext``, the multi-turn layout):
 
 1. Prefill: each context's ids not yet in its cache (the new observation segment, plus the
-   previous action's last token, which was sampled but never fed) go through the model in
-   ONE batched forward pass over the episodes' caches. The caches (of different lengths) are
-   left-padded into one batch cache and the new ids left-padded after them; the attention
-   mask is 0 on both paddings and positions count each episode's own tokens, so every row
-   sees exactly its episode's sequence. A context that passed its limit was truncated by
-   ``EpisodeContext.begin_turn`` and is read again from the start (counted).
+   previous action's last token, which was sampled but never fed) go through the model over
+   the episodes' caches, batched: the caches (of different lengths) are left-padded into one
+   batch cache and the new ids left-padded after them; the attention mask is 0 on both
+   paddings and positions count each episode's own tokens, so every row sees exactly its
+   episode's sequence. Segments are read in chunks of similar lengths within
+   ``max_batch_tokens`` (a context truncated by ``EpisodeContext.begin_turn`` and read again
+   from the start, counted, is not padded against short segments); identical uncached
+   contexts (a group's first turn) are read once; then one batched pass feeds every row's
+   last new id and gives the logits of the first response token.
 2. Decode: one token per row per forward pass, constrained rows through their own valid-action
    trie, free rows over the vocabulary (``generation``'s sampling functions: the same rule,
    the same T=1 recorded log-probs). Rows that finished stay in the batch fed a masked pad.
@@ -23,12 +26,14 @@ skill goes (``training.episode_batches``). Its log-probs equal a fresh forward p
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Sequence
 
 import torch
 from transformers import DynamicCache
 
+from hindsight.policy.batching import token_budget_chunks
 from hindsight.policy.constrained import ActionTrie, stop_token_ids
 from hindsight.policy.encoding import StepSample
 from hindsight.policy.episode_context import EpisodeContext, encode_text, segment_text
@@ -165,10 +170,35 @@ def _prefill(model, contexts: Sequence[EpisodeContext], pad_id: int, device):
     return output.logits[:, -1].float(), output.past_key_values, attention, next_position
 
 
+def _prefill_segments(model, contexts: Sequence[EpisodeContext], pad_id: int, device, token_budget: int | None) -> None:
+    """Read every context's new ids but the last into its cache, in chunks of similar
+    lengths within ``token_budget`` padded tokens (a context re-read from the start is not
+    padded against short segments), and contexts with nothing cached and the same ids (a
+    group's first turn) once for all of them. The batched prefill then feeds one id per row."""
+    groups: dict[tuple[int, ...], list[EpisodeContext]] = {}
+    for context in contexts:
+        if len(context.ids) - context.cached > 1:
+            key = tuple(context.ids) if context.cache is None else (id(context),)
+            groups.setdefault(key, []).append(context)
+    members = list(groups.values())
+    leaders = [dataclasses.replace(group[0], ids=group[0].ids[:-1]) for group in members]  # all but the last id
+    spans = [len(leader.ids) - leader.cached for leader in leaders]
+    order = sorted(range(len(leaders)), key=lambda i: (leaders[i].cached, spans[i]))
+    for chunk in token_budget_chunks(order, [spans[i] + leaders[i].cached // 4 for i in range(len(leaders))], token_budget):
+        _, cache, attention, _ = _prefill(model, [leaders[i] for i in chunk], pad_id, device)
+        for row, index in enumerate(chunk):
+            mask = attention[row].bool()
+            layers = [(layer.keys[row : row + 1, :, mask], layer.values[row : row + 1, :, mask]) for layer in cache.layers]
+            for member in members[index]:
+                member.cache, member.cached = layers, len(member.ids) - 1
+
+
 def _decode_cached(model, tokenizer, contexts, rows: list[_Row], config, generator, device) -> None:
     """The token loop over the batch cache; stores each row's cache back in its context."""
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     stops = stop_token_ids(tokenizer, config.stop_at_newline, config.stop_strings)
+    token_budget = config.max_batch_tokens or (2048 if device.type == "cpu" else None)
+    _prefill_segments(model, contexts, pad_id, device, token_budget)
     logits, cache, attention, next_position = _prefill(model, contexts, pad_id, device)
     for _ in range(max(row.limit for row in rows)):
         active = [index for index, row in enumerate(rows) if not row.done]
