@@ -16,7 +16,9 @@ TextWorldExpress twc, then plays the SAME tasks in one process with:
 All use the same model, decoding (constrained, temperature 0.4), prompts and tasks. The
 modes are interleaved over ``--rounds`` rounds and the medians reported, because a shared
 machine's load drifts; "cpu" is the process's CPU time over wall time x torch threads
-(well below 1.0 means other processes took the cores). A benchmark, not a test:
+(well below 1.0 means other processes took the cores; "env steps per CPU second" divides by
+this process's CPU time instead of the wall clock, the steadier figure on a loaded machine,
+though it leaves out the environment's JVM). A benchmark, not a test:
 
     python benchmarks/rollout_throughput.py                       # ~4 minutes on 2 CPU cores
     python benchmarks/rollout_throughput.py --tasks 4 --group-size 2 --max-steps 10 --rounds 1
@@ -123,6 +125,7 @@ def timed(run, *args) -> dict[str, float]:
         "tokens_per_s": tokens / wall,
         "wall": wall,
         "cpu": cpu / (wall * torch.get_num_threads()),
+        "steps_per_cpu_s": steps / cpu,
     }
 
 
@@ -190,7 +193,10 @@ def main() -> None:
 
     print("medians:")
     for name in modes:
-        print(f"  {name:>11}: {median(name, 'steps_per_s'):.1f} env steps/s, {median(name, 'tokens_per_s'):.0f} generated tokens/s")
+        print(
+            f"  {name:>11}: {median(name, 'steps_per_s'):.1f} env steps/s, {median(name, 'tokens_per_s'):.0f} generated tokens/s, "
+            f"{median(name, 'steps_per_cpu_s'):.1f} env steps per CPU second of this process"
+        )
     for (layout, parallel), (context, reprefills) in CONTEXT.items():
         if parallel > 1 or layout == "stepwise":
             generation, environment = SECONDS[layout, parallel]
@@ -201,9 +207,10 @@ def main() -> None:
     for name, baseline in (("batched", "naive"), ("multiturn", "naive"), ("multiturn", "batched")):
         ratios = [b["steps_per_s"] / n["steps_per_s"] for b, n in zip(results[name], results[baseline])]
         token_ratios = [b["tokens_per_s"] / n["tokens_per_s"] for b, n in zip(results[name], results[baseline])]
+        cpu_ratios = [b["steps_per_cpu_s"] / n["steps_per_cpu_s"] for b, n in zip(results[name], results[baseline])]
         print(
             f"{name} / {baseline}: {statistics.median(ratios):.2f}x env steps/s, {statistics.median(token_ratios):.2f}x "
-            f"generated tokens/s (median of per-round ratios)"
+            f"generated tokens/s, {statistics.median(cpu_ratios):.2f}x env steps per CPU second (median of per-round ratios)"
         )
     if args.hf_generate:
         hf_ratios = [b["steps_per_s"] / h["steps_per_s"] for b, h in zip(results["batched"], results["hf-generate"])]

@@ -16,7 +16,13 @@ from hindsight.policy.logprobs import token_logprobs
 from hindsight.rollout import RolloutConfig, run_rollouts
 from hindsight.skills.injection import skill_block
 from hindsight.training.distillation import response_logprobs, skill_augmented_logprobs
-from hindsight.training.episode_batches import chain_logprobs, chain_micro_batches, episode_chains, with_skill_ids
+from hindsight.training.episode_batches import (
+    chain_logprobs,
+    chain_micro_batches,
+    episode_chains,
+    episode_order,
+    with_skill_ids,
+)
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.rl_update import micro_batch_loss_terms, update_policy
 
@@ -143,3 +149,17 @@ def test_an_update_on_whole_episodes(rollout, warm_policy):
     )
     assert metrics["rollout/logprob_gap"] < 1e-5 and metrics["losses/ppo"] == metrics["losses/ppo"]
     assert all(not torch.equal(a, b.detach()) for a, b in zip(before, policy.model.parameters()))
+
+
+def test_mini_batches_take_whole_episodes(rollout):
+    samples = rollout.samples
+    order = episode_order(samples, torch.Generator().manual_seed(1))
+    assert sorted(order) == list(range(len(samples)))
+    runs = [samples[order[0]].episode_id]
+    for before, after in zip(order, order[1:]):
+        if samples[after].episode_id != samples[before].episode_id:
+            runs.append(samples[after].episode_id)
+        else:
+            assert samples[after].step == samples[before].step + 1
+    assert len(runs) == len(set(runs)) == 6  # each episode's steps together, in step order
+    assert order != episode_order(samples, torch.Generator().manual_seed(2))

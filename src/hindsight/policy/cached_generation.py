@@ -32,6 +32,7 @@ from typing import Sequence
 
 import torch
 from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
 
 from hindsight.policy.batching import token_budget_chunks
 from hindsight.policy.constrained import ActionTrie, stop_token_ids
@@ -120,28 +121,53 @@ def generate_turn(
     return generations, truncated
 
 
-def _batch_cache(contexts: Sequence[EpisodeContext], width: int, device) -> DynamicCache:
-    """The contexts' caches left-padded to ``width`` entries, as one batch cache."""
+class _BufferLayer(DynamicLayer):
+    """A cache layer writing new entries into a preallocated buffer (doubled when full):
+    one copy per new token, where ``DynamicLayer`` concatenates the whole cache every token
+    (measured: two thirds of a decode step's CPU time at 1,600 cached tokens)."""
+
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, length: int) -> None:
+        super().__init__()
+        self.dtype, self.device, self.is_initialized = keys.dtype, keys.device, True
+        self.buffer_keys, self.buffer_values, self.length = keys, values, length
+        self.keys, self.values = keys[:, :, :length], values[:, :, :length]
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        end = self.length + key_states.shape[-2]
+        if end > self.buffer_keys.shape[-2]:
+            grown = max(end, 2 * self.buffer_keys.shape[-2])
+            self.buffer_keys = torch.nn.functional.pad(self.buffer_keys, (0, 0, 0, grown - self.buffer_keys.shape[-2]))
+            self.buffer_values = torch.nn.functional.pad(self.buffer_values, (0, 0, 0, grown - self.buffer_values.shape[-2]))
+        self.buffer_keys[:, :, self.length : end] = key_states
+        self.buffer_values[:, :, self.length : end] = value_states
+        self.length = end
+        self.keys, self.values = self.buffer_keys[:, :, :end], self.buffer_values[:, :, :end]
+        return self.keys, self.values
+
+
+def _batch_cache(contexts: Sequence[EpisodeContext], width: int, room: int, device) -> DynamicCache:
+    """The contexts' caches left-padded to ``width`` entries, as one batch cache with room
+    for ``room`` more entries per row."""
     cache = DynamicCache()
-    layers = next((len(context.cache) for context in contexts if context.cache is not None), 0)
-    if width == 0 or layers == 0:
+    reference = next((context.cache for context in contexts if context.cache is not None), None)
+    if width == 0 or reference is None:
         return cache
-    for layer in range(layers):
-        keys, values = [], []
-        for context in contexts:
-            if context.cache is not None:
+    layers = []
+    for layer, (reference_key, _) in enumerate(reference):
+        batch, heads, _, dim = reference_key.shape
+        keys = reference_key.new_zeros((len(contexts), heads, width + room, dim), device=device)
+        values = torch.zeros_like(keys)
+        for row, context in enumerate(contexts):
+            if context.cache is not None:  # else a context read from the start: all padding here
                 key, value = context.cache[layer]
-            else:  # a context read from the start: all padding here
-                reference_key, reference_value = next(c.cache[layer] for c in contexts if c.cache is not None)
-                key, value = reference_key[:, :, :0], reference_value[:, :, :0]
-            pad = width - key.shape[2]
-            keys.append(torch.nn.functional.pad(key, (0, 0, pad, 0)))
-            values.append(torch.nn.functional.pad(value, (0, 0, pad, 0)))
-        cache.update(torch.cat(keys).to(device), torch.cat(values).to(device), layer)
+                keys[row, :, width - key.shape[2] : width] = key[0]
+                values[row, :, width - value.shape[2] : width] = value[0]
+        layers.append(_BufferLayer(keys, values, width))
+    cache.layers = layers
     return cache
 
 
-def _prefill(model, contexts: Sequence[EpisodeContext], pad_id: int, device):
+def _prefill(model, contexts: Sequence[EpisodeContext], pad_id: int, device, room: int = 0):
     """Feed every context's uncached ids over its cache; return (last logits, cache, attention, next positions)."""
     width = max(context.cached for context in contexts)
     new = [context.ids[context.cached :] for context in contexts]
@@ -155,7 +181,7 @@ def _prefill(model, contexts: Sequence[EpisodeContext], pad_id: int, device):
         positions[row, span - len(ids) :] = torch.arange(context.cached, context.cached + len(ids))
         attention[row, width - context.cached : width] = 1
         attention[row, width + span - len(ids) :] = 1
-    cache = _batch_cache(contexts, width, device)
+    cache = _batch_cache(contexts, width, span + room, device)
     attention = attention.to(device)
     extra = {"logits_to_keep": 1} if accepts_logits_to_keep(model) else {}
     output = model(
@@ -199,7 +225,7 @@ def _decode_cached(model, tokenizer, contexts, rows: list[_Row], config, generat
     stops = stop_token_ids(tokenizer, config.stop_at_newline, config.stop_strings)
     token_budget = config.max_batch_tokens or (2048 if device.type == "cpu" else None)
     _prefill_segments(model, contexts, pad_id, device, token_budget)
-    logits, cache, attention, next_position = _prefill(model, contexts, pad_id, device)
+    logits, cache, attention, next_position = _prefill(model, contexts, pad_id, device, room=max(row.limit for row in rows))
     for _ in range(max(row.limit for row in rows)):
         active = [index for index, row in enumerate(rows) if not row.done]
         tokens = torch.full((len(active),), pad_id, dtype=torch.long, device=device)

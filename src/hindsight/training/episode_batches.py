@@ -73,6 +73,19 @@ def episode_chains(samples: Sequence[StepSample], indices: Sequence[int] | None 
     return sorted(chains, key=lambda chain: min(first[i] for i in chain))
 
 
+def episode_order(samples: Sequence[StepSample], generator: torch.Generator) -> list[int]:
+    """Sample indices episode by episode (episodes in a random order, steps in order): cut
+    into mini-batches of ``mini_batch_size`` samples, an episode is split at most once, at a
+    mini-batch boundary, so almost every episode is scored in one forward pass per epoch
+    (a random order over steps would put each episode's steps in many mini-batches)."""
+    episodes: dict[str, list[int]] = defaultdict(list)
+    for index, sample in enumerate(samples):
+        episodes[sample.episode_id].append(index)
+    names = list(episodes)
+    shuffled = [names[i] for i in torch.randperm(len(names), generator=generator).tolist()]
+    return [i for name in shuffled for i in sorted(episodes[name], key=lambda i: samples[i].step)]
+
+
 def chain_micro_batches(samples: Sequence[StepSample], indices: Sequence[int], token_budget: int | None) -> list[list[int]]:
     """Micro-batches of sample indices that keep each chain whole: chains packed by their
     sequence length within ``token_budget`` padded tokens (``batching.token_budget_chunks``)."""

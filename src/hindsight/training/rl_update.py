@@ -22,7 +22,7 @@ from hindsight.policy.batching import token_budget_chunks
 from hindsight.policy.encoding import StepSample, collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.training.distillation import response_logprobs
-from hindsight.training.episode_batches import chain_micro_batches, is_multiturn, right_aligned_logprobs
+from hindsight.training.episode_batches import chain_micro_batches, episode_order, is_multiturn, right_aligned_logprobs
 from hindsight.training.rl_config import RLConfig
 
 logger = logging.getLogger(__name__)
@@ -139,6 +139,8 @@ def update_policy(
     skipped = 0
     for epoch in range(config.ppo_epochs):
         order = torch.randperm(len(samples), generator=generator).tolist()
+        if multiturn:  # whole episodes per mini-batch: one forward pass each (training.episode_batches)
+            order = episode_order(samples, generator)
         for start in range(0, len(order), config.mini_batch_size):
             index = sorted(order[start : start + config.mini_batch_size], key=lambda i: lengths[i])
             micro_batches = (
