@@ -21,14 +21,11 @@ in ``RolloutResult.faults`` and counted in the stats and ``rollout_metrics``).
 What batching buys: the token-loop forward passes serve all live episodes at once, and
 identical prompts (a group's first step) are read once. On a CPU, reading the prompt is
 compute-bound and batching does not reduce its arithmetic, so the gain is small there
-(README "Known limits", ``benchmarks/rollout_throughput.py``); where a batch-1 forward
-is latency-bound (an accelerator), it grows with ``max_parallel``.
-
+(``benchmarks/rollout_throughput.py``); on an accelerator it grows with ``max_parallel``.
 Two layouts (``layout``): ``stepwise`` builds a prompt per step (history window, the SEED
-paper's; its window rewrites everything after the task line, so nothing is cached across
-turns); ``multiturn`` keeps each episode as one growing token sequence with its own KV
-cache across turns and prefills only the new observation (``rollout.multiturn``,
-``policy.cached_generation``); contexts truncated at ``max_length`` are re-read and counted
+paper's; nothing cached across turns); ``multiturn`` keeps each episode one growing token
+sequence with its own KV cache across turns and prefills only the new observation
+(``rollout.multiturn``); truncated contexts are re-read and counted
 (``rollout/context_reprefills``).
 
 The recorded log-probs are the policy's own T=1 distribution, restricted to the allowed
@@ -281,18 +278,14 @@ def _play(policy, pool, queue, config, skills, source, policy_version, timer, fa
             if not live:
                 continue
             tick = time.perf_counter()
+            episodes = [episode for _, episode, _ in live]
             if config.layout == "multiturn":
-                episodes = [episode for _, episode, _ in live]
                 generations, reprefills = multiturn_generations(policy, episodes, config.prompt, sampling, generator)
                 timer.context_reprefills += reprefills
             else:
-                generations = generate(
-                    policy,
-                    [episode.prompt() for _, episode, _ in live],
-                    config=sampling,
-                    valid_actions=[episode.valid_actions for _, episode, _ in live] if config.constrained else None,
-                    generator=generator,
-                )
+                valid_actions = [episode.valid_actions for episode in episodes] if config.constrained else None
+                prompts = [episode.prompt() for episode in episodes]
+                generations = generate(policy, prompts, config=sampling, valid_actions=valid_actions, generator=generator)
             timer.generation += time.perf_counter() - tick
 
             still_live = []
