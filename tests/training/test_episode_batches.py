@@ -15,6 +15,7 @@ from hindsight.policy.encoding import collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.rollout import RolloutConfig, run_rollouts
 from hindsight.skills.injection import skill_block
+from hindsight.skills.skill_bank import SkillBankTeacher
 from hindsight.training.distillation import response_logprobs, skill_augmented_logprobs
 from hindsight.training.episode_batches import (
     chain_logprobs,
@@ -23,7 +24,9 @@ from hindsight.training.episode_batches import (
     episode_order,
     with_skill_ids,
 )
+from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig
+from hindsight.training.rl_run import frozen_copy
 from hindsight.training.rl_update import micro_batch_loss_terms, update_policy
 
 SKILL = "do: take the object; put it where it belongs"
@@ -163,3 +166,25 @@ def test_mini_batches_take_whole_episodes(rollout):
             assert samples[after].step == samples[before].step + 1
     assert len(runs) == len(set(runs)) == 6  # each episode's steps together, in step order
     assert order != episode_order(samples, torch.Generator().manual_seed(2))
+
+
+def test_seed_trains_in_the_multiturn_layout(warm_policy, twc_tasks):
+    """The RL loop end to end in the multi-turn layout: SEED with a fixed skill bank (skill
+    ids inserted once per episode), whole-episode passes, sampling and trainer agree."""
+    policy = copy.deepcopy(warm_policy)
+    before = [p.detach().clone() for p in policy.model.parameters()]
+    config = RLConfig(
+        algorithm="seed", updates=2, tasks_per_update=2, group_size=2, learning_rate=1e-3, mini_batch_size=8,
+        skill_source="fixed_bank", eval_every=0,
+    )
+    rollout = RolloutConfig(temperature=1.0, max_length=768, max_parallel=4, max_steps=5, progress=False, layout="multiturn")
+    result = train_rl(
+        policy, frozen_copy(policy.model), twc_tasks, make_env, rollout, config, seed=1,
+        teacher=SkillBankTeacher({"twc": "do: take each object; put it in its usual place"}),
+    )
+    history = result.history
+    assert history["update"].tolist() == [1, 2]
+    assert (history["rollout/logprob_gap"] < 1e-5).all()
+    assert history["losses/opd"].notna().all() and history["kl/ref"].notna().all()
+    assert "rollout/context_reprefills" in history and (history["opd/distilled_sample_ratio"] == 1.0).all()
+    assert any(not torch.equal(a, b.detach()) for a, b in zip(before, policy.model.parameters()))
