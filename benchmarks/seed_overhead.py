@@ -7,16 +7,23 @@ distillation term. Both updates here start from the same weights and use the sam
 (one rollout of ``--tasks`` x ``--group`` episodes, played once). The rollout itself is
 timed separately and reported, since a whole RL iteration pays it in both methods.
 
+With ``--layout multiturn`` the batch is played in the multi-turn layout and both updates
+score whole episodes (one forward pass per episode, ``training.episode_batches``); the same
+two updates on the same samples scored step by step (one pass per step sample, as the
+step-wise layout's trainer does) are timed too, to show what the whole-episode passes save.
+
 Run from the project root (prints its figures; not a test):
 
     python benchmarks/seed_overhead.py            # small (~4M) policy, 8 tasks x 4 episodes
     python benchmarks/seed_overhead.py --preset tiny --repeats 1
+    python benchmarks/seed_overhead.py --layout multiturn
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import os
 import statistics
 import time
@@ -89,25 +96,47 @@ def main() -> None:
     parser.add_argument("--group", type=int, default=4)
     parser.add_argument("--analyzer-tokens", type=int, default=96)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--layout", default="stepwise", choices=["stepwise", "multiturn"])
+    parser.add_argument("--max-length", type=int, default=1024, help="context + response tokens")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     torch.manual_seed(0)
     policy = build(args.preset)
     reference = frozen_copy(policy.model)
     tasks = [t for spec in SPECS for t in make_tasks(spec, "train", range(args.tasks // len(SPECS)))]
-    settings = RolloutConfig(group_size=args.group, progress=False, prompt=PromptConfig())
+    settings = RolloutConfig(
+        group_size=args.group, progress=False, prompt=PromptConfig(), layout=args.layout, max_length=args.max_length
+    )
     started = time.perf_counter()
     rollout = run_rollouts(policy, make_env, tasks, settings)
     rollout_seconds = time.perf_counter() - started
     grpo = RLConfig(algorithm="grpo", mini_batch_size=64)
     seed = RLConfig(algorithm="seed", mini_batch_size=64)
-    times = {"grpo": [], "seed": []}
+    runs = [("grpo", grpo, rollout), ("seed", seed, rollout)]
+    if args.layout == "multiturn":  # the same samples scored one pass per step
+        per_step = dataclasses.replace(rollout, samples=[dataclasses.replace(s, header_length=None) for s in rollout.samples])
+        runs += [("grpo per step", grpo, per_step), ("seed per step", seed, per_step)]
+    times = {name: [] for name, _, _ in runs}
     for _ in range(args.repeats):  # interleaved, each from the same starting weights
-        for name, config in (("grpo", grpo), ("seed", seed)):
-            times[name].append(one_update(copy.deepcopy(policy), reference, rollout, config, args.analyzer_tokens))
+        for name, config, batch in runs:
+            times[name].append(one_update(copy.deepcopy(policy), reference, batch, config, args.analyzer_tokens))
     grpo_s, seed_s = statistics.median(times["grpo"]), statistics.median(times["seed"])
-    print(f"batch: {len(rollout.table)} step samples from {int(rollout.stats['episodes'])} episodes ({args.preset} policy)")
+    print(
+        f"batch: {len(rollout.table)} step samples from {int(rollout.stats['episodes'])} episodes ({args.preset} policy, "
+        f"{args.layout} layout, {rollout.stats['mean_prompt_tokens']:.0f} context tokens per step, torch threads "
+        f"{torch.get_num_threads()})"
+    )
     print(f"rollout (shared by both): {rollout_seconds:.2f} s")
+    if args.layout == "multiturn":
+        for method in ("grpo", "seed"):
+            step_s = statistics.median(times[f"{method} per step"])
+            print(
+                f"{method.upper()} update scored per step: {step_s:.2f} s; whole episodes: "
+                f"{statistics.median(times[method]):.2f} s ({step_s / statistics.median(times[method]):.2f}x faster)"
+            )
     print(f"GRPO update: {grpo_s:.2f} s   SEED update: {seed_s:.2f} s   (medians of {args.repeats})")
     print(f"SEED / GRPO, update only:        {seed_s / grpo_s:.2f}x")
     print(f"SEED / GRPO, rollout + update:   {(rollout_seconds + seed_s) / (rollout_seconds + grpo_s):.2f}x  (target <= 1.3x)")

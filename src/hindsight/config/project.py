@@ -101,6 +101,10 @@ class RolloutSettings:
     """A tqdm bar: live episodes and env steps/s."""
     prompt: PromptConfig = field(default_factory=PromptConfig)
     """How a step prompt is built (history window, pinned facts, valid-action list)."""
+    layout: str = "stepwise"
+    """stepwise: a prompt per step with a history window (the SEED paper's); multiturn: each
+    episode one growing token sequence, KV cache kept across turns, trained with one
+    forward pass per episode."""
 
 
 ANALYZER_LANGUAGES = ("compact", "json")
@@ -215,6 +219,7 @@ class ProjectConfig:
             max_parallel=shared.max_parallel,
             seed=self.seeds.rollouts if seed is None else int(seed),
             progress=shared.progress,
+            layout=shared.layout,
         )
 
     def heldout_config(self, play: "HeldoutPlay", random_floor: bool = False) -> HeldoutConfig:

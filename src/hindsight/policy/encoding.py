@@ -58,7 +58,8 @@ class StepSample:
     step: int = 0
     """Index of the step in its episode."""
     prompt: str = ""
-    """The prompt text (skill included when the episode had one), before the chat template."""
+    """The prompt text (skill included when the episode had one), before the chat template;
+    "" in the multi-turn layout, whose ids are never rebuilt from text."""
     prompt_ids: list[int]
     """The prompt ids the model read (chat template applied, oldest tokens cut to fit)."""
     response_ids: list[int]
@@ -73,6 +74,10 @@ class StepSample:
     max_length: int | None = None
     """The prompt + response token budget, kept when re-encoding under another prompt
     (None: no limit)."""
+    header_length: int | None = None
+    """Multi-turn layout (``policy.episode_context``): how many leading ``prompt_ids`` are the
+    episode's header (task line; a skill goes right after it), 0 when truncation cut it.
+    None: a step-wise prompt built from text."""
 
     @property
     def input_ids(self) -> list[int]:

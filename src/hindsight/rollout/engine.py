@@ -21,10 +21,12 @@ in ``RolloutResult.faults`` and counted in the stats and ``rollout_metrics``).
 What batching buys: the token-loop forward passes serve all live episodes at once, and
 identical prompts (a group's first step) are read once. On a CPU, reading the prompt is
 compute-bound and batching does not reduce its arithmetic, so the gain is small there
-(README "Known limits", ``benchmarks/rollout_throughput.py``); where a batch-1 forward
-is latency-bound (an accelerator), it grows with ``max_parallel``. No prompt-prefix cache
-across turns: the sliding history window rewrites everything after the task line and the
-pinned facts, so at most a fifth of the prompt reading could be saved.
+(``benchmarks/rollout_throughput.py``); on an accelerator it grows with ``max_parallel``.
+Two layouts (``layout``): ``stepwise`` builds a prompt per step (history window, the SEED
+paper's; nothing cached across turns); ``multiturn`` keeps each episode one growing token
+sequence with its own KV cache across turns and prefills only the new observation
+(``rollout.multiturn``); truncated contexts are re-read and counted
+(``rollout/context_reprefills``).
 
 The recorded log-probs are the policy's own T=1 distribution, restricted to the allowed
 tokens when decoding is constrained (``policy.logprobs``), whatever the sampling
@@ -46,12 +48,14 @@ from tqdm.auto import tqdm
 
 from hindsight.envs.base import EnvironmentCrashedError
 from hindsight.policy.encoding import StepSample
+from hindsight.policy.episode_context import LAYOUTS
 from hindsight.policy.generation import SamplingConfig, generate
 from hindsight.policy.prompts import PromptConfig, parse_action
 from hindsight.rollout.env_pool import EnvFactory, EnvPool
 from hindsight.rollout.faults import RolloutFaults, restart_env, start_episode
 from hindsight.rollout.live_episode import TABLE_COLUMNS, Episode
-from hindsight.rollout.stats import FAULTS_ATTR, rollout_stats
+from hindsight.rollout.multiturn import multiturn_generations
+from hindsight.rollout.stats import ENGINE_ATTR, FAULTS_ATTR, rollout_stats
 from hindsight.rollout.tasks import TaskRef, as_task_refs
 
 logger = logging.getLogger(__name__)
@@ -88,6 +92,13 @@ class RolloutConfig:
     """Seed of the sampling RNG (same seed, tasks and policy: same rollouts)."""
     progress: bool = True
     """Show a tqdm progress bar (live episodes, env steps/s)."""
+    layout: str = "stepwise"
+    """stepwise (a prompt per step, history window) or multiturn (one token sequence per
+    episode, KV cache kept across turns)."""
+
+    def __post_init__(self) -> None:
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"rollout.layout must be one of {', '.join(LAYOUTS)}, got {self.layout!r}")
 
     def sampling(self) -> SamplingConfig:
         """The decoding settings of the generation calls."""
@@ -122,6 +133,7 @@ class _Timer:
     generated_tokens: int = 0
     prompt_tokens: int = 0
     truncated_prompts: int = 0
+    context_reprefills: int = 0
 
 
 def run_rollouts(
@@ -189,6 +201,7 @@ def run_rollouts(
     samples = [sample for _, _, episode_samples in finished for sample in episode_samples]
     table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
     table.attrs[FAULTS_ATTR] = faults.metrics()
+    table.attrs[ENGINE_ATTR] = {"rollout/context_reprefills": float(timer.context_reprefills)}
     stats = rollout_stats(table)
     stats.update(faults.stats())
     stats.update(
@@ -200,6 +213,7 @@ def run_rollouts(
         generated_tokens_per_s=timer.generated_tokens / wall if wall > 0 else 0.0,
         mean_prompt_tokens=timer.prompt_tokens / max(len(table), 1),
         truncated_prompts=float(timer.truncated_prompts),
+        context_reprefills=float(timer.context_reprefills),
     )
     logger.info(
         "Rollouts: %d episodes, success %.3f, %.1f steps/episode, %.1f env steps/s, %.0f tokens/s.",
@@ -263,16 +277,15 @@ def _play(policy, pool, queue, config, skills, source, policy_version, timer, fa
                     live.append((order, episode, []))
             if not live:
                 continue
-            prompts = [episode.prompt() for _, episode, _ in live]
-            valid_actions = [episode.valid_actions for _, episode, _ in live]
             tick = time.perf_counter()
-            generations = generate(
-                policy,
-                prompts,
-                config=sampling,
-                valid_actions=valid_actions if config.constrained else None,
-                generator=generator,
-            )
+            episodes = [episode for _, episode, _ in live]
+            if config.layout == "multiturn":
+                generations, reprefills = multiturn_generations(policy, episodes, config.prompt, sampling, generator)
+                timer.context_reprefills += reprefills
+            else:
+                valid_actions = [episode.valid_actions for episode in episodes] if config.constrained else None
+                prompts = [episode.prompt() for episode in episodes]
+                generations = generate(policy, prompts, config=sampling, valid_actions=valid_actions, generator=generator)
             timer.generation += time.perf_counter() - tick
 
             still_live = []
@@ -303,6 +316,7 @@ def _play(policy, pool, queue, config, skills, source, policy_version, timer, fa
                 identity = {"episode_id": episode.episode_id, "group_id": episode.group_id, "step": episode.step - 1}
                 samples.append(dataclasses.replace(sample, **identity))
                 if episode.done:
+                    episode.context = None  # its KV cache
                     pool.release(episode.env)
                     finished.append((order, episode, samples))
                     progress.update(1)

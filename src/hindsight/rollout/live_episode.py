@@ -59,6 +59,9 @@ class Episode:
     won: bool = False
     done: bool = False
     rows: list[dict[str, Any]] = field(default_factory=list)
+    context: Any = None
+    """Multi-turn layout: the episode's token sequence and KV cache
+    (``policy.episode_context.EpisodeContext``); None in the step-wise layout."""
 
     @property
     def group_id(self) -> str:

@@ -20,6 +20,9 @@ from hindsight.data.outcomes import episode_outcomes
 
 FAULTS_ATTR = "faults"
 """``DataFrame.attrs`` key of a rollout table holding its ``faults/...`` counts."""
+ENGINE_ATTR = "engine"
+"""``DataFrame.attrs`` key of a rollout table holding the engine's ``rollout/...`` counts
+(``rollout/context_reprefills``: multi-turn contexts truncated and read again)."""
 
 logger = logging.getLogger(__name__)
 
@@ -71,4 +74,5 @@ def rollout_metrics(table: pd.DataFrame, faults: Mapping[str, float] | None = No
         "rollout/env_steps": float(len(table)),
     }
     metrics.update(faults if faults is not None else table.attrs.get(FAULTS_ATTR, {}))
+    metrics.update(table.attrs.get(ENGINE_ATTR, {}))
     return metrics

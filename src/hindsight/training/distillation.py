@@ -17,6 +17,7 @@ from hindsight.policy.batching import token_budget_chunks
 from hindsight.policy.encoding import StepSample, collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.skills.injection import inject_skill
+from hindsight.training.episode_batches import episode_response_logprobs, is_multiturn, with_skill_ids
 
 SCORING_TOKEN_BUDGET = 8192
 """Padded tokens per no-grad scoring pass (batch rows x longest sequence)."""
@@ -41,7 +42,10 @@ def response_logprobs(
 
     Each is taken under the sample's own decoding restriction (its allowed ids). Samples go
     through the model in batches of at most ``batch_size`` rows and ``token_budget`` padded
-    tokens (bounded memory, whatever the prompt lengths)."""
+    tokens (bounded memory, whatever the prompt lengths). Multi-turn samples are scored one
+    pass per episode (``episode_batches``)."""
+    if is_multiturn(samples):
+        return episode_response_logprobs(model, samples, pad_token_id, token_budget)
     was_training = model.training
     model.eval()
     out: list[torch.Tensor] = []
@@ -69,7 +73,9 @@ def skill_augmented_logprobs(
     None for samples whose episode has no skill (no distillation signal for them)."""
     with_skill = [i for i, sample in enumerate(samples) if has_skill(skill_of_episode.get(sample.episode_id))]
     augmented = [
-        samples[i].with_prompt(tokenizer, inject_skill(samples[i].prompt, skill_of_episode[samples[i].episode_id]))
+        with_skill_ids(samples[i], tokenizer, skill_of_episode[samples[i].episode_id])
+        if samples[i].header_length is not None  # multi-turn: the skill's ids once, after the header
+        else samples[i].with_prompt(tokenizer, inject_skill(samples[i].prompt, skill_of_episode[samples[i].episode_id]))
         for i in with_skill
     ]
     scored = response_logprobs(model, augmented, batch_size, tokenizer.pad_token_id) if augmented else []

@@ -23,6 +23,7 @@ from hindsight.policy.encoding import StepSample, collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.training.distillation import response_logprobs
 from hindsight.training.data_parallel import DataParallel, micro_batch_plan
+from hindsight.training.episode_batches import chain_micro_batches, is_multiturn, right_aligned_logprobs
 from hindsight.training.minibatches import epoch_minibatches
 from hindsight.training.rl_config import RLConfig
 
@@ -67,10 +68,13 @@ def micro_batch_loss_terms(
     opd when SEED distils and some sample has a teacher, kl when a reference is given.
     With ``proximal_rows`` (asynchronous rollouts) the ppo term is decoupled PPO:
     ``old_rows`` are the behaviour log-probs, the clip is centred on the proximal ones."""
-    tokens = collate(chunk, pad).to(device)
-    width = tokens.response_width
-    logp = token_logprobs(model, tokens)[:, -width:].float().cpu()
-    mask = tokens.choice_mask[:, -width:].float().cpu()  # response tokens the policy chose (no forced ones)
+    if is_multiturn(chunk):  # one forward pass per episode (training.episode_batches)
+        logp, mask, width = right_aligned_logprobs(model, chunk, pad)
+    else:
+        tokens = collate(chunk, pad).to(device)
+        width = tokens.response_width
+        logp = token_logprobs(model, tokens)[:, -width:].float().cpu()
+        mask = tokens.choice_mask[:, -width:].float().cpu()  # response tokens the policy chose (no forced ones)
     old = _pad_right_aligned(old_rows, width)
     has_teacher = torch.tensor([row is not None for row in teacher_rows], dtype=torch.float32)
     teacher = _pad_right_aligned(
@@ -151,6 +155,9 @@ def update_policy(
     lengths = [len(sample.input_ids) for sample in samples]
     replica = parallel.wrap(model) if parallel is not None else model  # what the gradients flow through
     scale = parallel.gradient_scale if parallel is not None else 1.0
+    multiturn = is_multiturn(samples)
+    if multiturn and parallel is not None:
+        raise ValueError("rollout.layout='multiturn' is not supported by the torchrun learner yet (use stepwise)")
     model.train()
     sums: dict[str, float] = {}
     counts: dict[str, int] = {}
@@ -158,12 +165,19 @@ def update_policy(
     episode_ids = [sample.episode_id for sample in samples]
     minibatch_count = 0
     for epoch in range(config.ppo_epochs):
-        # plain shuffle, or ODYSSE: whole episodes per mini-batch (``training.minibatches``)
-        batches = epoch_minibatches(episode_ids, config.mini_batch_size, generator, episodic=config.odysse_episode_minibatches)
+        # plain shuffle, or whole episodes per mini-batch (``training.minibatches``): ODYSSE, and
+        # always in the multi-turn layout, where an episode is one forward pass (``training.episode_batches``)
+        batches = epoch_minibatches(
+            episode_ids, config.mini_batch_size, generator, episodic=config.odysse_episode_minibatches or multiturn
+        )
         minibatch_count += len(batches)
         for batch_number, members in enumerate(batches):
             index = sorted(members, key=lambda i: lengths[i])
-            plan = micro_batch_plan(parallel, index, lengths, config.micro_batch_tokens)
+            plan = (
+                [(micro, 1.0) for micro in chain_micro_batches(samples, index, config.micro_batch_tokens)]
+                if multiturn
+                else micro_batch_plan(parallel, index, lengths, config.micro_batch_tokens)
+            )
             totals = _aggregation_totals(samples, index, teacher_logp, config)
             optimizer.zero_grad(set_to_none=True)
             losses: dict[str, float] = {}
