@@ -16,7 +16,6 @@ its params) whose seed is the task id, and ``GoalEnvironmentFactory`` is the loo
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable, Sequence
 
 import pandas as pd

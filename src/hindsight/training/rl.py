@@ -30,6 +30,7 @@ and, on CPU with the same seeds, ends with the same metrics (``checkpoint.resume
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
