@@ -281,7 +281,10 @@ def train_rl(
                 metrics.update(evaluate(policy, done))
             metrics["charts/env_steps_total"] = (run.history[-1]["charts/env_steps_total"] if run.history else 0.0) + metrics["rollout/env_steps"]
             run.history.append({"update": done, **metrics})
-            run.update, run.last_rollout, run.task_stats = done, played, rates.state_dict()
+            # the last rollout: every episode played (STEPO: dropped groups too); WM-R1: the batch
+            # trained on, with its replayed stored successes (rows ``source: replay``)
+            last_rollout = batch.table if config.algorithm == "wmr1" else played
+            run.update, run.last_rollout, run.task_stats = done, last_rollout, rates.state_dict()
             if writer and log_metrics:
                 log_metrics(metrics, done)
             logger.info(
