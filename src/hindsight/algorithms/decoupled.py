@@ -28,6 +28,7 @@ from __future__ import annotations
 import torch
 
 from hindsight.algorithms.aggregation import aggregate_loss, masked_mean
+from hindsight.algorithms.losses import ppo_token_loss
 
 
 def decoupled_ppo_loss(
@@ -65,43 +66,21 @@ def decoupled_ppo_loss(
     Returns:
         ``(loss, metrics)``.
     """
-    if dual_clip is not None and dual_clip <= 1.0:
-        raise ValueError(f"dual_clip must be > 1 (or None), got {dual_clip}")
     if behaviour_weight_cap is not None and behaviour_weight_cap <= 0:
         raise ValueError(f"behaviour_weight_cap must be > 0 (or None), got {behaviour_weight_cap}")
-    advantages = advantages.detach().to(device=logp.device, dtype=logp.dtype)
-    if advantages.dim() == 1:
-        advantages = advantages.unsqueeze(-1)
-    advantages = advantages.expand_as(logp)
-    proximal = proximal_logp.detach()
-    weight = torch.exp(proximal - behaviour_logp.detach())
+    weight = torch.exp(proximal_logp.detach() - behaviour_logp.detach())
     capped = torch.zeros_like(weight, dtype=torch.bool)
     if behaviour_weight_cap is not None:
         capped = weight > behaviour_weight_cap
         weight = torch.clamp(weight, max=behaviour_weight_cap)
     # the PPO clip of ppo_clip_loss, with the proximal policy in place of the old one
-    log_ratio = logp - proximal
-    ratio = torch.exp(log_ratio)
-    unclipped = -advantages * ratio
-    clipped = -advantages * torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high)
-    clip_loss = torch.maximum(unclipped, clipped)
-    negative = advantages < 0
-    if dual_clip is not None:
-        dual_bound = -advantages * dual_clip
-        token_loss = torch.where(negative, torch.minimum(clip_loss, dual_bound), clip_loss)
-        dual_active = (negative & (clip_loss > dual_bound)).to(logp.dtype)
-    else:
-        token_loss = clip_loss
-        dual_active = torch.zeros_like(logp)
+    token_loss, metrics = ppo_token_loss(logp, proximal_logp, advantages, mask, clip_low, clip_high, dual_clip)
     loss = aggregate_loss(weight * token_loss, mask, agg)
     with torch.no_grad():
         counted = mask > 0
-        metrics = {
-            "clipfrac": masked_mean((clipped > unclipped).to(logp.dtype), mask).item(),
-            "clipfrac_lower": masked_mean(dual_active, mask).item(),
-            "approx_kl": masked_mean(-log_ratio, mask).item(),
+        metrics.update({
             "behaviour_weight_mean": masked_mean(weight, mask).item(),
             "behaviour_weight_max": float(weight[counted].max()) if counted.any() else 0.0,
             "behaviour_weight_capped": masked_mean(capped.to(logp.dtype), mask).item(),
-        }
+        })
     return loss, metrics

@@ -61,13 +61,29 @@ def ppo_clip_loss(
     Returns:
         ``(loss, metrics)``.
     """
+    token_loss, clip_metrics = ppo_token_loss(logp, old_logp, advantages, mask, clip_low, clip_high, dual_clip)
+    return aggregate_loss(token_loss, mask, agg), clip_metrics
+
+
+def ppo_token_loss(
+    logp: torch.Tensor,
+    anchor_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_low: float,
+    clip_high: float,
+    dual_clip: float | None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The per-token PPO-clip loss [B, T] with the ratio ``exp(logp - anchor_logp)`` (the old
+    policy in ``ppo_clip_loss``, the proximal one in ``decoupled_ppo_loss``), and its
+    ``clipfrac``, ``clipfrac_lower`` and ``approx_kl`` over ``mask``."""
     if dual_clip is not None and dual_clip <= 1.0:
         raise ValueError(f"dual_clip must be > 1 (or None), got {dual_clip}")
     advantages = advantages.detach().to(device=logp.device, dtype=logp.dtype)
     if advantages.dim() == 1:
         advantages = advantages.unsqueeze(-1)
     advantages = advantages.expand_as(logp)
-    log_ratio = logp - old_logp.detach()
+    log_ratio = logp - anchor_logp.detach()
     ratio = torch.exp(log_ratio)
     unclipped = -advantages * ratio
     clipped = -advantages * torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high)
@@ -80,14 +96,13 @@ def ppo_clip_loss(
     else:
         token_loss = clip_loss
         dual_active = torch.zeros_like(logp)
-    loss = aggregate_loss(token_loss, mask, agg)
     with torch.no_grad():
         metrics = {
             "clipfrac": masked_mean((clipped > unclipped).to(logp.dtype), mask).item(),
             "clipfrac_lower": masked_mean(dual_active, mask).item(),
             "approx_kl": masked_mean(-log_ratio, mask).item(),
         }
-    return loss, metrics
+    return token_loss, metrics
 
 
 def opd_loss(

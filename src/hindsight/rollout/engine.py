@@ -56,7 +56,7 @@ from hindsight.rollout.faults import RolloutFaults, restart_env, start_episode
 from hindsight.rollout.live_episode import TABLE_COLUMNS, Episode
 from hindsight.rollout.multiturn import multiturn_generations
 from hindsight.rollout.stats import ENGINE_ATTR, FAULTS_ATTR, rollout_stats
-from hindsight.rollout.tasks import TaskRef, as_task_refs
+from hindsight.rollout.tasks import as_task_refs, episode_plan
 
 logger = logging.getLogger(__name__)
 
@@ -179,7 +179,7 @@ def run_rollouts(
     if env_pool is None and env_factory is None:
         raise ValueError("run_rollouts: give an env_factory or an env_pool.")
     pool = env_pool or EnvPool(env_factory, max_size=config.max_parallel)
-    queue = deque(_episode_plan(task_refs, config, policy_version, source))
+    queue = deque(episode_plan(task_refs, config.group_size, config.seed, policy_version, source))
     model = policy.model
     was_training = model.training
     model.eval()
@@ -241,20 +241,8 @@ def planned_episode_ids(
     Returns:
         One episode id per planned episode.
     """
-    return [episode_id for _, _, episode_id in _episode_plan(as_task_refs(tasks), config, policy_version, source)]
-
-
-def _episode_plan(tasks: list[TaskRef], config: RolloutConfig, policy_version: int, source: str):
-    """(order, task, episode_id) for every episode: group members get consecutive orders."""
-    members: dict[str, int] = {}
-    plan = []
-    for task in tasks:
-        for _ in range(config.group_size):
-            member = members.get(task.group_id, 0)
-            members[task.group_id] = member + 1
-            episode_id = f"{source}/{task.group_id}/v{policy_version}/r{config.seed}/{member}"
-            plan.append((len(plan), task, episode_id))
-    return plan
+    plan = episode_plan(as_task_refs(tasks), config.group_size, config.seed, policy_version, source)
+    return [episode_id for _, _, episode_id in plan]
 
 
 def _play(policy, pool, queue, config, skills, source, policy_version, timer, faults) -> list:

@@ -101,3 +101,19 @@ def sample_update_tasks(pool: Sequence[TaskRef], count: int, seed: int, update: 
     depends on (seed, update) only, so a resumed run draws the same tasks."""
     rng = random.Random(seed * 1_000_003 + update)
     return rng.sample(list(pool), min(count, len(pool)))
+
+
+def episode_plan(
+    tasks: Sequence[TaskRef], group_size: int, seed: int, policy_version: int, source: str
+) -> list[tuple[int, TaskRef, str]]:
+    """(order, task, episode_id) for every episode a rollout plays: ``group_size`` per task,
+    group members with consecutive orders; the id names the source, group, policy version,
+    rollout seed and member (``source/group_id/v<version>/r<seed>/<member>``)."""
+    members: dict[str, int] = {}
+    plan = []
+    for task in tasks:
+        for _ in range(group_size):
+            member = members.get(task.group_id, 0)
+            members[task.group_id] = member + 1
+            plan.append((len(plan), task, f"{source}/{task.group_id}/v{policy_version}/r{seed}/{member}"))
+    return plan
