@@ -45,7 +45,7 @@ from hindsight.policy.batching import token_budget_chunks
 from hindsight.policy.constrained import ActionTrie, stop_token_ids
 from hindsight.policy.encoding import StepSample
 from hindsight.policy.episode_context import EpisodeContext, encode_text, segment_text
-from hindsight.policy.generation import Generation, SamplingConfig, _model_max_length, _response_text, _Row
+from hindsight.policy.generation import Generation, SamplingConfig, _model_max_length, _response_text, _Row, decode_step
 from hindsight.policy.generation import _sample_constrained, _sample_free
 from hindsight.policy.logprobs import accepts_logits_to_keep
 from hindsight.policy.prompts import PromptConfig
@@ -248,15 +248,7 @@ def _decode_cached(model, tokenizer, contexts, rows: list[_Row], config, generat
         step_tokens[active_index] = tokens
         step_mask[active_index] = fed
         attention = torch.cat([attention, step_mask.unsqueeze(-1)], dim=1)
-        output = model(
-            input_ids=step_tokens.unsqueeze(-1),
-            attention_mask=attention,
-            position_ids=next_position.unsqueeze(-1),
-            past_key_values=cache,
-            use_cache=True,
-        )
-        cache = output.past_key_values
-        logits = output.logits[:, -1].float()
+        cache, logits = decode_step(model, step_tokens, attention, next_position, cache)
         next_position = next_position + step_mask
     _store_caches(contexts, rows, cache, attention)
 

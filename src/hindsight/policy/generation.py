@@ -254,15 +254,7 @@ def _decode(model, tokenizer, rows: list[_Row], config, generator, device) -> No
             attention, next_position, tokens = attention[keep_index], next_position[keep_index], tokens[keep_index]
             live = [live[position] for position in keep]
         attention = torch.cat([attention, attention.new_ones((len(live), 1))], dim=1)
-        output = model(
-            input_ids=tokens.unsqueeze(-1),
-            attention_mask=attention,
-            position_ids=next_position.unsqueeze(-1),
-            past_key_values=cache,
-            use_cache=True,
-        )
-        cache = output.past_key_values
-        logits = output.logits[:, -1].float()
+        cache, logits = decode_step(model, tokens, attention, next_position, cache)
         next_position = next_position + 1
 
 
@@ -340,3 +332,17 @@ def generate_text(
     )
     generations = generate(policy, prompts, config=config, generator=torch.Generator().manual_seed(seed))
     return [generation.text for generation in generations]
+
+
+def decode_step(model, tokens: torch.Tensor, attention: torch.Tensor, positions: torch.Tensor, cache):
+    """One batched decode step: feed one token per row ([B]) at ``positions`` ([B]) over the
+    KV ``cache`` and the ``attention`` mask that already includes it; returns the updated
+    cache and the next-token logits [B, V] in fp32."""
+    output = model(
+        input_ids=tokens.unsqueeze(-1),
+        attention_mask=attention,
+        position_ids=positions.unsqueeze(-1),
+        past_key_values=cache,
+        use_cache=True,
+    )
+    return output.past_key_values, output.logits[:, -1].float()
