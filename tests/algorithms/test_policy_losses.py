@@ -1,4 +1,5 @@
-"""Known-answer tests of the token losses: PPO dual clip, gated distillation, low-var KL."""
+"""Known-answer tests of the token losses: PPO dual clip, gated (and ungated) distillation,
+low-var KL."""
 
 import math
 
@@ -84,6 +85,34 @@ def test_opd_gate_values_metrics_and_gradient():
     # d loss / d logp = -g per token, divided by the 3 tokens of the token mean
     assert torch.allclose(logp.grad, -gates * mask / 3, atol=1e-6)
     assert teacher.grad is None or torch.count_nonzero(teacher.grad) == 0
+
+
+def test_ungated_opd_is_the_plain_log_ratio_over_the_distilled_tokens():
+    # the same tokens as above, gate fixed at 1: loss = mean over the 3 masked tokens of
+    # (teacher - logp) = (0 + ln3/5 - ln3/5) / 3 = 0; the masked 4th token (gap 2) is left out
+    gaps = torch.tensor([[0.0, math.log(3) / 5], [-math.log(3) / 5, 2.0]])
+    logp = torch.tensor([[-1.0, -2.0], [-0.5, -3.0]], requires_grad=True)
+    teacher = logp.detach() + gaps
+    mask = torch.tensor([[1.0, 1.0], [1.0, 0.0]])
+    loss, metrics = opd_loss(logp, teacher, mask, gate="ungated")
+    assert loss.item() == pytest.approx(0.0, abs=1e-7)
+    assert metrics == pytest.approx({"gate_mean": 1.0, "gate_active_ratio": 1.0, "teacher_gap_mean": 0.0}, abs=1e-7)
+    loss.backward()
+    assert torch.allclose(logp.grad, -mask / 3, atol=1e-7)  # -1 per distilled token, / 3
+    # unbalanced gaps: 0.5, 1.0 and -3.0 over 3 tokens -> -0.5 (the sigmoid gate would weigh -3 by ~0)
+    logp = torch.zeros(1, 4, requires_grad=True)
+    teacher = torch.tensor([[0.5, 1.0, -3.0, 9.0]])
+    mask = torch.tensor([[1.0, 1.0, 1.0, 0.0]])
+    ungated, _ = opd_loss(logp, teacher, mask, gate="ungated", gate_beta=123.0)  # beta plays no part
+    assert ungated.item() == pytest.approx(-1.5 / 3)
+    assert ungated.item() == pytest.approx(((teacher - logp.detach()) * mask).sum().item() / 3)
+    gated, _ = opd_loss(logp, teacher, mask)
+    assert gated.item() > ungated.item() + 0.4
+
+
+def test_opd_rejects_an_unknown_gate():
+    with pytest.raises(ValueError, match="gate must be one of"):
+        opd_loss(torch.zeros(1, 1), torch.zeros(1, 1), torch.ones(1, 1), gate="hard")
 
 
 def test_opd_gradient_is_minus_gate_times_logprob_gradient_through_a_model():

@@ -8,7 +8,7 @@ response tokens with a mask. Files:
   ``step_group_advantages``, ``opid_advantages``, ``empo_advantages``;
 - ``returns.py``: ``discounted_returns`` (with EMPO breaks);
 - ``grouping.py``: ``anchor_state_groups`` (exact or fuzzy);
-- ``losses.py``: ``ppo_clip_loss``, ``opd_loss``, ``kl_low_var``;
+- ``losses.py``: ``ppo_clip_loss``, ``opd_loss`` (gated, or ungated: ``DISTILL_GATES``), ``kl_low_var``;
 - ``decoupled.py``: ``decoupled_ppo_loss`` (stale rollouts: clip around the proximal policy,
   importance weight to the behaviour policy);
 - ``aggregation.py``: ``aggregate_loss``, ``aggregation_count``, ``masked_mean``;
@@ -27,7 +27,7 @@ from hindsight.algorithms.advantages import (
 from hindsight.algorithms.aggregation import AGGREGATION_MODES, aggregate_loss, aggregation_count, masked_mean
 from hindsight.algorithms.decoupled import decoupled_ppo_loss
 from hindsight.algorithms.grouping import anchor_state_groups
-from hindsight.algorithms.losses import kl_low_var, opd_loss, ppo_clip_loss
+from hindsight.algorithms.losses import DISTILL_GATES, kl_low_var, opd_loss, ppo_clip_loss
 from hindsight.algorithms.returns import discounted_returns
 from hindsight.algorithms.rewards import (
     action_type,
@@ -41,6 +41,7 @@ from hindsight.algorithms.weighting import stepo_trajectory_weights, zero_varian
 
 __all__ = [
     "AGGREGATION_MODES",
+    "DISTILL_GATES",
     "aggregate_loss",
     "aggregation_count",
     "decoupled_ppo_loss",

@@ -1,5 +1,6 @@
 """Token-level losses of the RL update: PPO clip with dual clip, gated on-policy
-distillation (SEED), and the low-variance KL to the reference (ALGORITHMS.md 1.5).
+distillation (SEED; ungated for the control), and the low-variance KL to the reference
+(ALGORITHMS.md 1.5).
 
 All inputs are [B, T] tensors over the response tokens of B step samples; ``mask`` marks the
 tokens that count (response tokens; for distillation, those of samples with a parsed skill).
@@ -18,6 +19,9 @@ KL_CLAMP = 10.0
 KL_LOG_RATIO_CLAMP = 20.0
 """``l_ref - l`` is clamped to this range before ``exp`` so the gradient stays finite; the
 clamped values are >= 10 in magnitude there anyway, so the result is unchanged."""
+DISTILL_GATES = ("sigmoid", "ungated")
+"""``opd_loss``'s gate: sigmoid(beta * gap) (SEED), or fixed at 1 (the ungated control:
+naive on-policy self-distillation, ALGORITHMS.md 1, "Controls")."""
 
 
 def ppo_clip_loss(
@@ -112,6 +116,7 @@ def opd_loss(
     *,
     gate_beta: float = 5.0,
     agg: str = "token-mean",
+    gate: str = "sigmoid",
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Gated on-policy distillation loss (SEED).
 
@@ -119,7 +124,9 @@ def opd_loss(
     (no gradient), ``loss = g * (teacher_logp - logp)`` with ``teacher_logp`` detached. Its
     gradient with respect to ``logp`` is exactly ``-g`` per token (before aggregation): a
     token the skill makes likelier (gap > 0, g > 0.5) is pushed up hard, one it disfavours
-    only weakly.
+    only weakly. With ``gate="ungated"`` g = 1 on every token: the loss is the plain
+    log-ratio ``teacher_logp - logp`` aggregated over ``mask`` (its gradient ``-1`` per
+    token), and the gate metrics read 1.
 
     Metrics (masked token means, detached): ``gate_mean`` (mean g), ``gate_active_ratio``
     (fraction with g > 0.5, i.e. gap > 0), ``teacher_gap_mean`` (mean gap).
@@ -128,21 +135,24 @@ def opd_loss(
         logp: [B, T] log-prob of the sampled tokens under the current policy, plain prompt.
         teacher_logp: [B, T] log-prob of the same tokens under the skill-augmented prompt.
         mask: [B, T] 1 on distilled tokens.
-        gate_beta: ``beta``.
+        gate_beta: ``beta`` (unused when ungated).
         agg: Aggregation mode (see ``aggregate_loss``).
+        gate: One of ``DISTILL_GATES``: sigmoid (SEED) or ungated (g = 1).
 
     Returns:
         ``(loss, metrics)``.
     """
+    if gate not in DISTILL_GATES:
+        raise ValueError(f"opd_loss: gate must be one of {DISTILL_GATES}, got {gate!r}")
     teacher = teacher_logp.detach()
     gap = (teacher - logp).detach()
-    gate = torch.sigmoid(gate_beta * gap)
-    token_loss = gate * (teacher - logp)
+    weight = torch.sigmoid(gate_beta * gap) if gate == "sigmoid" else torch.ones_like(gap)
+    token_loss = weight * (teacher - logp)
     loss = aggregate_loss(token_loss, mask, agg)
     with torch.no_grad():
         metrics = {
-            "gate_mean": masked_mean(gate, mask).item(),
-            "gate_active_ratio": masked_mean((gate > 0.5).to(gate.dtype), mask).item(),
+            "gate_mean": masked_mean(weight, mask).item(),
+            "gate_active_ratio": masked_mean((weight > 0.5).to(weight.dtype), mask).item(),
             "teacher_gap_mean": masked_mean(gap, mask).item(),
         }
     return loss, metrics
