@@ -10,7 +10,8 @@ offline default teacher), ``http_teacher.py`` (OpenAI-compatible endpoint),
 ``policy_teacher.py`` (the policy as analyzer), ``skill_bank.py`` (the fixed Stage-1 bank
 as a teacher, for the ablation), ``structured.py`` (analyzer decoding inside a fixed JSON
 frame), ``injection.py`` (``inject_skill``), ``validation.py`` (the filter, the validated
-Skills table), ``sft_set.py`` (analyzer SFT examples).
+Skills table), ``sft_set.py`` (analyzer SFT examples), ``assignment.py`` (which skill an
+episode is re-scored with: its own, or an unrelated one for the control).
 """
 
 from hindsight.skills.analysis_prompt import build_analysis_prompt, skill_target_json

@@ -11,7 +11,8 @@ This module measures both after Stage 1 (issue 11, route A):
 - ``teacher_gaps`` / ``premise_table``: for played episodes, ``l_skill - l_plain`` over the
   non-forced action tokens (``StepSample.choice_positions``; forced tokens carry no choice)
   with the policy's own skill, the rule teacher's skill, and an unrelated skill (another
-  episode's, of another task type where there is one: the control for mere extra context).
+  episode's, of another task type where there is one: the control for mere extra context,
+  ``skills.assignment.unrelated_skills``, the assignment the RL control uses too).
 
 The sign to expect differs by outcome: on a won episode a useful skill raises the actions
 played (gap > 0); on a lost one an avoidance rule should lower the wrong ones (gap < 0 there
@@ -89,17 +90,6 @@ def teacher_gaps(policy, samples: Sequence[StepSample], skill_of_episode: dict[s
         chosen = [float(s - p) for s, p, choice in zip(logp_skill, logp_plain, sample.choice_positions) if choice]
         gaps.setdefault(sample.episode_id, []).extend(chosen)
     return gaps
-
-
-def unrelated_skills(episodes: Sequence[EpisodeView], skill_of_episode: dict[str, str]) -> dict[str, str]:
-    """Each episode gets another episode's skill, of another task type where there is one."""
-    unrelated = {}
-    for index, episode in enumerate(episodes):
-        others = [o for o in episodes if o.task_type != episode.task_type and o.episode_id in skill_of_episode]
-        others = others or [o for o in episodes if o is not episode and o.episode_id in skill_of_episode]
-        if others:
-            unrelated[episode.episode_id] = skill_of_episode[others[index % len(others)].episode_id]
-    return unrelated
 
 
 def premise_table(

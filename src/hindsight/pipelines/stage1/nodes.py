@@ -22,9 +22,10 @@ from hindsight.pipelines.behaviour_cloning.nodes import log_prefixed
 from hindsight.rollout.engine import run_rollouts
 from hindsight.rollout.tasks import split_tasks
 from hindsight.skills.analyzers import policy_teacher, rule_teacher
+from hindsight.skills.assignment import unrelated_skills
 from hindsight.skills.episode_views import episodes_from_table
 from hindsight.skills.injection import inject_skill
-from hindsight.skills.premise import evaluate_analyzer, premise_metrics, premise_table, unrelated_skills
+from hindsight.skills.premise import evaluate_analyzer, premise_metrics, premise_table
 from hindsight.skills.records import parse_rate
 from hindsight.training.sft import train_sft
 
