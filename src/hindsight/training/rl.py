@@ -13,11 +13,14 @@ One update:
      ablation); an analysis that fails to parse gives no skill, and that episode keeps its
      RL loss but no distillation;
   3. teacher scoring: the sampled response tokens are re-scored with the skill injected into
-     the prompt, under the same decoding restriction the actor used;
+     the prompt, under the same decoding restriction the actor used: the episode's own
+     skill, or for the unrelated-skill control one written for another task type
+     (``skill_assignment``, ``skills.assignment``);
   4. advantages: GRPO over the group's step samples (GiGPO adds anchor-state step credit;
      OPID folds the skill's shift into the token advantage);
-  5. loss: PPO clip (dual clip) + opd_coef * gated distillation + kl_coef * KL to the
-     reference, over mini-batches (``rl_update``).
+  5. loss: PPO clip (dual clip) + opd_coef * gated distillation (the gate fixed at 1 for
+     the ungated control, ``distill_gate``) + kl_coef * KL to the reference, over
+     mini-batches (``rl_update``).
 The updated policy is the next update's actor and analyzer (self-evolution). With
 ``training.rl.async_rollouts`` a rollout worker process plays the rollouts of the next
 updates while this one trains, at most ``async_max_staleness`` versions behind, and the
@@ -49,12 +52,13 @@ from hindsight.rollout.curriculum import PassRates
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.rollout.stats import rollout_metrics
 from hindsight.rollout.tasks import TaskRef, training_task_pool
+from hindsight.skills.assignment import assigned_skills
 from hindsight.skills.episode_views import episodes_from_table
 from hindsight.skills.records import skills_table
 from hindsight.skills.teachers import Teacher
 from hindsight.training.async_rollouts import rollout_producer
 from hindsight.training.checkpoint import ResumedRun, resume_rl, save_rl_checkpoint
-from hindsight.training.distillation import skill_augmented_logprobs
+from hindsight.training.distillation import has_skill, skill_augmented_logprobs
 from hindsight.training.data_parallel import DataParallel
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.rl_parallel import gather_update_batch, mean_over_ranks, shard_tasks
@@ -105,19 +109,23 @@ def compute_advantages(table: pd.DataFrame, config: RLConfig, max_steps: int | N
 
 
 def distillation_targets(
-    policy, teacher: Teacher, table: pd.DataFrame, samples: Sequence[StepSample], old_logp: Sequence[torch.Tensor], batch_size: int
+    policy, teacher: Teacher, table: pd.DataFrame, samples: Sequence[StepSample], old_logp: Sequence[torch.Tensor], batch_size: int,
+    skill_assignment: str = "own",
 ) -> tuple[pd.DataFrame, list[torch.Tensor | None], dict[str, float]]:
     """Steps 2-3: one skill per finished episode, then ``l_skill`` of every sample whose
-    episode has one (None for the others).
+    episode has one (None for the others), re-scored with its own skill or, with
+    ``skill_assignment: unrelated``, with one written for another task type
+    (``skills.assignment``; the skills table keeps what each episode's analysis wrote).
 
     Returns:
         (the skills table, ``l_skill`` per sample, the ``opd/...`` metrics of the analysis).
     """
-    skills = skills_table(teacher.write_skills(episodes_from_table(table)))
-    skill_of = dict(zip(skills["episode_id"], skills["skill"]))
+    episodes = episodes_from_table(table)
+    skills = skills_table(teacher.write_skills(episodes))
+    own = {episode: skill for episode, skill in zip(skills["episode_id"], skills["skill"]) if has_skill(skill)}
+    skill_of, metrics = assigned_skills(episodes, own, skill_assignment)
     teacher_logp = skill_augmented_logprobs(policy.model, policy.tokenizer, samples, skill_of, batch_size)
-    found = float(skills["parse_ok"].mean()) if len(skills) else 0.0
-    metrics = {teacher.found_metric: found}
+    metrics[teacher.found_metric] = float(skills["parse_ok"].mean()) if len(skills) else 0.0
     with_skill = [i for i, logp in enumerate(teacher_logp) if logp is not None]
     if with_skill:
         # the teacher gap l_skill - l_old over the tokens the policy chose (forced ones say nothing)
@@ -245,7 +253,7 @@ def train_rl(
             teacher_logp: list[torch.Tensor | None] = [None] * len(samples)
             if config.uses_skills and samples:
                 run.last_skills, teacher_logp, skill_metrics = distillation_targets(
-                    policy, teacher, batch.table, samples, old_logp, config.mini_batch_size
+                    policy, teacher, batch.table, samples, old_logp, config.mini_batch_size, config.skill_assignment
                 )
                 metrics.update(skill_metrics)
             table, played = batch.table, batch.played

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hindsight.algorithms.losses import DISTILL_GATES
+from hindsight.skills.assignment import SKILL_ASSIGNMENTS
+
 ALGORITHMS = ("seed", "grpo", "gigpo", "opid", "empo", "wmr1")
 SKILL_SOURCES = ("on_policy", "fixed_bank")
 
@@ -57,6 +60,10 @@ class RLConfig:
     """Weight of the gated on-policy distillation loss (SEED)."""
     gate_beta: float = 5.0
     """Sharpness of the distillation gate sigmoid(beta * gap)."""
+    distill_gate: str = "sigmoid"
+    """SEED's distillation gate: sigmoid (g = sigmoid(gate_beta * gap)) or ungated (the
+    control: g = 1 on every distilled token, naive on-policy self-distillation; the
+    ``opd/gate_*`` metrics then read 1)."""
     opid_weight: float = 0.001
     """OPID: weight of (l_skill - l_old) folded into the token advantage."""
     gigpo_step_weight: float = 1.0
@@ -71,6 +78,11 @@ class RLConfig:
     """EMPO: weight of the step-level advantage (same task, same step index); the episode term weighs 1."""
     skill_source: str = "on_policy"
     """SEED skills: on_policy (the current policy writes them) or fixed_bank (ablation)."""
+    skill_assignment: str = "own"
+    """Which skill an episode is re-scored (distilled) with: own (the one written for it) or
+    unrelated (the control: the skills are written as usual, then each episode with a skill
+    gets one written for an episode of another task type in the batch, where there is one,
+    ``skills.assignment``; logged as ``opd/skill_unrelated_share``). SEED and OPID."""
     distill: bool = True
     """SEED: False drops the distillation loss (ablation: plain GRPO from Stage 1)."""
     max_grad_norm: float = 1.0
@@ -130,6 +142,10 @@ class RLConfig:
             raise ValueError(f"training.rl.algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
         if self.skill_source not in SKILL_SOURCES:
             raise ValueError(f"training.rl.skill_source must be one of {SKILL_SOURCES}, got {self.skill_source!r}")
+        if self.distill_gate not in DISTILL_GATES:
+            raise ValueError(f"training.rl.distill_gate must be one of {DISTILL_GATES}, got {self.distill_gate!r}")
+        if self.skill_assignment not in SKILL_ASSIGNMENTS:
+            raise ValueError(f"training.rl.skill_assignment must be one of {SKILL_ASSIGNMENTS}, got {self.skill_assignment!r}")
         if not 0 < self.task_fraction <= 1:
             raise ValueError(f"training.rl.task_fraction must be in (0, 1], got {self.task_fraction}")
         if self.rollout_dtype not in ("float32", "bfloat16", "auto"):

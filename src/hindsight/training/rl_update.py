@@ -1,6 +1,6 @@
 """One RL update of the policy: PPO epochs over mini-batches of step samples, each loss
-term (PPO clip, gated on-policy distillation, KL to the reference) a named ``LossTerm``
-(ALGORITHMS.md section 1, step 5).
+term (PPO clip, gated on-policy distillation, or ungated with ``distill_gate: ungated``, KL
+to the reference) a named ``LossTerm`` (ALGORITHMS.md section 1, step 5).
 
 Token tensors are response-aligned: with left padding the response of every sample ends at
 the last column, so the last R columns of a [B, L] batch hold the responses, right-aligned.
@@ -101,7 +101,9 @@ def micro_batch_loss_terms(
     ppo_metrics["rollout/logprob_gap"] = float(algorithms.masked_mean((logp - old).abs().detach(), mask))
     terms.append(LossTerm("ppo", loss, mask, ppo_metrics))
     if config.algorithm == "seed" and config.distill and distill_mask.sum() > 0:
-        opd, opd_metrics = algorithms.opd_loss(logp, teacher, distill_mask, gate_beta=config.gate_beta, agg=config.loss_agg)
+        opd, opd_metrics = algorithms.opd_loss(
+            logp, teacher, distill_mask, gate_beta=config.gate_beta, agg=config.loss_agg, gate=config.distill_gate
+        )
         # the gap is logged once, before the update, as l_skill - l_old (training.rl.distillation_targets)
         gate_metrics = {f"opd/{k}": float(v) for k, v in opd_metrics.items() if k != "teacher_gap_mean"}
         terms.append(LossTerm("opd", opd, distill_mask, gate_metrics))
