@@ -1,5 +1,5 @@
 """The methods of the experiment grid, in report order: one list, with each method's label
-and what it changes (ALGORITHMS.md section 1, "Ablations").
+and what it changes (ALGORITHMS.md section 1, "Ablations" and "Controls").
 
 A method is a starting checkpoint and a set of overrides of the RL settings:
 
@@ -10,6 +10,13 @@ A method is a starting checkpoint and a set of overrides of the RL settings:
     seed_no_stage1    SEED from the base policy (its analyzer never learnt the JSON format)
     seed_no_distill   plain GRPO from the Stage-1 checkpoint
     seed_fixed_bank   SEED whose skills come from the Stage-1 skill bank, not the policy
+    seed_ungated      control: SEED with the distillation gate fixed at 1 (every distilled
+                      token weighs 1, not sigmoid(beta * gap): ``distill_gate: ungated``)
+    seed_unrelated_skill
+                      control: SEED whose episodes are re-scored with a skill the policy
+                      wrote for an episode of another task type in the batch, not their
+                      own (``skill_assignment: unrelated``): the skill's content or just
+                      extra context?
     empo              EMPO from the base policy: the training tasks' gold episodes replayed
                       as the environment (``training.empo_run.empo_grid_setup``)
     wmr1              WM-R1 from the Stage-1 checkpoint: GRPO inside the learned world model
@@ -19,8 +26,9 @@ A method is a starting checkpoint and a set of overrides of the RL settings:
     grpo_curriculum   GRPO with the curriculum (learnable, hard successes, infeasible share)
     grpo_odysse       GRPO with the ODYSSE episodic mini-batch sampler
 
-EMPO, WM-R1 and the last three (issue 15) are not in the default presets' method lists (so
-the default grid takes no longer; WM-R1 also needs a trained world model); name them in a
+The two controls (issue 11) are in the default presets (``full``: the README's grid). EMPO,
+WM-R1 and the last three (issue 15) are not in the default presets' method lists (so the
+default grid takes no longer; WM-R1 also needs a trained world model); name them in a
 preset's ``methods`` to run them.
 """
 
@@ -53,6 +61,8 @@ METHOD_LIST = (
     Method("seed_no_stage1", "SEED w/o Stage 1", "base", {"algorithm": "seed"}),
     Method("seed_no_distill", "SEED w/o distillation", "stage1", {"algorithm": "seed", "distill": False}),
     Method("seed_fixed_bank", "SEED w/o on-policy skills", "stage1", {"algorithm": "seed", "skill_source": "fixed_bank"}),
+    Method("seed_ungated", "SEED, ungated distillation", "stage1", {"algorithm": "seed", "distill_gate": "ungated"}),
+    Method("seed_unrelated_skill", "SEED, unrelated skill", "stage1", {"algorithm": "seed", "skill_assignment": "unrelated"}),
     Method("empo", "EMPO", "base", {"algorithm": "empo"}, default_grid=False),
     Method("wmr1", "WM-R1", "stage1", {"algorithm": "wmr1"}, default_grid=False),
     Method(
