@@ -26,7 +26,9 @@ A method is a starting checkpoint and a set of overrides of the RL settings:
     grpo_curriculum   GRPO with the curriculum (learnable, hard successes, infeasible share)
     grpo_odysse       GRPO with the ODYSSE episodic mini-batch sampler
 
-The two controls (issue 11) are in the default presets (``full``: the README's grid). EMPO,
+The two controls (issue 11) are in the default presets (``full``: the README's grid; the
+test suite's quick grid, ``conf/test``, leaves them out for time and
+``tests/training/test_seed_controls.py`` runs them instead). EMPO,
 WM-R1 and the last three (issue 15) are not in the default presets' method lists (so the
 default grid takes no longer; WM-R1 also needs a trained world model); name them in a
 preset's ``methods`` to run them.
