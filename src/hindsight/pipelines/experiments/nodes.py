@@ -45,6 +45,11 @@ def _child_run(cell: Cell, key: str):
         yield run.info.run_id
 
 
+def _grid_spec(settings: GridSettings) -> GridSpec:
+    preset = settings.experiments.grid
+    return GridSpec(methods=list(preset.methods), seeds=list(preset.seeds), fractions=list(preset.fractions), fraction_methods=list(preset.fraction_methods))
+
+
 def check_grid_inputs(state2state_policy, world_model, settings: GridSettings) -> dict[str, Any]:
     """The catalog's models that the preset's methods need (``experiments.starts``), checked
     at the start of the run: a missing one stops it, naming the command that makes it.
@@ -58,9 +63,10 @@ def check_grid_inputs(state2state_policy, world_model, settings: GridSettings) -
         ``{"state2state": ..., "world_model": ...}`` with the entries the methods need only.
     """
     experiments = settings.experiments
+    grid = _grid_spec(settings)
+    grid.cells()  # unknown method names stop the run here too, before any training
     return catalog_models_for(
-        list(experiments.grid.methods), {"state2state": state2state_policy, "world_model": world_model},
-        where=f"experiments.presets.{experiments.preset}.methods",
+        grid.methods, {"state2state": state2state_policy, "world_model": world_model}, where=f"experiments.presets.{experiments.preset}.methods"
     )
 
 
@@ -99,7 +105,7 @@ def run_experiment_grid(starts: GridStarts, skills: pd.DataFrame, project: Proje
         learning-curve data).
     """
     preset = settings.experiments.grid
-    grid = GridSpec(methods=list(preset.methods), seeds=list(preset.seeds), fractions=list(preset.fractions), fraction_methods=list(preset.fraction_methods))
+    grid = _grid_spec(settings)
     base_rl = dataclasses.replace(settings.training.rl, **preset.rl)
     setup = rl_setup(project, settings.training, preset.heldout)
     bank = skill_bank_from_table(skills)

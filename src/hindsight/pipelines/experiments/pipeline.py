@@ -19,12 +19,6 @@ from hindsight.pipelines.experiments.nodes import (
 from hindsight.pipelines.settings import read_settings
 
 
-def _world_model_settings() -> Node:
-    """``world_model_settings`` (how the world model is queried), under a name of its own."""
-    node = read_settings("world_model")
-    return Node(node.func, inputs="params:world_model", outputs="world_model_settings", name="read_world_model_settings")
-
-
 def create_pipeline(**kwargs) -> Pipeline:
     nodes = [
         Node(
@@ -33,7 +27,7 @@ def create_pipeline(**kwargs) -> Pipeline:
             outputs="experiment_settings",
             name="read_settings",
         ),
-        _world_model_settings(),
+        read_settings("world_model", name="read_world_model_settings"),  # how the world model is queried
         Node(
             check_grid_inputs,
             inputs=["state2state_policy@optional", "world_model@optional", "experiment_settings"],
