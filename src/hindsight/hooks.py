@@ -168,7 +168,8 @@ def _version_of(dataset, save: bool) -> str | None:
 
 class DataVersionHooks:
     """Record the version of every versioned dataset a run loads or saves, as MLflow tags
-    ``data_version.<dataset>``, so every number can be traced to the data behind it."""
+    ``data_version.<dataset>``, so every number can be traced to the data behind it (a
+    transcoded entry, ``world_model@optional``, under its dataset's name ``world_model``)."""
 
     def __init__(self) -> None:
         self._catalog = None
@@ -187,7 +188,7 @@ class DataVersionHooks:
         if version:
             from hindsight import tracking
 
-            tracking.record_data_version(name, version)
+            tracking.record_data_version(name.split("@")[0], version)
 
     @hook_impl
     def after_dataset_loaded(self, dataset_name: str, data, node) -> None:

@@ -5,7 +5,8 @@ Stages run in this order, each a Kedro namespace (one collapsible box in kedro-v
     ingestion -> behaviour_cloning -> skills -> stage1 -> training -> evaluation
 
 ``__default__`` is their sum; ``scoring`` reads the skills stage's outputs; ``experiments``
-is the stages up to Stage 1 plus the grid. ``empo`` trains the behaviour-cloned policy on the
+is the stages up to Stage 1 plus the grid (which reads the catalog's ``world_model`` and
+``state2state_policy`` when its preset lists ``wmr1`` or ``grpo_state2state``). ``empo`` trains the behaviour-cloned policy on the
 ingested expert trajectories with no environment. ``world_model`` trains WM-R1's world model
 on the trajectories and the skills stage's rollouts; ``wmr1`` trains the policy inside it
 (then ``evaluation`` scores it on the real environment). ``state2state`` is the State2State

@@ -76,3 +76,13 @@ def test_loading_a_missing_version_names_it(tmp_path):
     assert not dataset.exists()
     with pytest.raises(DatasetError, match="2026-01-01T00.00.00.000Z"):
         dataset.load()
+
+
+def test_an_optional_dataset_loads_none_until_a_version_exists(policy, tmp_path):
+    with pytest.raises(DatasetError, match="Did not find any versions"):
+        dataset_at(tmp_path).load()  # not optional: the missing model is an error
+    optional = ModelDirectoryDataset(path=str(tmp_path / "policy"), version=Version(None, None), optional=True)
+    assert optional.load() is None
+    dataset_at(tmp_path).save(policy)
+    found = ModelDirectoryDataset(path=str(tmp_path / "policy"), version=Version(None, None), optional=True).load()
+    assert torch.equal(logits_of(found), logits_of(policy))

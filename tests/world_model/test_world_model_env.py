@@ -105,7 +105,7 @@ def test_wmr1_scores_follow_the_reward_and_replays_cost_no_world_model_calls():
     for episode_id, steps, won, source in (("a", 2, True, "world_model"), ("b", 4, False, "world_model"), ("c", 3, True, "replay")):
         for step in range(steps):
             rows.append({"episode_id": episode_id, "group_id": "g", "step": step, "won": won and step == steps - 1,
-                         "reward": 0.0, "action_valid": True, "source": source})
+                         "reward": 0.0, "action_valid": True, "source": source, "action": "take key"})
     scores = wmr1_scores(pd.DataFrame(rows), max_steps=8)
     # p = 2/3, L_ref = 2.5, budget = 2/3*2.5 + 1/3*8 = 13/3 for steps; calls: L_ref over calls (2, 0) = 1,
     # budget = 2/3*1 + 1/3*8 = 10/3
@@ -124,3 +124,87 @@ def test_wmr1_without_a_world_model_says_which_pipeline_to_run():
 
     with pytest.raises(ValueError, match="kedro run --pipeline wmr1"):
         train_rl(None, None, [], make_env, RolloutConfig(), RLConfig(algorithm="wmr1"))
+
+
+def test_imagined_turns_count_as_world_model_calls_not_as_length():
+    from hindsight import algorithms
+
+    rows = []
+    # x (won): imagine a, a, imagine b (refused: no call), b -> 2 committed actions, 3 calls
+    # y (lost): c, imagine c, imagine d, c -> 2 committed actions, 4 calls
+    for episode_id, actions, valid, won in (
+        ("x", ["imagine: a", "a", "imagine: b", "b"], [True, True, False, True], True),
+        ("y", ["c", "imagine: c", "imagine: d", "c"], [True] * 4, False),
+    ):
+        for step, (action, ok) in enumerate(zip(actions, valid)):
+            rows.append({"episode_id": episode_id, "group_id": "g", "step": step, "won": won and step == 3,
+                         "reward": 0.0, "action_valid": ok, "source": "world_model", "action": action})
+    scores = wmr1_scores(pd.DataFrame(rows), max_steps=8)
+    expected = algorithms.wm_r1_rewards([2, 2], [True, False], [3, 4], ["g", "g"], max_length=8, max_calls=8)
+    assert [scores["x"], scores["y"]] == pytest.approx(expected.tolist(), abs=1e-6)
+
+
+def test_imagined_turns_are_off_by_default_and_bounded(gold_table, trained_world_model):
+    from hindsight.envs.world_model import IMAGINE_PREFIX
+
+    world_model, _, _ = trained_world_model
+    simulator = WorldModelSimulator(world_model, RecordedTasks(gold_table), WorldModelSettings(history=1, max_new_tokens=48, max_length=512))
+    episode = gold_table[gold_table["episode_id"] == gold_table["episode_id"].iloc[0]].sort_values("step")
+    seed, real, first = int(episode["seed"].iloc[0]), list(episode["valid_actions"].iloc[0]), episode["action"].iloc[0]
+    _, info = simulator.make_env(SPEC).reset(seed, "train")
+    assert info["valid_actions"] == real  # off by default: no imagined turn offered
+
+    env = simulator.make_env(SPEC, imagined_turns=2)
+    observation, info = env.reset(seed, "train")
+    assert info["valid_actions"] == real + [IMAGINE_PREFIX + action for action in real]
+    calls = simulator.calls
+    for turn in range(2):
+        shown, reward, terminated, truncated, info = env.step(IMAGINE_PREFIX + first)
+        assert (reward, terminated, truncated, info["action_valid"]) == (0.0, False, False, True)
+        assert shown.startswith(observation + "\n[imagined, not played] " + first + " -> ")
+        assert info["anchor_observation"] == env.observation == observation  # the state stays
+    assert simulator.calls == calls + 2
+    assert info["valid_actions"] == real  # the bound is reached: no more imagined turns offered
+    _, reward, _, _, info = env.step(IMAGINE_PREFIX + first)  # asked all the same (free generation): refused
+    assert simulator.calls == calls + 2 and not info["action_valid"] and reward == -SPEC.reward.invalid_penalty
+    predicted = shown.rsplit(" -> ", 1)[1]
+    _, _, won, _, info = env.step(first)  # committing: the world model's own answer, as imagined
+    assert env.history == [(observation, first)]  # its prompts hold committed actions only
+    assert env.observation == (SOLVED_MARKER if won else predicted)
+    assert simulator.calls == calls + 3
+    assert won or any(action.startswith(IMAGINE_PREFIX) for action in info["valid_actions"])  # the count starts again
+
+
+def test_wmr1_training_keeps_imagined_turns_within_their_bound(gold_table, trained_world_model, tiny_policy):
+    import copy
+
+    from hindsight.rollout.engine import RolloutConfig
+    from hindsight.rollout.tasks import make_tasks
+    from hindsight.training.rl import train_rl
+    from hindsight.training.rl_config import RLConfig
+    from hindsight.training.rl_run import frozen_copy
+    from hindsight.training.wmr1 import imagined_turns
+
+    with pytest.raises(ValueError, match="wmr1_imagined_turns"):
+        RLConfig(wmr1_imagined_turns=-1)
+    world_model, _, _ = trained_world_model
+    simulator = WorldModelSimulator(world_model, RecordedTasks(gold_table), WorldModelSettings(history=1, max_new_tokens=48, max_length=512))
+    tasks = make_tasks(SPEC, "train", sorted(int(seed) for seed in gold_table["seed"].unique()))
+    config = RLConfig(algorithm="wmr1", updates=1, tasks_per_update=3, group_size=2, mini_batch_size=32, learning_rate=1e-3,
+                      wmr1_imagined_turns=1, wmr1_replay=False)
+    rollout = RolloutConfig(temperature=1.0, max_steps=8, max_length=768, progress=False)
+    policy = copy.deepcopy(tiny_policy)
+    result = train_rl(policy, frozen_copy(tiny_policy.model), tasks, make_env, rollout, config, world_model=simulator)
+    table = result.last_rollout.sort_values(["episode_id", "step"]).reset_index(drop=True)
+    imagined = imagined_turns(table)
+    assert imagined.any(), "the policy never chose an offered imagined turn"
+    for _, episode in table.groupby("episode_id"):
+        flags = imagined_turns(episode).tolist()
+        assert not any(a and b for a, b in zip(flags, flags[1:])), "two imagined turns before one action (bound 1)"
+        after = episode["valid_actions"].tolist()[1:]
+        for was_imagined, offered in zip(flags, after):  # right after an imagined turn none is offered
+            assert not (was_imagined and any(str(action).startswith("imagine: ") for action in offered))
+    assert table["action_valid"].all()  # constrained decoding never asks past the bound
+    metrics = result.history.iloc[-1]
+    assert metrics["world_model/imagined_turns"] == imagined.sum()
+    assert metrics["world_model/calls"] == len(table)  # one call per turn, imagined or committed

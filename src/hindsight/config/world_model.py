@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pandas as pd
+
 from hindsight.config.stages import PolicyConfig
 from hindsight.envs.world_model import WorldModelSettings
 from hindsight.training.sft import SFTConfig
@@ -55,3 +57,9 @@ class WorldModelConfig:
             history=self.history, max_observation_chars=self.max_observation_chars,
             max_new_tokens=self.max_new_tokens, max_length=self.sft.max_length,
         )
+
+    def recorded_episodes(self, trajectories: pd.DataFrame, skill_rollouts: pd.DataFrame) -> pd.DataFrame:
+        """The episodes the world model learns from and starts its tasks from: the
+        trajectories and, with ``use_rollouts``, the skills stage's rollouts."""
+        sources = [trajectories, skill_rollouts] if self.use_rollouts else [trajectories]
+        return pd.concat([source for source in sources if len(source)], ignore_index=True)

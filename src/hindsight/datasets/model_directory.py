@@ -8,6 +8,11 @@ dataset (``data/06_models/policy/<version>/policy/``).
 Writes are atomic (``hindsight.atomic.atomic_directory``): the directory is written to a
 temporary sibling and renamed into place only when complete, so an interrupted save never
 leaves a half-written checkpoint that a later load would pick up.
+
+``optional: true`` makes a load with no version written yet return None instead of failing:
+for an input that a pipeline uses only when its settings ask for it (the experiment grid's
+State2State checkpoint and world model, catalog entries ``<name>@optional``), so that the
+node that knows whether it is needed can say which command makes it.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kedro.io.core import AbstractVersionedDataset, DatasetError, Version
+from kedro.io.core import AbstractVersionedDataset, DatasetError, Version, VersionNotFoundError
 
 from hindsight.atomic import atomic_directory
 
@@ -29,6 +34,8 @@ class ModelDirectoryDataset(AbstractVersionedDataset):
           type: hindsight.datasets.ModelDirectoryDataset
           path: data/06_models/stage1_policy
           versioned: true
+
+    With ``optional: true`` a load finds None when no version (or no directory) exists.
     """
 
     def __init__(
@@ -38,19 +45,29 @@ class ModelDirectoryDataset(AbstractVersionedDataset):
         version: Version | None = None,
         load_args: dict[str, Any] | None = None,
         metadata: dict[str, Any] | None = None,
+        optional: bool = False,
     ) -> None:
         super().__init__(filepath=PurePosixPath(Path(path).as_posix()), version=version)
         self._load_args = dict(load_args or {})
         self.metadata = metadata
+        self._optional = optional
 
     def _describe(self) -> dict[str, Any]:
-        return {"path": str(self._filepath), "version": self._version}
+        described = {"path": str(self._filepath), "version": self._version}
+        return {**described, "optional": True} if self._optional else described
 
     def _load(self):
         from hindsight.policy.model import load_policy
 
-        directory = Path(self._get_load_path())
+        try:
+            directory = Path(self._get_load_path())
+        except VersionNotFoundError:
+            if self._optional:
+                return None
+            raise
         if not directory.is_dir():
+            if self._optional:
+                return None
             raise DatasetError(f"No model directory at '{directory}'.")
         return load_policy(directory, **self._load_args)
 

@@ -22,6 +22,16 @@ Three decisions, and why:
 - **Rewards are the real environment's rule** (``envs.reward.step_reward``): the success
   reward on the solved step, every action valid (constrained decoding).
 
+Imagined turns (optional, bounded; off by default): ``make_env(spec, imagined_turns=k)``
+with k > 0 also offers ``imagine: <a>`` for every valid action ``a`` (``IMAGINE_PREFIX``), at
+most k times before each committed action. Choosing one asks the world model what ``a``
+would do, without playing it: the state stays, the prediction is shown under the current
+observation, and the turn is a step of its own (reward 0). Our reading of WM-R1's "the
+policy may ask the world model what happens if I do X (bounded count) before committing to
+a real action" (ALGORITHMS.md section 4; ``training.rl.wmr1_imagined_turns``). Past the
+bound the options are gone, and a request all the same (free generation) is refused: an
+invalid action, no world-model call.
+
 ``WorldModelSimulator`` holds the world model, the recorded tasks and the settings, builds
 one environment per spec for the rollout engine and counts the world-model calls.
 """
@@ -40,6 +50,15 @@ from hindsight.envs.base import EnvironmentConfigError, EnvironmentSpec, StepRes
 from hindsight.envs.reward import step_reward
 from hindsight.policy.generation import generate_text
 from hindsight.world_model.transitions import SOLVED_MARKER, is_solved, transition_prompt
+
+
+IMAGINE_PREFIX = "imagine: "
+"""The action of an imagined turn: ``imagine: <action>`` asks what ``<action>`` would do."""
+
+
+def imagined_action(action: str) -> str | None:
+    """The action an imagined turn asks about; None for a committed action."""
+    return action[len(IMAGINE_PREFIX):] if action.startswith(IMAGINE_PREFIX) else None
 
 
 @dataclass
@@ -133,9 +152,10 @@ class WorldModelSimulator:
     calls: int = 0
     """World-model generations so far (every environment step is one)."""
 
-    def make_env(self, spec: EnvironmentSpec) -> "WorldModelEnvironment":
-        """An environment for ``spec`` (the rollout engine's ``env_factory``)."""
-        return WorldModelEnvironment(spec, self)
+    def make_env(self, spec: EnvironmentSpec, imagined_turns: int = 0) -> "WorldModelEnvironment":
+        """An environment for ``spec`` (the rollout engine's ``env_factory``), offering at most
+        ``imagined_turns`` imagined turns before each committed action (0: none)."""
+        return WorldModelEnvironment(spec, self, imagined_turns)
 
     def predict(self, prompt: str) -> str:
         """One greedy world-model answer."""
@@ -149,9 +169,14 @@ class WorldModelSimulator:
 class WorldModelEnvironment(TextEnvironment):
     """One task at a time, stepped by the world model (see the module docstring)."""
 
-    def __init__(self, spec: EnvironmentSpec, simulator: WorldModelSimulator) -> None:
+    def __init__(self, spec: EnvironmentSpec, simulator: WorldModelSimulator, imagined_turns: int = 0) -> None:
+        if imagined_turns < 0:
+            raise ValueError(f"world-model environment: imagined_turns must be >= 0, got {imagined_turns}")
         self.spec = spec
         self.simulator = simulator
+        self.imagined_turns = imagined_turns
+        self.imagined_since_action = 0
+        """Imagined turns since the last committed action (at most ``imagined_turns``)."""
         self.group_id = ""
         self.task = ""
         self.task_type = spec.game
@@ -159,9 +184,15 @@ class WorldModelEnvironment(TextEnvironment):
         self.history: list[tuple[str, str]] = []
         self.valid: list[str] = []
 
+    def offered_actions(self) -> list[str]:
+        """The valid actions, and the imagined turns on them while the bound allows one."""
+        if self.imagined_since_action >= self.imagined_turns:
+            return list(self.valid)
+        return self.valid + [IMAGINE_PREFIX + action for action in self.valid]
+
     def _info(self, won: bool, action_valid: bool) -> dict[str, Any]:
         return {
-            "task": self.task, "task_type": self.task_type, "valid_actions": list(self.valid),
+            "task": self.task, "task_type": self.task_type, "valid_actions": self.offered_actions(),
             "anchor_observation": self.observation, "won": won, "action_valid": action_valid,
             "score": 1.0 if won else 0.0, "inventory": "", "world_model_calls": self.simulator.calls,
         }
@@ -172,13 +203,31 @@ class WorldModelEnvironment(TextEnvironment):
         start = self.simulator.tasks.start(self.group_id)
         self.task, self.task_type, self.observation = start["task"], start["task_type"], start["observation"]
         self.valid, self.history = list(start["valid_actions"]), []
+        self.imagined_since_action = 0
         return self.observation, self._info(False, True)
 
-    def step(self, action: str) -> StepResult:
+    def _predict(self, action: str) -> str:
+        """The world model's next observation after ``action`` from the current state."""
         settings = self.simulator.settings
         past = self.history[-settings.history:] if settings.history else []
         prompt = transition_prompt(self.task, past, self.observation, action, max_chars=settings.max_observation_chars)
-        predicted = self.simulator.predict(prompt)
+        return self.simulator.predict(prompt)
+
+    def _imagine(self, action: str) -> StepResult:
+        """An imagined turn (module docstring): the state stays; over the bound, refused."""
+        if self.imagined_since_action >= self.imagined_turns:
+            return self.observation, step_reward(False, False, self.spec.reward), False, False, self._info(False, False)
+        self.imagined_since_action += 1
+        predicted = self._predict(action)
+        shown = f"{self.observation}\n[imagined, not played] {action} -> {predicted}"
+        return shown, step_reward(False, True, self.spec.reward), False, False, self._info(False, True)
+
+    def step(self, action: str) -> StepResult:
+        asked = imagined_action(action)
+        if asked is not None:
+            return self._imagine(asked)
+        predicted = self._predict(action)
+        self.imagined_since_action = 0
         action_valid = not self.valid or action in self.valid
         won = is_solved(predicted)
         self.history.append((self.observation, action))

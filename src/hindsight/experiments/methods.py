@@ -20,18 +20,21 @@ A method is a starting checkpoint and a set of overrides of the RL settings:
     empo              EMPO from the base policy: the training tasks' gold episodes replayed
                       as the environment (``training.empo_run.empo_grid_setup``)
     wmr1              WM-R1 from the Stage-1 checkpoint: GRPO inside the learned world model
-                      (needs one: ``run_experiment_grid(..., world_model=...)``)
+                      (the catalog's ``world_model``: ``kedro run --pipeline world_model``)
     grpo_stepo        GRPO + STEPO: 1/T_i step weights, zero-variance filter with refill,
                       pass-rate calibration in (0, 1)
     grpo_curriculum   GRPO with the curriculum (learnable, hard successes, infeasible share)
     grpo_odysse       GRPO with the ODYSSE episodic mini-batch sampler
+    grpo_state2state  GRPO from the State2State checkpoint (the catalog's ``state2state_policy``:
+                      ``kedro run --pipeline state2state``), the same RL budget as ``grpo``
+    grpo_async        GRPO with asynchronous rollouts (a rollout worker process), staleness <= 1
 
 The two controls (issue 11) are in the default presets (``full``: the README's grid; the
 test suite's quick grid, ``conf/test``, leaves them out for time and
-``tests/training/test_seed_controls.py`` runs them instead). EMPO,
-WM-R1 and the last three (issue 15) are not in the default presets' method lists (so the
-default grid takes no longer; WM-R1 also needs a trained world model); name them in a
-preset's ``methods`` to run them.
+``tests/training/test_seed_controls.py`` runs them instead). EMPO, WM-R1 and the last five
+(issue 15) are not in the default presets' method lists (so the default grid takes no
+longer; WM-R1 and ``grpo_state2state`` also need a model from the catalog,
+``experiments.starts``); name them in a preset's ``methods`` to run them.
 """
 
 from __future__ import annotations
@@ -48,7 +51,8 @@ class Method:
     label: str
     """How reports name it."""
     start_from: str
-    """stage1 or base."""
+    """stage1, base (both trained by the experiments pipeline) or state2state (the catalog's
+    State2State checkpoint, ``experiments.starts``)."""
     rl: dict[str, Any] = field(default_factory=dict)
     """Overrides of ``training.rl``."""
     default_grid: bool = True
@@ -74,6 +78,8 @@ METHOD_LIST = (
     ),
     Method("grpo_curriculum", "GRPO + curriculum", "base", {"algorithm": "grpo", "curriculum": True}, default_grid=False),
     Method("grpo_odysse", "GRPO + ODYSSE sampler", "base", {"algorithm": "grpo", "odysse_episode_minibatches": True}, default_grid=False),
+    Method("grpo_state2state", "GRPO after State2State", "state2state", {"algorithm": "grpo"}, default_grid=False),
+    Method("grpo_async", "GRPO + async rollouts", "base", {"algorithm": "grpo", "async_rollouts": True, "async_max_staleness": 1}, default_grid=False),
 )
 
 METHODS: dict[str, Method] = {method.name: method for method in METHOD_LIST}

@@ -34,8 +34,9 @@ def shared_settings() -> Pipeline:
     return Pipeline([node], namespace="settings", prefix_datasets_with_namespace=False)
 
 
-def read_settings(block: str) -> Node:
-    """A node building ``<block>_settings`` (its ``STAGE_FILES`` dataclass) from ``params:<block>``."""
+def read_settings(block: str, name: str = "read_settings") -> Node:
+    """A node building ``<block>_settings`` (its ``STAGE_FILES`` dataclass) from ``params:<block>``
+    (``name``: another node name, for a stage that reads more than one block)."""
     settings_class = STAGE_FILES[block]
 
     def read(params: dict[str, Any]):
@@ -43,7 +44,7 @@ def read_settings(block: str) -> Node:
 
     read.__name__ = read.__qualname__ = f"read_{block}_settings"
     read.__doc__ = f"``parameters_{block}.yml`` as a ``{settings_class.__name__}``."
-    return Node(read, inputs=f"params:{block}", outputs=f"{block}_settings", name="read_settings", tags=[block])
+    return Node(read, inputs=f"params:{block}", outputs=f"{block}_settings", name=name, tags=[block])
 
 
 def stage_pipeline(block: str, nodes: list[Node]) -> Pipeline:

@@ -34,6 +34,7 @@ and, on CPU with the same seeds, ends with the same metrics (``checkpoint.resume
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 from dataclasses import dataclass
@@ -156,9 +157,11 @@ def play_update(
     wmr1 = config.algorithm == "wmr1"
     shard = (lambda tasks: shard_tasks(parallel, tasks)) if parallel is not None else None
     calls_before = world_model.calls if wmr1 else 0
+    if wmr1:  # the world model's environments, with imagined turns when asked for
+        env_factory = functools.partial(world_model.make_env, imagined_turns=config.wmr1_imagined_turns)
     with inference_policy(policy, config.rollout_merge_lora, config.rollout_dtype) as actor:
         batch = collect_update_batch(
-            actor, world_model.make_env if wmr1 else env_factory, pool, rates, rollout_config, config, seed, update,
+            actor, env_factory, pool, rates, rollout_config, config, seed, update,
             shard=shard, source="world_model" if wmr1 else "rollout",
         )
     metrics = dict(batch.metrics)

@@ -125,6 +125,13 @@ class RLConfig:
     """ODYSSE sampler: every step sample of one episode goes into the same mini-batch."""
     wmr1_replay: bool = True
     """WM-R1: an all-failure group swaps one rollout for a stored success of its task."""
+    wmr1_imagined_turns: int = 0
+    """WM-R1 imagined turns, at most this many before each committed action (0: off; other
+    algorithms ignore it). Our reading of "the policy may ask the world model what happens if
+    I do X (bounded count)": the world-model environment also offers ``imagine: <a>`` for each
+    valid action; choosing it shows the world model's prediction for ``a`` without playing it
+    (``envs.world_model``). Such a turn is a step sample trained like any other; it counts in
+    the episode's step limit and in its world-model calls (R_wm), not in its length (R_len)."""
     async_rollouts: bool = False
     """Generate rollouts in a second process (``training.async_rollouts``) while the learner
     trains, with decoupled PPO on stale samples; False: the synchronous loop."""
@@ -150,6 +157,8 @@ class RLConfig:
             raise ValueError(f"training.rl.task_fraction must be in (0, 1], got {self.task_fraction}")
         if self.rollout_dtype not in ("float32", "bfloat16", "auto"):
             raise ValueError(f"training.rl.rollout_dtype must be float32, bfloat16 or auto, got {self.rollout_dtype!r}")
+        if self.wmr1_imagined_turns < 0:
+            raise ValueError(f"training.rl.wmr1_imagined_turns must be >= 0 (0: off), got {self.wmr1_imagined_turns}")
         if self.micro_batch_tokens is not None and self.micro_batch_tokens < 1:
             raise ValueError(f"training.rl.micro_batch_tokens must be a positive token count or null, got {self.micro_batch_tokens}")
         self._check_task_schedule()

@@ -8,13 +8,16 @@ world model and the policy update.
    first mini-batch). Groups of tasks without a stored success stay as they are.
 2. Scores: one per trajectory, ``algorithms.wm_r1_rewards`` = ``1.0 R_succ + 0.5 R_len +
    0.1 R_wm`` with the per-group adaptive budgets; the length budget is the step limit and
-   the world-model call budget the same (one call per simulated step; a replayed episode
-   made none). Advantages: GRPO over the group, statistics taken over trajectories.
+   the world-model call budget the same. The length counts committed actions; the calls
+   count committed actions and imagined turns (one world-model call each; a refused
+   imagined turn and a replayed episode made none). Advantages: GRPO over the group,
+   statistics taken over trajectories.
 3. Metrics (``world_model/...``): world-model calls of the update, simulated success rate
-   (before replay), all-failure groups and replayed groups.
+   (before replay), all-failure groups, replayed groups and imagined turns.
 
-Imagined turns (the policy querying the world model before acting) are not implemented:
-every world-model call is a committed transition.
+Imagined turns (``training.rl.wmr1_imagined_turns``, off by default) are turns of the
+world-model environment itself (``envs.world_model``): rows whose action starts with
+``imagine: ``.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import torch
 
 from hindsight import algorithms
 from hindsight.data.outcomes import episode_outcomes
-from hindsight.envs.world_model import WorldModelSimulator
+from hindsight.envs.world_model import IMAGINE_PREFIX, WorldModelSimulator
 from hindsight.policy.encoding import StepSample, samples_from_table
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.training.distillation import response_logprobs
@@ -83,13 +86,21 @@ def replay_stored_successes(
     return merged, kept_samples + replay_samples, len(replaced)
 
 
+def imagined_turns(table: pd.DataFrame) -> pd.Series:
+    """Which rows are imagined turns (bool, aligned with ``table``)."""
+    return table["action"].astype(str).str.startswith(IMAGINE_PREFIX)
+
+
 def wmr1_scores(table: pd.DataFrame, max_steps: int) -> pd.Series:
     """The WM-R1 reward of each episode (indexed by ``episode_id``)."""
     outcomes = episode_outcomes(table, keys=["group_id"])
-    calls = table.assign(call=table["source"] != REPLAY_SOURCE).groupby("episode_id")["call"].sum()
+    imagined = imagined_turns(table)
+    refused = imagined & ~table["action_valid"].astype(bool)
+    counts = table.assign(call=(table["source"] != REPLAY_SOURCE) & ~refused, committed=~imagined)
+    counts = counts.groupby("episode_id")[["call", "committed"]].sum()
     rewards = algorithms.wm_r1_rewards(
-        outcomes["length"].tolist(), outcomes["success"].tolist(), outcomes["episode_id"].map(calls).tolist(),
-        outcomes["group_id"].tolist(), max_length=max_steps, max_calls=max_steps,
+        outcomes["episode_id"].map(counts["committed"]).tolist(), outcomes["success"].tolist(),
+        outcomes["episode_id"].map(counts["call"]).tolist(), outcomes["group_id"].tolist(), max_length=max_steps, max_calls=max_steps,
     )
     return pd.Series(rewards.tolist(), index=outcomes["episode_id"].tolist())
 
@@ -113,4 +124,5 @@ def world_model_metrics(simulated: pd.DataFrame, replayed_groups: int, calls: in
         "world_model/simulated_success_rate": float(outcomes["success"].mean()) if len(outcomes) else 0.0,
         "world_model/all_failure_groups": float((~group_success).sum()),
         "world_model/replayed_groups": float(replayed_groups),
+        "world_model/imagined_turns": float(imagined_turns(simulated).sum()) if len(simulated) else 0.0,
     }

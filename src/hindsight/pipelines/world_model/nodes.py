@@ -34,10 +34,8 @@ def world_model_examples(trajectories: pd.DataFrame, skill_rollouts: pd.DataFram
     Returns:
         ``world_model.transitions.EXAMPLE_COLUMNS``.
     """
-    sources = [trajectories, skill_rollouts] if settings.use_rollouts else [trajectories]
-    table = pd.concat([source for source in sources if len(source)], ignore_index=True)
     examples = transition_examples(
-        table, history=settings.history, max_chars=settings.max_observation_chars, heldout_fraction=settings.heldout_fraction
+        settings.recorded_episodes(trajectories, skill_rollouts), history=settings.history, max_chars=settings.max_observation_chars, heldout_fraction=settings.heldout_fraction
     )
     heldout = int(examples["heldout"].sum())
     logger.info("World model: %d training and %d held-out transitions", len(examples) - heldout, heldout)
@@ -89,9 +87,8 @@ def world_model_simulator(
     """The world model with the recorded tasks it starts from: their first observations,
     recorded states (valid actions) and won episodes (replays), from the trajectories and,
     with ``use_rollouts``, the skills stage's rollouts (the data the world model learnt from)."""
-    sources = [trajectories, skill_rollouts] if settings.use_rollouts else [trajectories]
-    table = pd.concat([source for source in sources if len(source)], ignore_index=True)
-    return WorldModelSimulator(world_model=world_model, tasks=RecordedTasks(table), settings=settings.query_settings())
+    tasks = RecordedTasks(settings.recorded_episodes(trajectories, skill_rollouts))
+    return WorldModelSimulator(world_model=world_model, tasks=tasks, settings=settings.query_settings())
 
 
 def train_in_world_model(stage1_policy, base_policy, simulator: WorldModelSimulator, project: ProjectConfig, training: TrainingConfig):

@@ -31,17 +31,11 @@ def create_pipeline(**kwargs) -> Pipeline:
     )
 
 
-def _settings_node(block: str) -> Node:
-    """``read_settings(block)`` under a name of its own (this stage reads two blocks)."""
-    node = read_settings(block)
-    return Node(node.func, inputs=f"params:{block}", outputs=f"{block}_settings", name=f"read_{block}_settings")
-
-
 def create_wmr1_pipeline(**kwargs) -> Pipeline:
     """WM-R1: the policy trained inside the world model (reads the newest ``world_model``)."""
     nodes = [
-        _settings_node("training"),
-        _settings_node("world_model"),
+        read_settings("training", name="read_training_settings"),  # this stage reads two blocks
+        read_settings("world_model", name="read_world_model_settings"),
         Node(world_model_simulator, inputs=["world_model", "trajectories", "skill_rollouts", "world_model_settings"], outputs="world_model_simulator", name="world_model_simulator"),
         Node(
             train_in_world_model,
