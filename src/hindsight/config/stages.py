@@ -286,6 +286,11 @@ def _default_presets() -> dict[str, GridPreset]:
             rl={"updates": 2, "tasks_per_update": 2, "group_size": 2, "eval_every": 1},
             heldout=HeldoutPlay(episodes_per_game=2, decodings={"sampled": 0.4}),
         ),
+        "controls": GridPreset(
+            methods=["grpo", "seed", "seed_no_distill", "seed_ungated", "seed_unrelated_skill"], seeds=[0, 1, 2],
+            fractions=[1.0], rl={"updates": 4, "tasks_per_update": 4, "group_size": 4, "eval_every": 4},
+            heldout=HeldoutPlay(episodes_per_game=8, decodings={"sampled": 0.4}),
+        ),
         "full": GridPreset(
             methods=list(ALL_METHODS), seeds=[0, 1, 2], fractions=[0.4, 1.0],
             rl={"updates": 4, "tasks_per_update": 4, "group_size": 4, "eval_every": 4},
@@ -299,7 +304,8 @@ class ExperimentsConfig:
     """``parameters_experiments.yml``: the experiment grid."""
 
     preset: str = "full"
-    """Which preset runs: full (the README's Results) or quick (minutes)."""
+    """Which preset runs: full (the README's Results), controls (SEED against its two
+    controls and GRPO) or quick (minutes)."""
     cache_dir: str = "data/07_model_output/experiment_cells"
     """Finished cells are kept here and skipped on re-runs."""
     presets: dict[str, GridPreset] = field(default_factory=_default_presets)
