@@ -96,7 +96,7 @@ def test_ungated_opd_is_the_plain_log_ratio_over_the_distilled_tokens():
     mask = torch.tensor([[1.0, 1.0], [1.0, 0.0]])
     loss, metrics = opd_loss(logp, teacher, mask, gate="ungated")
     assert loss.item() == pytest.approx(0.0, abs=1e-7)
-    assert metrics == pytest.approx({"gate_mean": 1.0, "gate_active_ratio": 1.0, "teacher_gap_mean": 0.0}, abs=1e-7)
+    assert metrics == pytest.approx({"gate_mean": 1.0, "gate_active_ratio": 1 / 3, "teacher_gap_mean": 0.0}, abs=1e-7)
     loss.backward()
     assert torch.allclose(logp.grad, -mask / 3, atol=1e-7)  # -1 per distilled token, / 3
     # unbalanced gaps: 0.5, 1.0 and -3.0 over 3 tokens -> -0.5 (the sigmoid gate would weigh -3 by ~0)

@@ -62,12 +62,13 @@ def test_the_controls_play_and_analyse_what_seed_does(runs):
 def test_ungated_distillation_weighs_every_distilled_token_one(runs):
     config, metrics = runs["seed_ungated"]
     assert config.distill_gate == "ungated" and config.skill_assignment == "own"
-    assert metrics["opd/gate_mean"] == 1.0 and metrics["opd/gate_active_ratio"] == 1.0
+    assert metrics["opd/gate_mean"] == 1.0
     assert metrics["opd/skill_unrelated_share"] == 0.0
     assert metrics["losses/opd"] != 0.0
     seed = runs["seed"][1]
     assert 0.0 < seed["opd/gate_mean"] < 1.0  # the sigmoid gate of SEED itself
     assert metrics["opd/teacher_gap_mean"] == seed["opd/teacher_gap_mean"]  # same skills, same teacher
+    assert 0.0 < metrics["opd/gate_active_ratio"] < 1.0  # the share with gap > 0, not the fixed weight
 
 
 def test_unrelated_skill_distils_every_episode_from_the_other_game(runs):

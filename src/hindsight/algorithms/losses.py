@@ -126,7 +126,7 @@ def opd_loss(
     token the skill makes likelier (gap > 0, g > 0.5) is pushed up hard, one it disfavours
     only weakly. With ``gate="ungated"`` g = 1 on every token: the loss is the plain
     log-ratio ``teacher_logp - logp`` aggregated over ``mask`` (its gradient ``-1`` per
-    token), and the gate metrics read 1.
+    token), ``gate_mean`` reads 1 and ``gate_active_ratio`` still the share with gap > 0.
 
     Metrics (masked token means, detached): ``gate_mean`` (mean g), ``gate_active_ratio``
     (fraction with g > 0.5, i.e. gap > 0), ``teacher_gap_mean`` (mean gap).
@@ -152,7 +152,7 @@ def opd_loss(
     with torch.no_grad():
         metrics = {
             "gate_mean": masked_mean(weight, mask).item(),
-            "gate_active_ratio": masked_mean((weight > 0.5).to(weight.dtype), mask).item(),
+            "gate_active_ratio": masked_mean((gap > 0).to(gap.dtype), mask).item(),  # the gate's own test, ungated too
             "teacher_gap_mean": masked_mean(gap, mask).item(),
         }
     return loss, metrics
