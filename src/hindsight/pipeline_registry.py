@@ -9,7 +9,9 @@ is the stages up to Stage 1 plus the grid (which reads the catalog's ``world_mod
 ``state2state_policy`` when its preset lists ``wmr1`` or ``grpo_state2state``). ``empo`` trains the behaviour-cloned policy on the
 ingested expert trajectories with no environment. ``world_model`` trains WM-R1's world model
 on the trajectories and the skills stage's rollouts; ``wmr1`` trains the policy inside it
-(then ``evaluation`` scores it on the real environment). ``state2state`` is the State2State
+(then ``evaluation`` scores it on the real environment). ``pretrained_model`` converts the
+pretrained route's weights once into the catalog (``kedro run --env pretrained`` then starts
+behaviour cloning from them). ``state2state`` is the State2State
 mid-training stage alone (from the catalog's base policy); ``training_from_state2state`` is
 the training stage started from the catalog's State2State checkpoint; ``with_state2state`` is
 the default run with the State2State stage before training. Every runnable pipeline starts with the
@@ -26,6 +28,7 @@ from hindsight.pipelines import (
     evaluation,
     experiments,
     ingestion,
+    pretrained_model,
     scoring,
     skills,
     stage1,
@@ -48,7 +51,7 @@ STAGES = {
 
 def register_pipelines() -> dict[str, Pipeline]:
     """Register each stage alone, ``__default__`` (all stages), ``scoring``, ``experiments``,
-    ``empo``, ``world_model``, ``wmr1`` and the State2State pipelines.
+    ``empo``, ``world_model``, ``wmr1``, ``pretrained_model`` and the State2State pipelines.
 
     Returns:
         A mapping from pipeline names to ``Pipeline`` objects.
@@ -68,4 +71,5 @@ def register_pipelines() -> dict[str, Pipeline]:
     pipelines["with_state2state"] = sum(before_training, shared) + mid_training + from_checkpoint + stages["evaluation"]
     pipelines["world_model"] = shared + world_model.create_pipeline()
     pipelines["wmr1"] = shared + world_model.create_wmr1_pipeline()
+    pipelines["pretrained_model"] = shared + pretrained_model.create_pipeline()
     return pipelines

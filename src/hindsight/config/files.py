@@ -12,6 +12,7 @@ from dataclasses import fields
 from typing import Any, Mapping
 
 from hindsight.config.empo import EmpoConfig
+from hindsight.config.pretrained import PretrainedModelConfig
 from hindsight.config.project import ProjectConfig
 from hindsight.config.state2state import State2StateConfig
 from hindsight.config.stages import (
@@ -40,6 +41,7 @@ STAGE_FILES: dict[str, type] = {
     "empo": EmpoConfig,
     "state2state": State2StateConfig,
     "world_model": WorldModelConfig,
+    "pretrained_model": PretrainedModelConfig,
 }
 """Top-level block -> its dataclass; the block lives in ``parameters_<block>.yml``."""
 

@@ -62,6 +62,14 @@ class PolicyConfig:
     lora: LoraSettings | None = None
     """A LoRA adapter on a loaded model, e.g. {rank: 16, alpha: 32, dropout: 0.05,
     target_modules: [q_proj, v_proj]}; null = full fine-tuning."""
+    from_pretrained_model: bool = False
+    """Start from the catalog's ``pretrained_model`` (the pretrained route: ``kedro run
+    --env pretrained --pipeline pretrained_model`` converts it once) instead of
+    ``model_dir`` or the embedded model."""
+
+    def __post_init__(self) -> None:
+        if self.from_pretrained_model and self.model_dir:
+            raise ValueError("policy: set model_dir or from_pretrained_model, not both")
 
 
 def _behaviour_cloning_sft() -> SFTConfig:

@@ -13,6 +13,10 @@ leaves a half-written checkpoint that a later load would pick up.
 for an input that a pipeline uses only when its settings ask for it (the experiment grid's
 State2State checkpoint and world model, catalog entries ``<name>@optional``), so that the
 node that knows whether it is needed can say which command makes it.
+
+``as_path: true`` makes a load return the newest version's directory (a ``Path``) instead of
+the loaded policy: for a node that loads it with settings of its own (a LoRA adapter, a
+dtype) and for an input that most runs do not use (nothing is read into memory).
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ class ModelDirectoryDataset(AbstractVersionedDataset):
           path: data/06_models/stage1_policy
           versioned: true
 
-    With ``optional: true`` a load finds None when no version (or no directory) exists.
+    With ``optional: true`` a load finds None when no version (or no directory) exists; with
+    ``as_path: true`` it finds the directory, not the loaded policy.
     """
 
     def __init__(
@@ -46,15 +51,21 @@ class ModelDirectoryDataset(AbstractVersionedDataset):
         load_args: dict[str, Any] | None = None,
         metadata: dict[str, Any] | None = None,
         optional: bool = False,
+        as_path: bool = False,
     ) -> None:
         super().__init__(filepath=PurePosixPath(Path(path).as_posix()), version=version)
         self._load_args = dict(load_args or {})
         self.metadata = metadata
         self._optional = optional
+        self._as_path = as_path
 
     def _describe(self) -> dict[str, Any]:
         described = {"path": str(self._filepath), "version": self._version}
-        return {**described, "optional": True} if self._optional else described
+        if self._optional:
+            described["optional"] = True
+        if self._as_path:
+            described["as_path"] = True
+        return described
 
     def _load(self):
         from hindsight.policy.model import load_policy
@@ -69,6 +80,8 @@ class ModelDirectoryDataset(AbstractVersionedDataset):
             if self._optional:
                 return None
             raise DatasetError(f"No model directory at '{directory}'.")
+        if self._as_path:
+            return directory
         return load_policy(directory, **self._load_args)
 
     def _save(self, policy) -> None:

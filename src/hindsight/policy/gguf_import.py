@@ -42,6 +42,35 @@ def installed_gguf(package: str = SMOLLM2_PACKAGE, filename: str = SMOLLM2_GGUF)
     return path
 
 
+def load_gguf(gguf_path: str | Path):
+    """The dequantized model (float32) and its tokenizer, read from a GGUF file.
+
+    Returns:
+        ``(model, tokenizer)``: an ordinary transformers model (no quantization flag, so
+        ``save_pretrained`` works) and the tokenizer with its chat template.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf_path = Path(gguf_path)
+    if not gguf_path.is_file():
+        raise FileNotFoundError(f"GGUF file '{gguf_path}' does not exist.")
+    if importlib.util.find_spec("gguf") is None:
+        raise ModuleNotFoundError(f"Reading '{gguf_path.name}' needs the 'gguf' package: {INSTALL_HINT}")
+    tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, local_files_only=True)
+    loaded = AutoModelForCausalLM.from_pretrained(
+        gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32, local_files_only=True
+    )
+    config = loaded.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config)
+    model.load_state_dict(loaded.state_dict())
+    model.eval()
+    logger.info("Read '%s' (%d parameters, dequantized from 4-bit).", gguf_path.name, sum(p.numel() for p in model.parameters()))
+    return model, tokenizer
+
+
 def convert_gguf(gguf_path: str | Path, target: str | Path) -> Path:
     """Write the dequantized model and its tokenizer as an HF directory at ``target``.
 
@@ -53,28 +82,13 @@ def convert_gguf(gguf_path: str | Path, target: str | Path) -> Path:
     Returns:
         ``target``.
     """
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     target = Path(target)
     if (target / "config.json").is_file():
         return target
-    gguf_path = Path(gguf_path)
-    if not gguf_path.is_file():
-        raise FileNotFoundError(f"GGUF file '{gguf_path}' does not exist.")
-    tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, local_files_only=True)
-    loaded = AutoModelForCausalLM.from_pretrained(
-        gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32, local_files_only=True
-    )
-    config = loaded.config
-    if hasattr(config, "quantization_config"):
-        del config.quantization_config
-    model = AutoModelForCausalLM.from_config(config)
-    model.load_state_dict(loaded.state_dict())
+    model, tokenizer = load_gguf(gguf_path)
     staging = target.with_name(target.name + ".partial")
     model.save_pretrained(staging)
     tokenizer.save_pretrained(staging)
     staging.rename(target)
-    logger.info("Converted '%s' (%d parameters, dequantized from 4-bit) to '%s'.",
-                gguf_path.name, sum(p.numel() for p in model.parameters()), target)
+    logger.info("Converted '%s' to '%s'.", Path(gguf_path).name, target)
     return target

@@ -5,6 +5,7 @@ starts)."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pandas as pd
 
@@ -63,17 +64,43 @@ def behaviour_cloning_examples(trajectories: pd.DataFrame, project: ProjectConfi
     return pd.DataFrame(rows)
 
 
-def build_initial_policy(examples: pd.DataFrame, project: ProjectConfig, settings: BehaviourCloningConfig):
-    """The policy before any training: a local HF directory, or the embedded tiny model.
+def build_initial_policy(
+    examples: pd.DataFrame, project: ProjectConfig, settings: BehaviourCloningConfig, pretrained_model: Path | None
+):
+    """The policy before any training: the catalog's pretrained model, a local HF directory,
+    or the embedded tiny model.
 
-    With ``policy.model_dir`` set, that directory is loaded (its own tokenizer and chat
-    template; optional LoRA from ``policy.lora``). Otherwise a BPE tokenizer is trained on
+    With ``policy.from_pretrained_model`` the newest ``pretrained_model`` version is loaded
+    (``pretrained_model`` is its directory, None when that stage never ran); with
+    ``policy.model_dir`` that directory. Either keeps its own tokenizer and chat template and
+    gets the optional LoRA adapter of ``policy.lora``. Otherwise a BPE tokenizer is trained on
     the behaviour-cloning prompts and responses and a Qwen2 model of size ``policy.preset``
     is built.
+
+    Raises:
+        FileNotFoundError: ``from_pretrained_model`` is set and no ``pretrained_model``
+            version exists (the message names the command that makes it).
     """
     policy_settings = settings.policy
-    if policy_settings.model_dir:
-        return load_policy(policy_settings.model_dir, lora=policy_settings.lora, dtype=policy_settings.dtype)
+    model_dir = policy_settings.model_dir
+    if policy_settings.from_pretrained_model:
+        if pretrained_model is None:
+            raise FileNotFoundError(
+                "behaviour_cloning.policy.from_pretrained_model is set but the catalog holds no 'pretrained_model' "
+                "(data/06_models/pretrained_model): convert it once with "
+                "`kedro run --env <env> --pipeline pretrained_model` (README: the pretrained route)"
+            )
+        model_dir = pretrained_model
+    if model_dir:
+        policy = load_policy(model_dir, lora=policy_settings.lora, dtype=policy_settings.dtype)
+        tracking.log_metrics(
+            {
+                "warmup/parameters": count_parameters(policy.model),
+                "warmup/trainable_parameters": count_parameters(policy.model, trainable_only=True),
+                "warmup/vocab_size": len(policy.tokenizer),
+            }
+        )
+        return policy
     texts = examples["prompt"].tolist() + examples["response"].tolist()
     tokenizer = train_tokenizer(texts, vocab_size=policy_settings.vocab_size)
     policy = build_policy(policy_settings.preset, tokenizer, seed=project.seeds.model)

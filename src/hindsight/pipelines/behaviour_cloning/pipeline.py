@@ -18,7 +18,7 @@ def create_pipeline(**kwargs) -> Pipeline:
             ),
             Node(
                 build_initial_policy,
-                inputs=["bc_examples", "project_settings", "behaviour_cloning_settings"],
+                inputs=["bc_examples", "project_settings", "behaviour_cloning_settings", "pretrained_model@path"],
                 outputs="initial_policy",
                 name="build_initial_policy",
             ),

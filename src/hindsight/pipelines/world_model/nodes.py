@@ -47,6 +47,8 @@ def build_world_model(examples: pd.DataFrame, project: ProjectConfig, settings: 
     """The untrained world model: ``model.model_dir`` loaded, or the embedded Qwen2 of
     ``model.preset`` with a BPE tokenizer trained on the examples."""
     model = settings.model
+    if model.from_pretrained_model:
+        raise ValueError("world_model.model.from_pretrained_model is not supported: set world_model.model.model_dir to a local HF directory")
     if model.model_dir:
         return load_policy(model.model_dir, lora=model.lora, dtype=model.dtype)
     tokenizer = train_tokenizer(examples["prompt"].tolist() + examples["response"].tolist(), vocab_size=model.vocab_size)

