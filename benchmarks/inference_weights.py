@@ -35,7 +35,7 @@ from transformers import DynamicCache  # noqa: E402
 from hindsight.policy.inference import inference_policy  # noqa: E402
 from hindsight.policy.model import Policy, has_native_bf16  # noqa: E402
 
-from learner_mfu import build_small, build_smollm2_lora  # noqa: E402
+from bench_models import build_small, build_smollm2_lora, perturb_lora  # noqa: E402
 
 
 def decode_step_seconds(model, batch: int, prompt: int, steps: int, autocast: bool) -> float:
@@ -84,10 +84,7 @@ def main() -> None:
         model = build_small() if name == "small" else build_smollm2_lora()
         model.eval()
         if hasattr(model, "peft_config"):
-            with torch.no_grad():
-                for parameter_name, parameter in model.named_parameters():
-                    if "lora_B" in parameter_name:
-                        parameter.normal_(0, 0.02, generator=torch.Generator().manual_seed(0))
+            perturb_lora(model)
         policy = Policy(model=model, tokenizer=None)
         figures = {}
         label = "unmerged adapter" if policy.is_lora else "weights"

@@ -52,47 +52,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch  # noqa: E402
 from torch.profiler import ProfilerActivity, profile  # noqa: E402
-from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM  # noqa: E402
 
 from hindsight.policy.encoding import collate, encode_ids  # noqa: E402
-from hindsight.policy.model import MODEL_PRESETS, LoraSettings, _lora_config, has_native_bf16  # noqa: E402
+from hindsight.policy.model import has_native_bf16  # noqa: E402
 from hindsight.training.sft import response_nll  # noqa: E402
 
-SMOLLM2_135M = dict(
-    hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3,
-    vocab_size=49152, max_position_embeddings=8192, rope_theta=100000.0, rms_norm_eps=1e-5, tie_word_embeddings=True,
-    hidden_act="silu", bos_token_id=0, eos_token_id=0, pad_token_id=0,
-)
-"""SmolLM2-135M's configuration (its config.json), for a model with random weights."""
-
-
-def matmul_peak(dtype: torch.dtype, sizes=(1024, 2048), repeats: int = 5) -> float:
-    """Best FLOP/s of an n x n by n x n product in ``dtype`` over ``sizes``."""
-    best = 0.0
-    for n in sizes:
-        a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
-        torch.matmul(a, b)  # warm-up (kernel selection)
-        for _ in range(repeats):
-            started = time.perf_counter()
-            torch.matmul(a, b)
-            best = max(best, 2 * n**3 / (time.perf_counter() - started))
-    return best
-
-
-def build_small():
-    config = Qwen2Config(vocab_size=2048, tie_word_embeddings=True, pad_token_id=0, eos_token_id=1, bos_token_id=1, **MODEL_PRESETS["small"])
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        return Qwen2ForCausalLM(config)
-
-
-def build_smollm2_lora():
-    from peft import get_peft_model
-
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = LlamaForCausalLM(LlamaConfig(**SMOLLM2_135M))
-        return get_peft_model(model, _lora_config(LoraSettings(dropout=0.0)))
+from bench_models import base_model, block_linear_weights, build_small, build_smollm2_lora, matmul_peak  # noqa: E402
 
 
 @dataclass
@@ -110,14 +75,9 @@ class FlopCount:
 
 def step_flops(model, batch: int, length: int, response: int) -> FlopCount:
     """The documented count (module docstring) for ``model`` on a batch x length step."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    base = base_model(model)
     config = base.config
-    blocks = base.model.layers
-    linear_weights = trainable = 0
-    for module in blocks.modules():
-        if isinstance(module, torch.nn.Linear):
-            linear_weights += module.weight.numel()
-            trainable += sum(p.numel() for p in module.parameters(recurse=False) if p.requires_grad and p.dim() == 2)
+    linear_weights, trainable = block_linear_weights(model)
     tokens = batch * length
     linear = (4 * linear_weights + 2 * trainable) * tokens
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
