@@ -14,7 +14,7 @@ import time
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedModel, Qwen2Config, Qwen2ForCausalLM
 
-from hindsight.policy.model import MODEL_PRESETS, LoraSettings, _lora_config
+from hindsight.policy.model import MODEL_PRESETS, LoraSettings, add_lora
 
 SMOLLM2_135M = dict(
     hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3,
@@ -39,11 +39,7 @@ def build_smollm2(lora: LoraSettings | None = None, seed: int = 0, **overrides) 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = LlamaForCausalLM(LlamaConfig(**{**SMOLLM2_135M, **overrides}))
-    if lora is None:
-        return model
-    from peft import get_peft_model
-
-    return get_peft_model(model, _lora_config(lora))
+    return model if lora is None else add_lora(model, lora)
 
 
 def build_smollm2_lora() -> torch.nn.Module:

