@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -308,11 +309,26 @@ def _adapter_base(directory: Path) -> Path:
     if not base:
         raise ValueError(f"'{config_path}' names no base model (base_model_name_or_path).")
     base_dir = Path(base)
-    if not base_dir.is_absolute() and not base_dir.is_dir():
-        base_dir = directory / base
+    if not base_dir.is_absolute() and (directory / base).is_dir():
+        base_dir = directory / base  # relative to the adapter (save_policy writes it so)
     if not base_dir.is_dir():
         raise FileNotFoundError(f"The base model '{base}' of adapter '{directory}' does not exist.")
     return base_dir
+
+
+def _base_relative_to_adapter(target: Path) -> None:
+    """In an adapter directory just written, name a base model inside the current directory
+    (the project) by its path relative to the adapter: peft writes the path it loaded the
+    base from, absolute for a catalog version, which breaks when the project moves."""
+    config_path = target / ADAPTER_CONFIG_FILE
+    if not config_path.is_file():
+        return
+    config = json.loads(config_path.read_text())
+    base = Path(config.get("base_model_name_or_path") or "")
+    if not base.is_absolute() or not base.is_dir() or not base.resolve().is_relative_to(Path.cwd().resolve()):
+        return
+    config["base_model_name_or_path"] = os.path.relpath(base.resolve(), target.resolve())
+    config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
 def _attach_adapter(policy: Policy, adapter_dir: Path, trainable: bool) -> Policy:
@@ -348,6 +364,7 @@ def save_policy(policy, tokenizer_or_directory, directory: str | Path | None = N
     target.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(target)
     tokenizer.save_pretrained(target)
+    _base_relative_to_adapter(target)
     (target / META_FILE).write_text(json.dumps({"version": int(version)}, indent=2) + "\n")
     logger.info("Saved policy (version %d) to '%s'.", version, target)
     return target
