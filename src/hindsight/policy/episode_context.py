@@ -86,7 +86,14 @@ class EpisodeContext:
     @classmethod
     def start(cls, tokenizer, task: str, skill: str | None, config: PromptConfig) -> "EpisodeContext":
         """A fresh context holding the header only."""
-        header = encode_text(tokenizer, header_text(task, skill, config))
+        return cls.from_header(tokenizer, header_text(task, skill, config))
+
+    @classmethod
+    def from_header(cls, tokenizer, text: str) -> "EpisodeContext":
+        """A fresh context holding the given header text (``header_text``'s output) only:
+        how ``start`` begins, and how multi-turn SFT replays a stored episode
+        (``training.episode_sft``)."""
+        header = encode_text(tokenizer, text)
         return cls(header_ids=header, ids=list(header))
 
     @property

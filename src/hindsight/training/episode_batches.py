@@ -82,10 +82,14 @@ def chain_micro_batches(samples: Sequence[StepSample], indices: Sequence[int], t
     return [[i for c in part for i in chains[c]] for part in token_budget_chunks(order, lengths, token_budget)]
 
 
-def chain_logprobs(model, samples: Sequence[StepSample], pad_token_id: int) -> list[torch.Tensor]:
+def chain_logprobs(
+    model, samples: Sequence[StepSample], pad_token_id: int, pad_to_multiple_of: int | None = None
+) -> list[torch.Tensor]:
     """Per sample, the log-probs of its response tokens (1-D, response order), computed with
     one forward pass per chain (``episode_chains``) in one left-padded batch. Differentiable
     (call under ``torch.no_grad`` for scoring); restricted to each position's allowed ids.
+    ``pad_to_multiple_of`` rounds the batch length up (few distinct lengths under bf16
+    autocast on a CPU, as ``encoding.collate``).
 
     Returns:
         One float32 tensor per sample (on the model's device), in ``samples`` order.
@@ -94,6 +98,8 @@ def chain_logprobs(model, samples: Sequence[StepSample], pad_token_id: int) -> l
     chains = episode_chains(samples)
     sequences = [samples[chain[-1]].input_ids for chain in chains]
     length = max(len(ids) for ids in sequences)
+    if pad_to_multiple_of:
+        length = -(-length // pad_to_multiple_of) * pad_to_multiple_of
     input_ids = torch.full((len(chains), length), int(pad_token_id), dtype=torch.long)
     attention = torch.zeros((len(chains), length), dtype=torch.long)
     # (row, position) of every response token, and what the decoder allowed there

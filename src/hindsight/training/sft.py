@@ -10,6 +10,12 @@ bf16 natively (about 2x on a CPU with AVX512-BF16, batch lengths then padded to 
 of 64 so that few oneDNN kernels are built and cached); a wall-clock budget that ends
 training early, the schedule then following the elapsed fraction of that budget, so a run
 cut by time still anneals (the history records where it stopped).
+
+Multi-turn examples (``training.episode_sft``: rows with a ``header``, given with the
+rollout's ``TurnBudget``) train on whole-episode sequences, the loss on every turn's action
+ids + EOS; each such sequence counts as one example of a batch, and the token mean runs over
+all loss tokens of the batch, pairs and sequences alike. Without them every step below is the
+step-wise one, unchanged.
 """
 
 from __future__ import annotations
@@ -25,10 +31,11 @@ from typing import Callable, Sequence
 import pandas as pd
 import torch
 
-from hindsight.policy.encoding import collate, encode_sample
+from hindsight.policy.encoding import StepSample, collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.policy.model import has_native_bf16
 from hindsight.training.data_parallel import DataParallel, micro_batch_plan
+from hindsight.training.episode_sft import EpisodeSequence, TurnBudget, encode_examples, sequence_nll
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +111,32 @@ def response_nll(model, batch) -> tuple[torch.Tensor, int]:
     return -(logp * mask).sum() / max(count, 1), count
 
 
+def _loss_tokens(unit: StepSample | EpisodeSequence) -> int:
+    """Tokens of one example that carry the loss."""
+    return unit.loss_tokens if isinstance(unit, EpisodeSequence) else len(unit.response_ids)
+
+
+def _by_layout(units: Sequence[StepSample | EpisodeSequence], members: list[int]) -> list[list[int]]:
+    """A batch's members split into (prompt, response) pairs and multi-turn sequences
+    (each group runs its own micro-batches); all of them as one group when there is no
+    sequence."""
+    sequences = [i for i in members if isinstance(units[i], EpisodeSequence)]
+    if not sequences:
+        return [members]
+    pairs = [i for i in members if not isinstance(units[i], EpisodeSequence)]
+    return [group for group in (pairs, sequences) if group]
+
+
+def _micro_batch_nll(model, units: Sequence[StepSample | EpisodeSequence], pad_token_id: int, pad_multiple: int | None, device):
+    """(token-mean NLL, loss tokens, real tokens) of one micro-batch of a single layout."""
+    if isinstance(units[0], EpisodeSequence):
+        loss, count = sequence_nll(model, units, pad_token_id, pad_multiple)
+        return loss, count, sum(len(unit.input_ids) for unit in units)
+    batch = collate(units, pad_token_id=pad_token_id, pad_to_multiple_of=pad_multiple).to(device)
+    loss, count = response_nll(model, batch)
+    return loss, count, batch.attention_mask.sum().item()
+
+
 def train_sft(
     policy,
     examples: pd.DataFrame,
@@ -111,6 +144,7 @@ def train_sft(
     log_metrics: Callable[[dict, int], None] | None = None,
     seed: int = 0,
     parallel: DataParallel | None = None,
+    turns: TurnBudget | None = None,
 ) -> pd.DataFrame:
     """Fine-tune ``policy.model`` in place on ``examples`` (columns ``prompt``, ``response``).
 
@@ -124,6 +158,9 @@ def train_sft(
         parallel: One process of a ``torchrun`` learner: every rank reads the same
             examples and seed and runs its stripe of each batch under DDP (the steps equal
             the one-process ones up to float rounding); rank 0 alone logs.
+        turns: The rollout's context budget (``TurnBudget.of(project.rollout)``), needed
+            when ``examples`` hold multi-turn rows (``episode_sft``; their context is built
+            by the engine's rule, not cut to ``config.max_length``).
 
     Returns:
         The history: one row per logged step (step, loss, lr, tokens_per_s, elapsed_s).
@@ -131,10 +168,11 @@ def train_sft(
     if examples.empty:
         raise ValueError("SFT got no examples")
     model, tokenizer = policy.model, policy.tokenizer
-    encoded = [
-        encode_sample(tokenizer, prompt, response, max_length=config.max_length)
-        for prompt, response in zip(examples["prompt"], examples["response"])
-    ]
+    encoded = encode_examples(tokenizer, examples, config.max_length, turns)
+    if parallel is not None and any(isinstance(unit, EpisodeSequence) for unit in encoded):
+        raise ValueError(
+            "multi-turn SFT (rollout.layout='multiturn') is not supported by the torchrun learner yet (use stepwise)"
+        )
     lengths = [len(sample.input_ids) for sample in encoded]
     micro_per_epoch = math.ceil(len(encoded) / config.batch_size)
     total_steps = config.max_steps or max(1, int(config.epochs * micro_per_epoch / config.grad_accum_steps))
@@ -174,18 +212,20 @@ def train_sft(
             if not batches:
                 batches = _length_bucketed_batches(lengths, config.batch_size, rng)
             members = batches.pop()
-            response_tokens = sum(len(encoded[i].response_ids) for i in members)
+            response_tokens = sum(_loss_tokens(encoded[i]) for i in members)
             loss_value = 0.0
-            plan = micro_batch_plan(parallel, sorted(members, key=lambda i: padded_lengths[i]), padded_lengths, config.micro_batch_tokens)
-            for number, (part, weight) in enumerate(plan):
-                batch = collate([encoded[i] for i in part], pad_token_id=tokenizer.pad_token_id, pad_to_multiple_of=pad_multiple).to(device)
-                with parallel.synchronised(replica, number == len(plan) - 1) if parallel else contextlib.nullcontext():
-                    with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_bf16):
-                        loss, count = response_nll(replica, batch)
-                    share = weight * count / max(response_tokens, 1)  # token-mean over the whole batch
-                    (loss * share * scale / config.grad_accum_steps).backward()
-                window_tokens += int(weight * batch.attention_mask.sum().item())
-                loss_value += float(loss.item()) * share
+            for group in _by_layout(encoded, members):
+                order = sorted(group, key=lambda i: padded_lengths[i])
+                plan = micro_batch_plan(parallel, order, padded_lengths, config.micro_batch_tokens)
+                for number, (part, weight) in enumerate(plan):
+                    units = [encoded[i] for i in part]
+                    with parallel.synchronised(replica, number == len(plan) - 1) if parallel else contextlib.nullcontext():
+                        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_bf16):
+                            loss, count, tokens = _micro_batch_nll(replica, units, tokenizer.pad_token_id, pad_multiple, device)
+                        share = weight * count / max(response_tokens, 1)  # token-mean over the whole batch
+                        (loss * share * scale / config.grad_accum_steps).backward()
+                    window_tokens += int(weight * tokens)
+                    loss_value += float(loss.item()) * share
             window_loss += loss_value
             window_micro += 1
         torch.nn.utils.clip_grad_norm_(trainable, config.max_grad_norm)

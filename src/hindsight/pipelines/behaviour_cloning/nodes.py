@@ -15,6 +15,7 @@ from hindsight.config import BehaviourCloningConfig, ProjectConfig
 from hindsight.policy.model import build_policy, count_parameters, load_policy
 from hindsight.policy.prompts import episode_prompts
 from hindsight.policy.tokenizer import train_tokenizer
+from hindsight.training.episode_sft import TurnBudget, multiturn_examples
 from hindsight.training.sft import train_sft
 
 logger = logging.getLogger(__name__)
@@ -29,17 +30,29 @@ def _training_episodes(trajectories: pd.DataFrame) -> pd.DataFrame:
 
 
 def behaviour_cloning_examples(trajectories: pd.DataFrame, project: ProjectConfig) -> pd.DataFrame:
-    """One (prompt, response) example per expert step of a successful training episode.
+    """One example per expert step of a successful training episode, in the rollout's layout.
+
+    Step-wise: a (prompt, response) pair per step (the step prompt with its history window).
+    Multi-turn (``rollout.layout: multiturn``): the step's observation segment as ``prompt``,
+    plus the episode's ``header``, its ``sequence`` key and the step's ``valid_actions``
+    (``training.episode_sft``): SFT trains on each episode as one token sequence, as the
+    engine will show it.
 
     Args:
         trajectories: The trajectory table.
-        project: The shared settings (how a step prompt is built).
+        project: The shared settings (layout, how a step prompt or segment is built).
 
     Returns:
-        Columns episode_id, group_id, task_type, step, prompt, response, kind="bc".
+        Columns episode_id, group_id, task_type, step, prompt, response, kind="bc" (and
+        ``episode_sft.MULTITURN_COLUMNS`` in the multi-turn layout).
     """
+    episodes = _training_episodes(trajectories)
+    if project.rollout.layout == "multiturn":
+        if episodes.empty:
+            raise ValueError("no successful train-fold episodes in 'trajectories' to behaviour-clone")
+        return multiturn_examples(episodes, project.rollout.prompt)
     rows = []
-    for episode_id, episode in _training_episodes(trajectories).groupby("episode_id", sort=False):
+    for episode_id, episode in episodes.groupby("episode_id", sort=False):
         prompts = episode_prompts(
             episode["task"].iloc[0],
             episode["observation"].tolist(),
@@ -102,6 +115,8 @@ def build_initial_policy(
         )
         return policy
     texts = examples["prompt"].tolist() + examples["response"].tolist()
+    if "header" in examples:  # multi-turn rows: the episode's header is read at every turn
+        texts += examples["header"].dropna().tolist()
     tokenizer = train_tokenizer(texts, vocab_size=policy_settings.vocab_size)
     policy = build_policy(policy_settings.preset, tokenizer, seed=project.seeds.model)
     tracking.log_metrics({"warmup/parameters": count_parameters(policy.model), "warmup/vocab_size": len(tokenizer)})
@@ -114,6 +129,9 @@ def log_prefixed(prefix: str):
 
 
 def train_base_policy(policy, examples: pd.DataFrame, project: ProjectConfig, settings: BehaviourCloningConfig):
-    """Behaviour cloning: the base policy, and its loss history."""
-    history = train_sft(policy, examples, settings.sft, log_prefixed("bc"), seed=project.seeds.examples)
+    """Behaviour cloning: the base policy, and its loss history (multi-turn examples are
+    built into sequences by the rollout's context rule, ``TurnBudget``)."""
+    history = train_sft(
+        policy, examples, settings.sft, log_prefixed("bc"), seed=project.seeds.examples, turns=TurnBudget.of(project.rollout)
+    )
     return policy, history.assign(phase="bc")

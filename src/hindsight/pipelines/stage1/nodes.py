@@ -24,9 +24,9 @@ from hindsight.rollout.tasks import split_tasks
 from hindsight.skills.analyzers import policy_teacher, rule_teacher
 from hindsight.skills.assignment import unrelated_skills
 from hindsight.skills.episode_views import episodes_from_table
-from hindsight.skills.injection import inject_skill
 from hindsight.skills.premise import evaluate_analyzer, premise_metrics, premise_table
 from hindsight.skills.records import parse_rate
+from hindsight.training.episode_sft import MULTITURN_COLUMNS, TurnBudget, skill_conditioned
 from hindsight.training.sft import train_sft
 
 logger = logging.getLogger(__name__)
@@ -48,17 +48,19 @@ def stage1_examples(
 ) -> pd.DataFrame:
     """The Stage-1 mixture: behaviour cloning, skill-conditioned behaviour cloning on every
     expert step whose episode has a skill (``episode_skills``; ALGORITHMS.md injection), and
-    the analyzer pairs that are not held out."""
+    the analyzer pairs that are not held out.
+
+    In the multi-turn layout (``bc_examples`` with ``episode_sft.MULTITURN_COLUMNS``) the
+    behaviour-cloning rows keep those columns (whole-episode sequences, the skill in the
+    header of the skill-conditioned ones); analyzer pairs stay (prompt, response) rows with
+    them empty."""
     skill_of = episode_skills(skills, analyzer_sft_set)
-    conditioned = bc_examples[bc_examples["episode_id"].astype(str).isin(skill_of)].copy()
-    conditioned["prompt"] = [
-        inject_skill(text, skill_of[str(episode)]) for text, episode in zip(conditioned["prompt"], conditioned["episode_id"])
-    ]
-    conditioned["kind"] = "skill_bc"
+    conditioned = skill_conditioned(bc_examples, skill_of)
     trained = analyzer_sft_set[~analyzer_sft_set["held_out"].astype(bool)] if "held_out" in analyzer_sft_set else analyzer_sft_set
     analyzer = trained.assign(kind="analyzer")
     parts = [bc_examples, conditioned] + [analyzer] * settings.analyzer_repeat
-    mixture = pd.concat([part[["prompt", "response", "kind"]] for part in parts], ignore_index=True)
+    columns = ["prompt", "response", "kind"] + (list(MULTITURN_COLUMNS) if "header" in bc_examples else [])
+    mixture = pd.concat([part.reindex(columns=columns) for part in parts], ignore_index=True)
     counts = mixture["kind"].value_counts().to_dict()
     logger.info("Stage-1 mixture: %s", counts)
     tracking.log_metrics({f"stage1/examples_{kind}": n for kind, n in counts.items()})
@@ -67,7 +69,10 @@ def stage1_examples(
 
 def train_stage1_policy(base_policy, examples: pd.DataFrame, project: ProjectConfig, settings: Stage1Config):
     """Stage 1 of SEED from the base policy: the checkpoint RL starts from, and its loss history."""
-    history = train_sft(base_policy, examples, settings.sft, log_prefixed("stage1"), seed=project.seeds.examples)
+    history = train_sft(
+        base_policy, examples, settings.sft, log_prefixed("stage1"), seed=project.seeds.examples,
+        turns=TurnBudget.of(project.rollout),
+    )
     return base_policy, history.assign(phase="stage1")
 
 
