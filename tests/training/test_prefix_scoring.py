@@ -4,8 +4,6 @@ the micro-batches; each distinct prefix (task line + skill block) read once, not
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 import torch
 
