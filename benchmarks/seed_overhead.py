@@ -68,9 +68,9 @@ def build(preset: str):
     return build_policy(preset, train_tokenizer(texts, vocab_size=2048), seed=0)
 
 
-def one_update(policy, reference, rollout, config: RLConfig, analyzer_tokens: int) -> float:
-    """Seconds for one update (everything after the rollout) of ``config.algorithm``."""
-    started = time.perf_counter()
+def one_update(policy, reference, rollout, config: RLConfig, analyzer_tokens: int) -> tuple[float, float]:
+    """Wall and process CPU seconds of one update (everything after the rollout) of ``config.algorithm``."""
+    started, cpu_started = time.perf_counter(), time.process_time()
     samples = rollout.samples
     advantages = compute_advantages(rollout.table, config)
     old = [s.old_logprobs for s in rollout.samples]
@@ -86,7 +86,7 @@ def one_update(policy, reference, rollout, config: RLConfig, analyzer_tokens: in
         teacher = skill_augmented_logprobs(policy.model, policy.tokenizer, samples, skill_of, config.mini_batch_size)
     optimizer = torch.optim.AdamW(policy.model.parameters(), lr=config.learning_rate)
     update_policy(policy, reference, optimizer, samples, advantages, old, teacher, config, torch.Generator().manual_seed(0))
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu_started
 
 
 def main() -> None:
@@ -120,9 +120,12 @@ def main() -> None:
         per_step = dataclasses.replace(rollout, samples=[dataclasses.replace(s, header_length=None) for s in rollout.samples])
         runs += [("grpo per step", grpo, per_step), ("seed per step", seed, per_step)]
     times = {name: [] for name, _, _ in runs}
+    cpu = {name: [] for name, _, _ in runs}
     for _ in range(args.repeats):  # interleaved, each from the same starting weights
         for name, config, batch in runs:
-            times[name].append(one_update(copy.deepcopy(policy), reference, batch, config, args.analyzer_tokens))
+            wall, cpu_seconds = one_update(copy.deepcopy(policy), reference, batch, config, args.analyzer_tokens)
+            times[name].append(wall)
+            cpu[name].append(cpu_seconds)
     grpo_s, seed_s = statistics.median(times["grpo"]), statistics.median(times["seed"])
     print(
         f"batch: {len(rollout.table)} step samples from {int(rollout.stats['episodes'])} episodes ({args.preset} policy, "
@@ -140,6 +143,9 @@ def main() -> None:
     print(f"GRPO update: {grpo_s:.2f} s   SEED update: {seed_s:.2f} s   (medians of {args.repeats})")
     print(f"SEED / GRPO, update only:        {seed_s / grpo_s:.2f}x")
     print(f"SEED / GRPO, rollout + update:   {(rollout_seconds + seed_s) / (rollout_seconds + grpo_s):.2f}x  (target <= 1.3x)")
+    # process CPU time: what the update computes, less what a shared machine's other jobs add to the wall clock
+    grpo_cpu, seed_cpu = statistics.median(cpu["grpo"]), statistics.median(cpu["seed"])
+    print(f"CPU time: GRPO update {grpo_cpu:.2f} s   SEED update {seed_cpu:.2f} s   SEED / GRPO {seed_cpu / grpo_cpu:.2f}x")
 
 
 if __name__ == "__main__":

@@ -137,3 +137,13 @@ def test_forced_positions_are_left_out_of_the_choice_mask(tokenizer, gold_steps)
     assert batch.choice_mask[0, -width:].tolist() == [1] + [0] * (width - 1)
     free = encode_ids(encode_prompt(tokenizer, gold_steps[0]["prompt"]), response, None, None)
     assert free.choice_positions == [True] * len(response)
+
+
+def test_length_sorted_chunks_sort_then_keep_budget_and_rows():
+    from hindsight.policy.batching import length_sorted_chunks
+
+    lengths = [30, 10, 100, 10, 30, 5, 30]
+    assert length_sorted_chunks(lengths, 90) == [[5, 1, 3], [0, 4, 6], [2]]  # stable among equal lengths
+    assert length_sorted_chunks(lengths, 90, max_rows=2) == [[5, 1], [3], [0, 4], [6], [2]]
+    assert length_sorted_chunks(lengths, None) == [[5, 1, 3, 0, 4, 6, 2]]
+    assert length_sorted_chunks([], 90) == []

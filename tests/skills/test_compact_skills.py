@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from hindsight.policy.encoding import encode_prompt
 from hindsight.policy.tokenizer import train_tokenizer
 from hindsight.skills import episodes_from_table, parse_rate, parse_skill_json
 from hindsight.skills.compact import (
@@ -17,6 +18,7 @@ from hindsight.skills.compact import (
     concrete_action,
     episode_templates,
     limit_templates,
+    outcome_head,
     parse_compact_skill,
     skill_vocabulary,
     template_piece,
@@ -132,6 +134,32 @@ def test_the_untrained_policy_writes_parseable_skills_under_the_grammar(episodes
         assert fields["episode_summary"] == ("success" if head == "do:" else "failure")
         assert 1 <= len(templates) <= 3 and set(templates) <= set(vocabulary)
     assert grammar_skill_outputs(tiny_policy, prompts, vocabulary, max_templates=3) == outputs  # greedy
+
+
+@pytest.mark.parametrize("heads", [False, True])
+def test_cached_rounds_choose_what_one_generate_call_per_round_chooses(episodes, tiny_policy, heads):
+    chosen = list(episodes.values())
+    prompts = [compact_analysis_prompt(episode) for episode in chosen]
+    templates = [episode_templates(episode, True) for episode in chosen]
+    options = {"heads": [outcome_head(episode.success) for episode in chosen] if heads else None}
+    prefills = []
+    handle = tiny_policy.model.register_forward_pre_hook(
+        lambda module, args, kwargs: prefills.append(kwargs["input_ids"].shape[1] > 1), with_kwargs=True
+    )
+    try:
+        cached = grammar_skill_outputs(tiny_policy, prompts, templates, max_templates=4, **options)
+        cached_prefills, prefills[:] = sum(prefills), []
+        per_round = grammar_skill_outputs(tiny_policy, prompts, templates, max_templates=4, reuse_cache=False, **options)
+        per_round_prefills = sum(prefills)
+    finally:
+        handle.remove()
+    assert cached == per_round
+    assert cached_prefills < per_round_prefills / 3  # every prompt read once, not once per round
+    # a budget a continuation could outgrow: the per-round calls (which cut prompts) take over
+    longest = max(len(encode_prompt(tiny_policy.tokenizer, prompt)) for prompt in prompts)
+    assert grammar_skill_outputs(tiny_policy, prompts, templates, max_templates=4, max_length=longest + 5, **options) == (
+        grammar_skill_outputs(tiny_policy, prompts, templates, max_templates=4, max_length=longest + 5, reuse_cache=False, **options)
+    )
 
 
 @pytest.mark.parametrize("concrete", [True, False])

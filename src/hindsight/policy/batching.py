@@ -25,3 +25,14 @@ def token_budget_chunks(indices: Sequence[int], lengths: Sequence[int], token_bu
             chunks.append([index])
             longest = length
     return chunks
+
+
+def length_sorted_chunks(lengths: Sequence[int], token_budget: int | None, max_rows: int | None = None) -> list[list[int]]:
+    """All indices of ``lengths``, sorted by length (stable) and cut into chunks within
+    ``token_budget`` padded tokens and at most ``max_rows`` rows: what a no-grad pass over a
+    whole batch wastes least padding with (the order of the results is the caller's to restore)."""
+    order = sorted(range(len(lengths)), key=lambda index: lengths[index])
+    chunks = token_budget_chunks(order, lengths, token_budget)
+    if not max_rows:
+        return chunks
+    return [chunk[start : start + max_rows] for chunk in chunks for start in range(0, len(chunk), max_rows)]

@@ -151,6 +151,12 @@ class _BufferLayer(DynamicLayer):
         self.keys, self.values = self.buffer_keys[:, :, :end], self.buffer_values[:, :, :end]
         return self.keys, self.values
 
+    def batch_select_indices(self, indices: torch.Tensor) -> None:
+        """Keep only the batch rows ``indices`` (the buffer's too, or the next update would
+        write into the old rows)."""
+        self.buffer_keys, self.buffer_values = self.buffer_keys[indices], self.buffer_values[indices]
+        self.keys, self.values = self.buffer_keys[:, :, : self.length], self.buffer_values[:, :, : self.length]
+
 
 def _batch_cache(contexts: Sequence[EpisodeContext], width: int, room: int, device) -> DynamicCache:
     """The contexts' caches left-padded to ``width`` entries, as one batch cache with room

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from dataclasses import dataclass
 
 import torch
 
@@ -30,18 +31,33 @@ from hindsight.policy.encoding import TokenBatch
 logger = logging.getLogger(__name__)
 
 
+@dataclass
+class CachedPrefix:
+    """Key/value entries already computed for the ids that come before a batch's rows
+    (``training.prefix_scoring``): the batch's ids are read over them."""
+
+    cache: object
+    """A transformers cache holding [B, heads, W, dim] entries per layer, left-padded."""
+    attention: torch.Tensor
+    """[B, W] 1 on each row's real prefix entries."""
+    lengths: torch.Tensor
+    """[B] each row's real prefix length (the position of its first batch id)."""
+
+
 def accepts_logits_to_keep(model) -> bool:
     """Whether the (base) model's forward takes ``logits_to_keep`` (HF causal LMs do)."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     return "logits_to_keep" in inspect.signature(base.forward).parameters
 
 
-def response_logits(model, batch: TokenBatch) -> tuple[torch.Tensor, int]:
+def response_logits(model, batch: TokenBatch, prefix: CachedPrefix | None = None) -> tuple[torch.Tensor, int]:
     """Logits predicting the last R tokens of every row, R = the longest response.
 
     Args:
         model: A causal LM (HF or peft), on the batch's device.
         batch: The left-padded batch.
+        prefix: Entries of ids that precede each row (read over them; positions continue
+            from each row's prefix length). None: the rows start at position 0.
 
     Returns:
         (logits [B, R, V] where logits[:, j] predicts input_ids[:, L - R + j], R).
@@ -49,23 +65,29 @@ def response_logits(model, batch: TokenBatch) -> tuple[torch.Tensor, int]:
     length = batch.input_ids.shape[1]
     span = max(min(batch.response_width, length - 1), 1)
     kwargs = {"logits_to_keep": span + 1} if accepts_logits_to_keep(model) else {}
+    attention, positions = batch.attention_mask, batch.position_ids
+    if prefix is not None:
+        attention = torch.cat([prefix.attention, attention], dim=1)
+        positions = positions + prefix.lengths.unsqueeze(-1)
+        kwargs["past_key_values"] = prefix.cache
     output = model(
         input_ids=batch.input_ids,
-        attention_mask=batch.attention_mask,
-        position_ids=batch.position_ids,
-        use_cache=False,
+        attention_mask=attention,
+        position_ids=positions,
+        use_cache=prefix is not None,
         **kwargs,
     )
     logits = output.logits[:, -(span + 1) : -1]
     return logits, span
 
 
-def token_logprobs(model, batch: TokenBatch) -> torch.Tensor:
+def token_logprobs(model, batch: TokenBatch, prefix: CachedPrefix | None = None) -> torch.Tensor:
     """Log-prob of the token at each position, predicted from the position before.
 
     Args:
         model: A causal LM (HF or peft). Works with and without ``torch.no_grad``.
         batch: The batch (moved to the model's device here).
+        prefix: Cached entries of ids preceding each row (``response_logits``).
 
     Returns:
         Float32 [B, L]: log pi(token_t | tokens_<t) at T=1, restricted to
@@ -73,7 +95,7 @@ def token_logprobs(model, batch: TokenBatch) -> torch.Tensor:
     """
     device = next(model.parameters()).device
     batch = batch.to(device)
-    logits, span = response_logits(model, batch)
+    logits, span = response_logits(model, batch, prefix)
     logits = logits.float()
     targets = batch.input_ids[:, -span:]
     mask = batch.response_mask[:, -span:].bool()

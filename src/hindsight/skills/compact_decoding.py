@@ -14,15 +14,21 @@ The pieces are the written form the analyzer is trained on (``compact.written_sk
 token for token, so decoding asks the policy exactly the choices its SFT target taught.
 Every output is ``skill_target_json(summary, skill)`` built from the choices, so every
 analysis parses; the content is the policy's own.
+
+Each prompt is read once and its KV cache kept across the rounds (``policy.choice_rounds``);
+only when a continuation could outgrow ``max_length`` does every round call ``generate``
+on the whole continuations (which cuts their oldest tokens), as the cache cannot.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 
+from hindsight.policy.choice_rounds import ChoiceRounds
+from hindsight.policy.constrained import ActionTrie
 from hindsight.policy.encoding import encode_prompt
 from hindsight.policy.generation import SamplingConfig, generate
 from hindsight.skills.compact import (
@@ -58,6 +64,25 @@ def _choose(policy, prompt_ids: list[list[int]], options: list[list[str]], max_l
     return [(generation.text, list(generation.sample.response_ids[:-1])) for generation in generations]
 
 
+def _round_chooser(
+    policy, prompt_ids: list[list[int]], most_new_tokens: int, max_length: int | None, reuse_cache: bool
+) -> Callable[[list[int], list[list[str]]], list[tuple[str, list[int]]]]:
+    """``choose(rows, options)``: one greedy constrained choice per row, appended to its
+    continuation: over one KV cache per prompt (``ChoiceRounds``) when no continuation can
+    outgrow ``max_length`` (and ``reuse_cache``), else one ``generate`` call per round."""
+    if reuse_cache and ChoiceRounds.fits([len(ids) for ids in prompt_ids], most_new_tokens, max_length, policy.model):
+        return ChoiceRounds(policy, prompt_ids).choose
+    continuations = [list(ids) for ids in prompt_ids]
+
+    def choose(rows: list[int], options: list[list[str]]) -> list[tuple[str, list[int]]]:
+        chosen = _choose(policy, [continuations[row] for row in rows], options, max_length)
+        for row, (_, ids) in zip(rows, chosen):
+            continuations[row] = continuations[row] + ids
+        return chosen
+
+    return choose
+
+
 def grammar_skill_outputs(
     policy,
     prompts: Sequence[str],
@@ -65,6 +90,7 @@ def grammar_skill_outputs(
     max_templates: int = MAX_TEMPLATES,
     max_length: int | None = None,
     heads: Sequence[str] | None = None,
+    reuse_cache: bool = True,
 ) -> list[str]:
     """Greedy analyses under the compact grammar: one parseable JSON text per prompt.
 
@@ -82,6 +108,9 @@ def grammar_skill_outputs(
         heads: Per prompt, the head the episode's outcome calls for ("do:" after a success,
             "avoid:" after a failure, known in hindsight and shown in the prompt); None lets
             the policy choose it.
+        reuse_cache: Keep each prompt's KV cache across the rounds (False: one ``generate``
+            call per round over the whole continuations; the same choices up to float
+            rounding, slower).
 
     Returns:
         ``skill_target_json(summary, skill)`` texts in prompt order; summary "success" for a
@@ -102,15 +131,17 @@ def grammar_skill_outputs(
     if not prompts:
         return []
     tokenizer = policy.tokenizer
-    continuations = [encode_prompt(tokenizer, prompt) for prompt in prompts]
     if heads is not None and (len(heads) != len(prompts) or any(head not in SKILL_HEADS for head in heads)):
         raise ValueError(f"grammar analyzer: heads must be one of {SKILL_HEADS} per prompt, got {list(heads)!r}")
     head_options = [[head] for head in heads] if heads is not None else [list(SKILL_HEADS)] * len(prompts)
-    chosen = _choose(policy, continuations, head_options, max_length)
-    heads = [head for head, _ in chosen]
-    continuations = [ids + head_ids for ids, (_, head_ids) in zip(continuations, chosen)]
-    skill_templates: list[list[str]] = [[] for _ in prompts]
     piece_of = [{template_piece(str(t)): str(t) for t in row} for row in rows]
+    # the most ids a skill can add: its head, then max_templates of the longest piece (EOS included)
+    most_new_tokens = ActionTrie.from_actions(tokenizer, list(SKILL_HEADS)).depth + max_templates * ActionTrie.from_actions(
+        tokenizer, sorted({piece for pieces in piece_of for piece in pieces})
+    ).depth
+    choose = _round_chooser(policy, [encode_prompt(tokenizer, prompt) for prompt in prompts], most_new_tokens, max_length, reuse_cache)
+    heads = [head for head, _ in choose(list(range(len(prompts))), head_options)]
+    skill_templates: list[list[str]] = [[] for _ in prompts]
     live = list(range(len(prompts)))
     for round_index in range(max_templates):
         if not live:
@@ -120,13 +151,11 @@ def grammar_skill_outputs(
             [piece for piece, template in piece_of[row].items() if skill_templates[row][-1:] != [template]] + end
             for row in live
         ]
-        chosen = _choose(policy, [continuations[row] for row in live], options, max_length)
         still_live = []
-        for row, (piece, piece_ids) in zip(live, chosen):
+        for row, (piece, _) in zip(live, choose(live, options)):
             if piece == END_OF_SKILL:
                 continue
             skill_templates[row].append(piece_of[row][piece])
-            continuations[row] = continuations[row] + piece_ids
             still_live.append(row)
         live = still_live
     return [compact_skill_json(render_skill(head, chosen_templates)) for head, chosen_templates in zip(heads, skill_templates)]

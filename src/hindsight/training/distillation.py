@@ -13,11 +13,12 @@ from typing import Sequence
 import pandas as pd
 import torch
 
-from hindsight.policy.batching import token_budget_chunks
+from hindsight.policy.batching import length_sorted_chunks
 from hindsight.policy.encoding import StepSample, collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.skills.injection import inject_skill
 from hindsight.training.episode_batches import episode_response_logprobs, is_multiturn, with_skill_ids
+from hindsight.training.prefix_scoring import prefix_shared_logprobs, shared_prefix_lengths
 
 SCORING_TOKEN_BUDGET = 8192
 """Padded tokens per no-grad scoring pass (batch rows x longest sequence)."""
@@ -41,25 +42,25 @@ def response_logprobs(
     """Per sample, the log-probs of its response tokens (1-D, response order), no grad.
 
     Each is taken under the sample's own decoding restriction (its allowed ids). Samples go
-    through the model in batches of at most ``batch_size`` rows and ``token_budget`` padded
-    tokens (bounded memory, whatever the prompt lengths). Multi-turn samples are scored one
-    pass per episode (``episode_batches``)."""
+    through the model sorted by length (little padding: a batch's prompts vary by hundreds
+    of tokens), in batches of at most ``batch_size`` rows and ``token_budget`` padded tokens
+    (bounded memory, whatever the prompt lengths); the results come back in ``samples``
+    order. Multi-turn samples are scored one pass per episode (``episode_batches``)."""
     if is_multiturn(samples):
         return episode_response_logprobs(model, samples, pad_token_id, token_budget)
     was_training = model.training
     model.eval()
-    out: list[torch.Tensor] = []
-    lengths = [len(sample.input_ids) for sample in samples]
-    rows = [list(range(start, min(start + batch_size, len(samples)))) for start in range(0, len(samples), batch_size)]
-    for indices in (part for block in rows for part in token_budget_chunks(block, lengths, token_budget)):
+    out: list[torch.Tensor | None] = [None] * len(samples)
+    device = next(model.parameters()).device
+    for indices in length_sorted_chunks([len(sample.input_ids) for sample in samples], token_budget, batch_size):
         chunk = [samples[i] for i in indices]
         batch = collate(chunk, pad_token_id)
-        logp = token_logprobs(model, batch.to(next(model.parameters()).device))[:, -batch.response_width :].float().cpu()
-        for row, sample in zip(logp, chunk):
-            out.append(row[row.shape[0] - len(sample.response_ids) :].clone())
+        logp = token_logprobs(model, batch.to(device))[:, -batch.response_width :].float().cpu()
+        for index, row, sample in zip(indices, logp, chunk):
+            out[index] = row[row.shape[0] - len(sample.response_ids) :].clone()
     if was_training:
         model.train()
-    return out
+    return out  # type: ignore[return-value]
 
 
 def skill_augmented_logprobs(
@@ -70,7 +71,11 @@ def skill_augmented_logprobs(
     batch_size: int,
 ) -> list[torch.Tensor | None]:
     """``l_skill`` per sample: its response re-scored with its episode's skill injected;
-    None for samples whose episode has no skill (no distillation signal for them)."""
+    None for samples whose episode has no skill (no distillation signal for them).
+
+    The step prompts of one episode share their start, the task line and the skill block:
+    each distinct such prefix is read once (``prefix_scoring``), the rest of each prompt
+    over its cache; multi-turn samples get the skill's ids once per episode pass instead."""
     with_skill = [i for i, sample in enumerate(samples) if has_skill(skill_of_episode.get(sample.episode_id))]
     augmented = [
         with_skill_ids(samples[i], tokenizer, skill_of_episode[samples[i].episode_id])
@@ -78,7 +83,13 @@ def skill_augmented_logprobs(
         else samples[i].with_prompt(tokenizer, inject_skill(samples[i].prompt, skill_of_episode[samples[i].episode_id]))
         for i in with_skill
     ]
-    scored = response_logprobs(model, augmented, batch_size, tokenizer.pad_token_id) if augmented else []
+    if not augmented:
+        scored = []
+    elif is_multiturn(augmented):
+        scored = response_logprobs(model, augmented, batch_size, tokenizer.pad_token_id)
+    else:
+        prefixes = shared_prefix_lengths(augmented, [sample.episode_id for sample in augmented])
+        scored = prefix_shared_logprobs(model, augmented, prefixes, batch_size, tokenizer.pad_token_id, SCORING_TOKEN_BUDGET)
     result: list[torch.Tensor | None] = [None] * len(samples)
     for i, logp in zip(with_skill, scored):
         result[i] = logp
