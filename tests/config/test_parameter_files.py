@@ -75,12 +75,17 @@ def test_every_base_parameters_file_has_a_dataclass():
     assert files == set(file_settings())
 
 
-def test_the_test_configuration_builds():
+def _merged_parameters(env: str) -> dict:
+    """conf/base's parameters with ``conf/<env>/parameters.yml`` over them, block by block (as Kedro merges)."""
     params = {}
     for path in sorted((CONF / "base").glob("parameters*.yml")):
         params.update(yaml.safe_load(path.read_text()))
-    params.update(yaml.safe_load((CONF / "test" / "parameters.yml").read_text()))
-    settings = check_parameters(params)
+    params.update(yaml.safe_load((CONF / env / "parameters.yml").read_text()))
+    return params
+
+
+def test_the_test_configuration_builds():
+    settings = check_parameters(_merged_parameters("test"))
     assert settings["behaviour_cloning"].policy.preset == "tiny"
     assert settings["behaviour_cloning"].sft.max_steps == 6
     # keys a partial block leaves out take the field's own default, not the class default
@@ -138,11 +143,7 @@ def test_an_unknown_expert_fold_is_named_before_any_environment_starts():
 
 
 def test_the_pretrained_configuration_builds():
-    params = {}
-    for path in sorted((CONF / "base").glob("parameters*.yml")):
-        params.update(yaml.safe_load(path.read_text()))
-    params.update(yaml.safe_load((CONF / "pretrained" / "parameters.yml").read_text()))
-    settings = check_parameters(params)
+    settings = check_parameters(_merged_parameters("pretrained"))
     policy = settings["behaviour_cloning"].policy
     assert policy.from_pretrained_model and policy.model_dir is None
     assert policy.lora.last_layers == 10
