@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hindsight.policy.gguf_import import convert_gguf, installed_gguf, load_gguf
-from hindsight.policy.model import load_policy
+from hindsight.policy.gguf_import import installed_gguf, load_gguf
+from hindsight.policy.model import Policy, load_policy, prepare_tokenizer, save_policy
 from tiny_gguf import CHATML, write_tiny_gguf
 
 
@@ -28,17 +28,15 @@ def test_the_gguf_model_gives_the_original_logits(tiny_gguf):
     assert len(tokenizer) == original.config.vocab_size
 
 
-def test_convert_writes_a_loadable_directory_once(tiny_gguf, tmp_path):
+def test_the_read_model_saves_and_reloads_as_an_hf_directory(tiny_gguf, tmp_path):
     path, original = tiny_gguf
-    target = convert_gguf(path, tmp_path / "converted")
-    policy = load_policy(target, device="cpu")
+    model, tokenizer = load_gguf(path)
+    save_policy(Policy(model=model, tokenizer=prepare_tokenizer(tokenizer)), tmp_path / "converted")
+    policy = load_policy(tmp_path / "converted", device="cpu")
     ids = torch.tensor([[3, 44, 7]])
     with torch.no_grad():
         assert torch.allclose(policy.model(ids).logits, original(ids).logits, atol=1e-5)
     assert policy.tokenizer.apply_chat_template([{"role": "user", "content": "look"}], tokenize=False).startswith("<|im_start|>user")
-    stamp = (target / "config.json").stat().st_mtime_ns
-    assert convert_gguf(path, target) == target and (target / "config.json").stat().st_mtime_ns == stamp
-    assert not (tmp_path / "converted.partial").exists()
 
 
 def test_missing_package_or_file_says_how_to_install(tmp_path):

