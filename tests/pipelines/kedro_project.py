@@ -58,6 +58,17 @@ class KedroProject:
         for layer in DATA_LAYERS:
             (path / "data" / layer).mkdir(parents=True)
 
+    @classmethod
+    def copy_of(cls, source: "KedroProject", path: Path) -> "KedroProject":
+        """A new project at ``path`` whose ``data/`` is a copy of ``source``'s (every version
+        of every dataset; conf/test and conf/base copied afresh), with an MLflow database of
+        its own: a test runs one later stage on a trained project without training the
+        earlier stages again, and without touching ``source``."""
+        project = cls(path)
+        shutil.rmtree(path / "data")
+        shutil.copytree(source.path / "data", path / "data", symlinks=True)
+        return project
+
     def _pin_tracking_database(self) -> None:
         """Make the copy's relative ``sqlite:///mlflow.db`` absolute (the same file).
 

@@ -20,6 +20,13 @@ from kedro_project import KedroProject
 from tiny_gguf import write_tiny_gguf
 
 LORA = {"rank": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj", "up_proj"], "last_layers": 1}
+PRETRAINED_RUN = {
+    "behaviour_cloning": {"policy": {"from_pretrained_model": True, "lora": LORA}},
+    # what this test does not read is cut (a third of the run): the skills' validation
+    # re-rollouts (every parsed skill is accepted) and the greedy and unseen evaluations
+    "skills": {"validation": {"enabled": False}},
+    "evaluation": {"heldout": {"episodes_per_game": 1, "splits": ["seen"], "decodings": {"sampled": 0.4}}},
+}
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +36,7 @@ def pretrained_run(tmp_path_factory):
     write_tiny_gguf(source)
     project = KedroProject(root / "project")
     imported = project.run(pipeline_names=["pretrained_model"], runtime_params={"pretrained_model": {"gguf_path": str(source)}})
-    trained = project.run(runtime_params={"behaviour_cloning": {"policy": {"from_pretrained_model": True, "lora": LORA}}})
+    trained = project.run(runtime_params=PRETRAINED_RUN)
     return project, imported, trained
 
 

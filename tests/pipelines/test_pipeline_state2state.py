@@ -10,17 +10,15 @@ import torch
 from hindsight.datasets.model_directory import ModelDirectoryDataset
 from hindsight.pipeline_registry import register_pipelines
 from hindsight.state2state.task_set import check_task_set
-from kedro_project import KedroProject
 
 
 def _load_policy(path):
     return ModelDirectoryDataset(path=str(path)).load()
 
 
-def test_state2state_pipeline_trains_on_a_versioned_goal_task_set(tmp_path):
-    project = KedroProject(tmp_path)
-    first = project.run(pipeline_names=["ingestion", "behaviour_cloning"])
-    record = project.run(pipeline_names=["state2state"])
+def test_state2state_pipeline_trains_on_a_versioned_goal_task_set(trained_project, state2state_run):
+    _, default_run = trained_project
+    record = state2state_run
 
     tasks = check_task_set(pd.read_parquet(record.outputs["05_model_input/state2state_tasks.parquet"]))
     assert 1 <= len(tasks) <= 8  # conf/test: max_tasks 8
@@ -33,7 +31,7 @@ def test_state2state_pipeline_trains_on_a_versioned_goal_task_set(tmp_path):
     assert history["rollout/success_rate"].between(0, 1).all() and (history["rollout/env_steps"] > 0).all()
     assert "eval/seen/twc/success_rate" in history  # the real tasks, evaluated at the last update
 
-    base = _load_policy(first.outputs["06_models/base_policy"])
+    base = _load_policy(default_run.outputs["06_models/base_policy"])
     trained = _load_policy(record.outputs["06_models/state2state_policy"])
     changed = [
         name for name, weight in trained.model.state_dict().items()

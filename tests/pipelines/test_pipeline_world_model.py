@@ -15,10 +15,10 @@ from hindsight.policy.model import load_policy
 pytestmark = pytest.mark.slow
 
 
-def test_world_model_then_wmr1(trained_project):
+def test_world_model_then_wmr1(trained_project, world_model_run):
     project, _ = trained_project
 
-    world = project.run(pipeline_names=["world_model"])
+    world = world_model_run
     assert "06_models/world_model" in world.outputs
     model = load_policy(world.outputs["06_models/world_model"])
     assert model.model.num_parameters() > 0

@@ -27,7 +27,9 @@ from hindsight.skills.records import skills_table
 from hindsight.training.checkpoint import latest_checkpoint, save_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
-TRAINING = ["--pipeline", "training"]
+TRAINING = ["--pipeline", "training", "--params", "training.rl.tasks_per_update=1,environment.max_steps=6"]
+"""``kedro run`` arguments: the training stage, at a quarter of conf/test's rollout work (one
+task per update, episodes of at most 6 steps; the untrained policy plays every step)."""
 
 
 def _harness():

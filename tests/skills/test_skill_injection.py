@@ -1,7 +1,9 @@
 """Placement of the episode-level skill block in a step prompt."""
 
 from hindsight.policy.prompts import TURN_LINE, build_prompt
-from hindsight.skills import inject_skill
+import pytest
+
+from hindsight.skills import inject_skill, remove_skill
 
 BLOCK = (
     "**Episode-Level Skill**\n"
@@ -34,3 +36,19 @@ def test_appends_when_neither_line_exists_and_flattens_the_skill():
 
 def test_empty_skill_leaves_the_prompt_unchanged():
     assert inject_skill("Task: x\nYour turn.\n", "  ") == "Task: x\nYour turn.\n"
+
+
+@pytest.mark.parametrize("prompt", [
+    "Task: x\nCurrent observation: y\nYour turn.\n",  # after the task line
+    f"Current observation: a room\n{TURN_LINE}\n",  # before the turn line
+    "Observation: dark\n",  # appended
+    "Observation: dark",
+])
+def test_remove_skill_gives_back_the_plain_prompt(prompt):
+    assert remove_skill(inject_skill(prompt, "do: take sock; put sock in basket")) == prompt
+    assert remove_skill(prompt) == prompt  # nothing to remove
+
+
+def test_remove_skill_refuses_a_broken_block():
+    with pytest.raises(ValueError, match="line 2"):
+        remove_skill("Task: x\n**Episode-Level Skill**\nsomething else\n[do: look]\n")
