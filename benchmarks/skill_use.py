@@ -65,15 +65,6 @@ def skill_line(prompt: str) -> str:
     return lines[lines.index(SKILL_HEADER) + 2].strip("[]")
 
 
-def without_skill(prompt: str) -> str:
-    """The same prompt with the three-line skill block removed."""
-    from hindsight.skills.injection import SKILL_HEADER
-
-    lines = prompt.split("\n")
-    start = lines.index(SKILL_HEADER)
-    return "\n".join(lines[:start] + lines[start + 3 :])
-
-
 def is_listed(action: str, skill: str) -> bool:
     """Whether the action is one of the compact skill's items."""
     from hindsight.skills.compact import parse_compact_skill
@@ -129,6 +120,7 @@ def main() -> None:
     import torch
 
     from hindsight.policy.encoding import encode_sample
+    from hindsight.skills.injection import remove_skill
     from hindsight.training.distillation import response_logprobs
 
     if args.threads:
@@ -140,7 +132,7 @@ def main() -> None:
     policy, label = resolve_policy(args)
     policy.model.eval()
     tokenizer = policy.tokenizer
-    plain = [encode_sample(tokenizer, without_skill(p), r) for p, r in zip(chosen["prompt"], chosen["response"])]
+    plain = [encode_sample(tokenizer, remove_skill(p), r) for p, r in zip(chosen["prompt"], chosen["response"])]
     skilled = [encode_sample(tokenizer, p, r) for p, r in zip(chosen["prompt"], chosen["response"])]
     logp_plain = response_logprobs(policy.model, plain, 8, tokenizer.pad_token_id)
     logp_skill = response_logprobs(policy.model, skilled, 8, tokenizer.pad_token_id)

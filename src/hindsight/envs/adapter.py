@@ -159,24 +159,23 @@ class JavaObjectAdapter(EnvironmentAdapter):
     def _on_connect(self) -> None:
         """Prepare a new Java object (first build and after ``restart``)."""
 
-    def _call(self, method_name: str, *args: Any) -> Any:
-        """Call a method of this environment's Java object through the backend's guard (and
-        its watchdog: ``spec.step_timeout_s``)."""
+    def guarded(self, read: Callable[[Any], Any]) -> Any:
+        """``read(java_object)`` through the backend's guard (and its watchdog:
+        ``spec.step_timeout_s``): how code outside the adapter (State2State's fact readers)
+        reads the simulator's state; copy what it needs inside ``read``."""
         if self._interface is None:
             raise RuntimeError(f"This {self.display_name} environment is closed.")
-        return self.backend.call(
-            self._generation, getattr(self._interface, method_name), *args, timeout_s=self.spec.step_timeout_s
-        )
+        interface = self._interface
+        return self.backend.call(self._generation, lambda: read(interface), timeout_s=self.spec.step_timeout_s)
+
+    def _call(self, method_name: str, *args: Any) -> Any:
+        """Call a method of this environment's Java object (guarded)."""
+        return self.guarded(lambda interface: getattr(interface, method_name)(*args))
 
     def _call_list(self, method_name: str, convert: Callable[[Any], Any] = str) -> list:
         """Call a Java method returning a list and copy it (``convert`` on each item) inside
         the guarded call."""
-        if self._interface is None:
-            raise RuntimeError(f"This {self.display_name} environment is closed.")
-        method = getattr(self._interface, method_name)
-        return self.backend.call(
-            self._generation, lambda: [convert(item) for item in method()], timeout_s=self.spec.step_timeout_s
-        )
+        return self.guarded(lambda interface: [convert(item) for item in getattr(interface, method_name)()])
 
     def restart(self) -> None:
         """Reconnect after a crash: a new JVM if the old one died, a new Java object on it."""
@@ -225,6 +224,12 @@ class InProcessEngineAdapter(EnvironmentAdapter):
         else:
             self._engine(lambda: self.backend.load(game_file))
         return self._engine(self.backend.reset)
+
+    @property
+    def state(self) -> Any:
+        """The engine's state after the latest call (None before the first ``reset``); read
+        only (State2State's fact reader)."""
+        return self._state
 
     def _listed_actions(self) -> Sequence[str]:
         """TextWorld's admissible commands in the current state."""

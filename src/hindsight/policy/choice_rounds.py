@@ -7,7 +7,7 @@ continuation. One ``generation.generate`` call per round reads every prompt and 
 earlier choice again from the start: a round costs a full prefill. ``ChoiceRounds`` reads
 each prompt once (``generation._prefill``: sorted by length, in chunks within the token
 budget ``generate`` uses, identical prompts once), then joins the chunks' caches into one
-batch cache (left-padded, preallocated: ``cached_generation._BufferLayer``), so that every
+batch cache (left-padded, preallocated: ``cached_generation.BufferLayer``), so that every
 decode step of every round is one forward pass over all live rows:
 
 - a round builds each asked row's trie over its options (``constrained.ActionTrie``: the
@@ -34,7 +34,7 @@ import torch
 from transformers import DynamicCache
 
 from hindsight.policy.batching import token_budget_chunks
-from hindsight.policy.cached_generation import _BufferLayer
+from hindsight.policy.cached_generation import BufferLayer
 from hindsight.policy.constrained import ActionTrie
 from hindsight.policy.generation import SamplingConfig, _model_max_length, _prefill, _Row, _sample_constrained, decode_step
 
@@ -167,6 +167,6 @@ def _joined_cache(chunks: list[tuple], width: int, device) -> DynamicCache:
                 keys[batch_row, :, width - count : width] = layer.keys[position][:, real]
                 values[batch_row, :, width - count : width] = layer.values[position][:, real]
                 batch_row += 1
-        layers.append(_BufferLayer(keys, values, width))
+        layers.append(BufferLayer(keys, values, width))
     cache.layers = layers
     return cache

@@ -10,7 +10,7 @@ goes right after the task line (the first line starting with ``prompts.TASK_PREF
 there is no task line, right before the turn line (``prompts.TURN_LINE``); when there is
 neither, at the end. It works on the plain prompt text, before any chat template is applied
 (``prompts.render_for_model``), so the plain and the skill-augmented prompt differ by this
-block only.
+block only; ``remove_skill`` takes it out again.
 """
 
 from __future__ import annotations
@@ -50,3 +50,21 @@ def inject_skill(prompt: str, skill: str) -> str:
     body = prompt.rstrip("\n")
     ending = prompt[len(body) :]
     return f"{body}\n{block}{ending}" if body else f"{block}{ending}"
+
+
+def remove_skill(prompt: str) -> str:
+    """The prompt without its skill block (the inverse of ``inject_skill`` for any prompt
+    with a non-blank line); a prompt without one is returned as it is.
+
+    Raises:
+        ValueError: The header line is there but the two lines after it are not a skill
+            block.
+    """
+    lines = prompt.split("\n")
+    if SKILL_HEADER not in lines:
+        return prompt
+    start = lines.index(SKILL_HEADER)
+    block = lines[start : start + 3]
+    if len(block) < 3 or block[1] != SKILL_INSTRUCTION or not (block[2].startswith("[") and block[2].endswith("]")):
+        raise ValueError(f"{SKILL_HEADER!r} at line {start + 1} does not start a skill block: {block!r}")
+    return "\n".join(lines[:start] + lines[start + 3 :])

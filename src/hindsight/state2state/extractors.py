@@ -69,13 +69,6 @@ def extract_facts(env: TextEnvironment) -> frozenset[str]:
     return readers[family](env)
 
 
-def _guarded(env, function):
-    """Run ``function`` through the JVM backend's guard (timeout, crash detection)."""
-    if env._interface is None:
-        raise RuntimeError(f"This {env.display_name} environment is closed.")
-    return env.backend.call(env._generation, function, timeout_s=env.spec.step_timeout_s)
-
-
 def textworldexpress_facts(env) -> frozenset[str]:
     """Facts of a TextWorldExpress game (see the module docstring)."""
 
@@ -85,14 +78,14 @@ def textworldexpress_facts(env) -> frozenset[str]:
             f"State2State reads {', '.join(TEXTWORLDEXPRESS_WORLD_GAMES)}."
         )
 
-    def read() -> tuple[str, str, list[str]]:
-        game = env._interface.game()
+    def read(interface) -> tuple[str, str, list[str]]:
+        game = interface.game()
         if game is None:
             raise RuntimeError("TextWorldExpress has no game: call reset(seed, split) first.")
         rooms = [room.toJSON() for room in game.locations()]
         return str(game.agentLocation().name()), str(game.agentInventory().toJSON()), rooms
 
-    location, inventory, rooms = _guarded(env, read)
+    location, inventory, rooms = env.guarded(read)
     facts = {make_fact("at", "agent", location)}
     for child in _twx_contents(json.loads(inventory)):
         facts.add(make_fact("carries", child["name"]))
@@ -124,7 +117,7 @@ def _twx_object_facts(node: dict, holder: str | None) -> set[str]:
 
 def scienceworld_facts(env) -> frozenset[str]:
     """Facts of a ScienceWorld task (see the module docstring)."""
-    tree = json.loads(env._call("getObjectTree", ""))
+    tree = json.loads(env.guarded(lambda interface: str(interface.getObjectTree(""))))
     facts: set[str] = set()
     for node, parent, room in _sw_walk(tree, None, None):
         name = node["name"]
@@ -166,7 +159,7 @@ def _sw_walk(node: dict, parent: dict | None, room: str | None) -> Iterator[tupl
 
 def textworld_facts(env) -> frozenset[str]:
     """Facts of a TextWorld game (see the module docstring)."""
-    state: Any = env._state
+    state: Any = env.state
     if state is None or "_facts" not in state:
         raise RuntimeError("TextWorld has no game state: call reset(seed, split) first.")
     infos = state["_game_progression"].game.infos

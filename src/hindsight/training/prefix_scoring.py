@@ -32,7 +32,7 @@ import torch
 from transformers import DynamicCache
 
 from hindsight.policy.batching import length_sorted_chunks
-from hindsight.policy.cached_generation import _BufferLayer
+from hindsight.policy.cached_generation import BufferLayer
 from hindsight.policy.encoding import StepSample, collate
 from hindsight.policy.logprobs import CachedPrefix, accepts_logits_to_keep, token_logprobs
 
@@ -150,7 +150,7 @@ def _batch_prefix(rows: list[PrefixEntries | None], room: int, device) -> Cached
                 count = row[layer][0].shape[1]
                 keys[position, :, width - count : width] = row[layer][0]
                 values[position, :, width - count : width] = row[layer][1]
-        layers.append(_BufferLayer(keys, values, width))
+        layers.append(BufferLayer(keys, values, width))
     for position, row in enumerate(rows):
         if row:
             count = row[0][0].shape[1]
