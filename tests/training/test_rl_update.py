@@ -179,3 +179,22 @@ def test_the_trainer_agrees_with_the_sampling_time_logprobs(warm_policy, setting
     shifted = [row + 0.5 for row in old]
     _, off = sgd_step(warm_policy, samples, [0.0, 1.0], shifted, teacher)
     assert off["rollout/logprob_gap"] == pytest.approx(0.5, abs=1e-4)
+
+
+def test_lazy_reference_scores_only_what_is_asked_and_matches_the_eager_pass(warm_policy, gold_examples):
+    """Under torchrun a rank scores the KL reference of its own stripes only (lazy); the rows
+    equal the one-process pass that scores every sample up front."""
+    from hindsight.training.rl_update import ReferenceLogprobs
+
+    tokenizer = warm_policy.tokenizer
+    samples = [make_sample(tokenizer, example, f"episode-{i}") for i, example in enumerate(gold_examples[:6])]
+    config = dataclasses.replace(CONFIG, kl_coef=0.01)
+    eager = ReferenceLogprobs(warm_policy.model, samples, config, tokenizer.pad_token_id, lazy=False)
+    lazy = ReferenceLogprobs(warm_policy.model, samples, config, tokenizer.pad_token_id, lazy=True)
+    assert eager.scored == 6 and lazy.scored == 0
+    stripe = [4, 1]
+    for row, expected in zip(lazy.rows(stripe), eager.rows(stripe)):
+        torch.testing.assert_close(row, expected, rtol=0, atol=1e-5)
+    assert lazy.scored == 2
+    lazy.rows([1, 2])
+    assert lazy.scored == 3  # sample 1 was not scored again

@@ -171,6 +171,7 @@ def play_update(
             settings = dataclasses.replace(rollout_config, group_size=config.group_size, seed=round_seed(seed, update, 0))
             batch.table, batch.samples, replayed = replay_stored_successes(policy, batch.table, batch.samples, world_model, settings, update)
         metrics.update(world_model_metrics(batch.played, replayed, world_model.calls - calls_before))
+        batch.recorded, batch.simulated = batch.table, True
     return batch, metrics
 
 
@@ -281,7 +282,7 @@ def train_rl(
             metrics.update(rollout_metrics(played))
             if config.algorithm == "empo":
                 metrics.update(empo_rollout_metrics(played))
-            if config.algorithm == "wmr1":  # simulated steps are not environment steps
+            if batch.simulated:  # WM-R1: simulated steps are not environment steps
                 metrics["rollout/env_steps"] = 0.0
             if config.curriculum or config.stepo_pass_rate_band is not None:
                 metrics.update(rates.summary())
@@ -292,9 +293,9 @@ def train_rl(
                 metrics.update(evaluate(policy, done))
             metrics["charts/env_steps_total"] = (run.history[-1]["charts/env_steps_total"] if run.history else 0.0) + metrics["rollout/env_steps"]
             run.history.append({"update": done, **metrics})
-            # the last rollout: every episode played (STEPO: dropped groups too); WM-R1: the batch
-            # trained on, with its replayed stored successes (rows ``source: replay``)
-            last_rollout = batch.table if config.algorithm == "wmr1" else played
+            # the last rollout: every episode played (STEPO: dropped groups too), or what the
+            # batch says to keep (WM-R1: with its replayed stored successes, rows ``source: replay``)
+            last_rollout = played if batch.recorded is None else batch.recorded
             run.update, run.last_rollout, run.task_stats = done, last_rollout, rates.state_dict()
             if writer and log_metrics:
                 log_metrics(metrics, done)

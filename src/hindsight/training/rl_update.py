@@ -11,6 +11,7 @@ batch, which is what lets ``l`` and ``l_skill`` be compared token by token.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 from dataclasses import dataclass
@@ -114,6 +115,33 @@ def micro_batch_loss_terms(
     return terms
 
 
+class ReferenceLogprobs:
+    """The KL reference model's log-probs of each sample's response. One process scores
+    every sample up front, in length-sorted batches; under ``torchrun`` (``lazy``) a rank
+    scores a sample the first time one of its micro-batches needs it, so each rank reads
+    only its stripes instead of the whole gathered batch."""
+
+    def __init__(self, model, samples: Sequence[StepSample], config: RLConfig, pad_token_id: int, lazy: bool) -> None:
+        self._score = functools.partial(
+            response_logprobs, model, batch_size=config.mini_batch_size, pad_token_id=pad_token_id,
+            token_budget=config.micro_batch_tokens,
+        )
+        self._samples = samples
+        self._rows: dict[int, torch.Tensor] = {} if lazy else dict(enumerate(self._score(samples)))
+
+    @property
+    def scored(self) -> int:
+        """How many samples have been scored so far."""
+        return len(self._rows)
+
+    def rows(self, indices: Sequence[int]) -> list[torch.Tensor]:
+        """The log-probs of these samples (scored now if not yet)."""
+        missing = [i for i in indices if i not in self._rows]
+        if missing:
+            self._rows.update(zip(missing, self._score([self._samples[i] for i in missing])))
+        return [self._rows[i] for i in indices]
+
+
 def update_policy(
     policy,
     reference_model,
@@ -149,11 +177,7 @@ def update_policy(
     """
     model, pad = policy.model, policy.tokenizer.pad_token_id
     coefficient = {"ppo": 1.0, "opd": config.opd_coef, "kl": config.kl_coef}
-    reference_logp = (
-        response_logprobs(reference_model, samples, config.mini_batch_size, pad, token_budget=config.micro_batch_tokens)
-        if config.kl_coef
-        else None
-    )
+    reference = ReferenceLogprobs(reference_model, samples, config, pad, lazy=parallel is not None) if config.kl_coef else None
     lengths = [len(sample.input_ids) for sample in samples]
     replica = parallel.wrap(model) if parallel is not None else model  # what the gradients flow through
     scale = parallel.gradient_scale if parallel is not None else 1.0
@@ -189,7 +213,7 @@ def update_policy(
                     terms = micro_batch_loss_terms(
                         replica, [samples[i] for i in micro], pad, advantages[micro],
                         [old_logp[i] for i in micro], [teacher_logp[i] for i in micro],
-                        [reference_logp[i] for i in micro] if reference_logp is not None else None,
+                        reference.rows(micro) if reference is not None else None,
                         config, policy.device,
                         [proximal_logp[i] for i in micro] if proximal_logp is not None else None,
                     )

@@ -52,6 +52,11 @@ class UpdateBatch:
     """Every step row played in this update (rollout metrics, pass rates, last rollout)."""
     metrics: dict[str, float] = field(default_factory=dict)
     """``stepo/...``, ``curriculum/...`` and ``tasks/...`` figures of the update."""
+    recorded: pd.DataFrame | None = None
+    """What the run keeps as its last rollout when not ``played`` (WM-R1: the batch trained
+    on, with its replayed stored successes)."""
+    simulated: bool = False
+    """Played inside a world model: none of its steps is an environment step."""
 
 
 def round_seed(seed: int, update: int, round_index: int) -> int:
