@@ -1,5 +1,7 @@
 """Fixtures for the whole suite: one thread for torch, and the real twc game with a tiny
-policy built on its gold episodes (each built once per session, shared by every directory).
+policy built on its gold episodes (each built once per session, shared by every directory);
+and how the parallel run (``pytest -n 2 --dist loadfile``: two worker processes, one core
+each) splits the files.
 
 Torch runs on one intra-op thread: on a 2-core machine shared with other work, two OpenMP
 threads per process oversubscribe the cores and the tiny models' small ops slow down many
@@ -9,7 +11,9 @@ with two while another process kept the cores busy).
 
 from __future__ import annotations
 
+import functools
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -23,12 +27,43 @@ from hindsight.rollout.tasks import make_tasks  # noqa: E402
 
 from episodes import gold_steps as gold_steps_of  # noqa: E402
 
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
 TWC_PARAMS = {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}
 """twc with one room and two items to put away: the game the policy, rollout and trainer
 tests play."""
 
 GOLD_EPISODES = 4
 """How many gold twc episodes the tokenizer is trained on (and the tests read)."""
+
+
+SHARED_PROJECT_FIXTURE = "trained_project"
+"""The session fixture that runs the whole default pipeline (tests/pipelines/conftest.py)."""
+
+
+@functools.cache
+def reads_shared_project(test_file: str) -> bool:
+    """Whether a test file (a path relative to the project root) uses the trained project."""
+    return SHARED_PROJECT_FIXTURE in (PROJECT_ROOT / test_file).read_text()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``pytest -n 2 --dist loadfile`` (pytest-xdist, the README's test command): each test
+    file runs whole on one worker (its module fixtures built once), and all the files that
+    read the trained project run on one worker, so the default pipeline runs once. (xdist's
+    own ``loadgroup`` marks do nothing under pytest 9: it renames a node id attribute that
+    pytest 9 no longer reads.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedProjectScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            test_file = nodeid.split("::", 1)[0]
+            return SHARED_PROJECT_FIXTURE if reads_shared_project(test_file) else test_file
+
+    return SharedProjectScheduling(config, log)
 
 
 @pytest.fixture(scope="session", autouse=True)
