@@ -14,7 +14,8 @@ import time
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedModel, Qwen2Config, Qwen2ForCausalLM
 
-from hindsight.policy.model import MODEL_PRESETS, LoraSettings, add_lora
+from hindsight.policy.lora import LoraSettings, add_lora
+from hindsight.policy.model import MODEL_PRESETS
 
 SMOLLM2_135M = dict(
     hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3,

@@ -78,7 +78,8 @@ import torch
 
 from hindsight.envs import make_env
 from hindsight.policy.inference import inference_policy
-from hindsight.policy.model import LoraSettings, Policy, build_policy, count_parameters, load_policy
+from hindsight.policy.lora import LoraSettings
+from hindsight.policy.model import Policy, build_policy, count_parameters, load_policy
 from hindsight.policy.prompts import PromptConfig
 from hindsight.policy.tokenizer import train_tokenizer
 from hindsight.rollout import RolloutConfig, make_tasks

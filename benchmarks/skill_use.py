@@ -57,14 +57,6 @@ def newest_version(directory: Path, name: str, command: str = "kedro run") -> Pa
     return versions[-1]
 
 
-def skill_line(prompt: str) -> str:
-    """The skill of a skill-conditioned prompt (the line after the block's instruction)."""
-    from hindsight.skills.injection import SKILL_HEADER
-
-    lines = prompt.split("\n")
-    return lines[lines.index(SKILL_HEADER) + 2].strip("[]")
-
-
 def is_listed(action: str, skill: str) -> bool:
     """Whether the action is one of the compact skill's items."""
     from hindsight.skills.compact import parse_compact_skill
@@ -94,11 +86,12 @@ def finetuned_listed(steps: int):
 
     from hindsight.params import build
     from hindsight.policy.model import load_policy
+    from hindsight.skills.injection import injected_skill
     from hindsight.training.sft import SFTConfig, train_sft
 
     examples = pd.read_parquet(newest_version(MODEL_INPUT / "stage1_examples.parquet", "stage1_examples.parquet"))
     conditioned = examples[examples["kind"] == "skill_bc"]
-    listed = conditioned[[is_listed(r, skill_line(p)) for p, r in zip(conditioned["prompt"], conditioned["response"])]]
+    listed = conditioned[[is_listed(r, injected_skill(p)) for p, r in zip(conditioned["prompt"], conditioned["response"])]]
     mixture = pd.concat([examples[examples["kind"] == "bc"], listed, listed, examples[examples["kind"] == "analyzer"]])
     settings = yaml.safe_load((PROJECT_ROOT / "conf" / "base" / "parameters_stage1.yml").read_text())["stage1"]["sft"]
     config = dataclasses.replace(build(SFTConfig, settings, "stage1.sft"), max_steps=steps, time_budget_s=None)
@@ -120,7 +113,7 @@ def main() -> None:
     import torch
 
     from hindsight.policy.encoding import encode_sample
-    from hindsight.skills.injection import remove_skill
+    from hindsight.skills.injection import injected_skill, remove_skill
     from hindsight.training.distillation import response_logprobs
 
     if args.threads:
@@ -138,7 +131,7 @@ def main() -> None:
     logp_skill = response_logprobs(policy.model, skilled, 8, tokenizer.pad_token_id)
     gaps: dict[str, list[float]] = {"listed": [], "other": []}
     for prompt, response, lp, ls in zip(chosen["prompt"], chosen["response"], logp_plain, logp_skill):
-        gaps["listed" if is_listed(response, skill_line(prompt)) else "other"].extend((ls - lp).tolist())
+        gaps["listed" if is_listed(response, injected_skill(prompt)) else "other"].extend((ls - lp).tolist())
     tokens = sum(len(x) for x in logp_plain)
     print(f"policy: {label}; {len(chosen)} skill-conditioned expert steps, {tokens} action tokens, "
           f"{time.perf_counter() - started:.0f} s")

@@ -43,7 +43,9 @@ SHARED_PROJECT_FIXTURE = "trained_project"
 
 @functools.cache
 def reads_shared_project(test_file: str) -> bool:
-    """Whether a test file (a path relative to the project root) uses the trained project."""
+    """Whether a test file (a path relative to the project root) names the trained-project
+    fixture: a text match, because xdist's scheduler runs in the controller process, which
+    collects no test items (so no fixture names)."""
     return SHARED_PROJECT_FIXTURE in (PROJECT_ROOT / test_file).read_text()
 
 

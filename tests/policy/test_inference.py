@@ -13,7 +13,8 @@ from hindsight.policy import inference
 from hindsight.policy.encoding import collate, encode_sample
 from hindsight.policy.inference import inference_policy, resolve_inference_dtype
 from hindsight.policy.logprobs import token_logprobs
-from hindsight.policy.model import LoraSettings, load_policy, save_policy
+from hindsight.policy.lora import LoraSettings
+from hindsight.policy.model import load_policy, save_policy
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,9 @@
 """Placement of the episode-level skill block in a step prompt."""
 
-from hindsight.policy.prompts import TURN_LINE, build_prompt
 import pytest
 
-from hindsight.skills import inject_skill, remove_skill
+from hindsight.policy.prompts import TURN_LINE, build_prompt
+from hindsight.skills import inject_skill, injected_skill, remove_skill
 
 BLOCK = (
     "**Episode-Level Skill**\n"
@@ -44,11 +44,15 @@ def test_empty_skill_leaves_the_prompt_unchanged():
     "Observation: dark\n",  # appended
     "Observation: dark",
 ])
-def test_remove_skill_gives_back_the_plain_prompt(prompt):
-    assert remove_skill(inject_skill(prompt, "do: take sock; put sock in basket")) == prompt
-    assert remove_skill(prompt) == prompt  # nothing to remove
+def test_remove_skill_gives_back_the_plain_prompt_and_injected_skill_the_skill(prompt):
+    skilled = inject_skill(prompt, "do: take sock;\nput sock in basket")
+    assert remove_skill(skilled) == prompt
+    assert injected_skill(skilled) == "do: take sock; put sock in basket"  # as injected: one line
+    assert remove_skill(prompt) == prompt and injected_skill(prompt) is None  # nothing to remove
 
 
-def test_remove_skill_refuses_a_broken_block():
-    with pytest.raises(ValueError, match="line 2"):
-        remove_skill("Task: x\n**Episode-Level Skill**\nsomething else\n[do: look]\n")
+def test_a_broken_block_is_refused_naming_its_line():
+    broken = "Task: x\n**Episode-Level Skill**\nsomething else\n[do: look]\n"
+    for read in (remove_skill, injected_skill):
+        with pytest.raises(ValueError, match="line 2"):
+            read(broken)

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from hindsight.envs import make_env
-from hindsight.policy.model import LoraSettings, load_policy, save_policy
+from hindsight.policy.lora import LoraSettings
+from hindsight.policy.model import load_policy, save_policy
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 
 from hindsight.envs.base import SPLITS
 from hindsight.experiments.methods import METHODS
-from hindsight.policy.model import LoraSettings
+from hindsight.policy.lora import LoraSettings
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.sft import SFTConfig
 

@@ -34,7 +34,7 @@ from transformers import (
     Qwen2ForCausalLM,
 )
 
-from hindsight.policy.lora import ADAPTER_CONFIG_FILE, LoraSettings, add_lora, adapter_base, base_relative_to_adapter  # noqa: F401 (LoraSettings, add_lora: re-exported)
+from hindsight.policy.lora import ADAPTER_CONFIG_FILE, LoraSettings, add_lora, adapter_base, base_relative_to_adapter
 
 logger = logging.getLogger(__name__)
 

@@ -9,14 +9,14 @@ Files: ``episode_views.py`` (read-only episodes from the trajectory table),
 offline default teacher), ``http_teacher.py`` (OpenAI-compatible endpoint),
 ``policy_teacher.py`` (the policy as analyzer), ``skill_bank.py`` (the fixed Stage-1 bank
 as a teacher, for the ablation), ``structured.py`` (analyzer decoding inside a fixed JSON
-frame), ``injection.py`` (``inject_skill``, ``remove_skill``), ``validation.py`` (the filter, the validated
-Skills table), ``sft_set.py`` (analyzer SFT examples), ``assignment.py`` (which skill an
+frame), ``injection.py`` (``inject_skill`` and its inverses), ``validation.py`` (the filter, the
+validated Skills table), ``sft_set.py`` (analyzer SFT examples), ``assignment.py`` (which skill an
 episode is re-scored with: its own, or an unrelated one for the control).
 """
 
 from hindsight.skills.analysis_prompt import build_analysis_prompt, skill_target_json
 from hindsight.skills.episode_views import EpisodeView, StepView, episodes_from_table
-from hindsight.skills.injection import inject_skill, remove_skill, skill_block
+from hindsight.skills.injection import inject_skill, injected_skill, remove_skill, skill_block
 from hindsight.skills.parsing import parse_skill_json
 from hindsight.skills.records import SkillRecord, parse_rate, record_from_output, skills_table
 from hindsight.skills.sft_set import analyzer_sft_examples
@@ -43,6 +43,7 @@ __all__ = [
     "episode_analysis_prompt",
     "episodes_from_table",
     "inject_skill",
+    "injected_skill",
     "remove_skill",
     "parse_rate",
     "parse_skill_json",

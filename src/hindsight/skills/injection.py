@@ -10,7 +10,7 @@ goes right after the task line (the first line starting with ``prompts.TASK_PREF
 there is no task line, right before the turn line (``prompts.TURN_LINE``); when there is
 neither, at the end. It works on the plain prompt text, before any chat template is applied
 (``prompts.render_for_model``), so the plain and the skill-augmented prompt differ by this
-block only; ``remove_skill`` takes it out again.
+block only; ``injected_skill`` reads it back and ``remove_skill`` takes it out again.
 """
 
 from __future__ import annotations
@@ -52,6 +52,25 @@ def inject_skill(prompt: str, skill: str) -> str:
     return f"{body}\n{block}{ending}" if body else f"{block}{ending}"
 
 
+def _block_start(lines: list[str]) -> int | None:
+    """Index of the skill block's header line, or None; a header not followed by the
+    block's instruction and a bracketed skill is an error naming the line."""
+    if SKILL_HEADER not in lines:
+        return None
+    start = lines.index(SKILL_HEADER)
+    block = lines[start : start + 3]
+    if len(block) < 3 or block[1] != SKILL_INSTRUCTION or not (block[2].startswith("[") and block[2].endswith("]")):
+        raise ValueError(f"{SKILL_HEADER!r} at line {start + 1} does not start a skill block: {block!r}")
+    return start
+
+
+def injected_skill(prompt: str) -> str | None:
+    """The skill injected into a prompt (as one line), or None when it has none."""
+    lines = prompt.split("\n")
+    start = _block_start(lines)
+    return None if start is None else lines[start + 2][1:-1]
+
+
 def remove_skill(prompt: str) -> str:
     """The prompt without its skill block (the inverse of ``inject_skill`` for any prompt
     with a non-blank line); a prompt without one is returned as it is.
@@ -61,10 +80,5 @@ def remove_skill(prompt: str) -> str:
             block.
     """
     lines = prompt.split("\n")
-    if SKILL_HEADER not in lines:
-        return prompt
-    start = lines.index(SKILL_HEADER)
-    block = lines[start : start + 3]
-    if len(block) < 3 or block[1] != SKILL_INSTRUCTION or not (block[2].startswith("[") and block[2].endswith("]")):
-        raise ValueError(f"{SKILL_HEADER!r} at line {start + 1} does not start a skill block: {block!r}")
-    return "\n".join(lines[:start] + lines[start + 3 :])
+    start = _block_start(lines)
+    return prompt if start is None else "\n".join(lines[:start] + lines[start + 3 :])
