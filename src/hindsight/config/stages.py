@@ -300,7 +300,7 @@ def _default_presets() -> dict[str, GridPreset]:
             heldout=HeldoutPlay(episodes_per_game=8, decodings={"sampled": 0.4}),
         ),
         "full": GridPreset(
-            methods=list(ALL_METHODS), seeds=[0, 1, 2], fractions=[0.4, 1.0],
+            methods=list(ALL_METHODS), seeds=[0, 1, 2], fractions=[0.4, 0.6, 1.0], fraction_methods=["seed"],
             rl={"updates": 4, "tasks_per_update": 4, "group_size": 4, "eval_every": 4},
             heldout=HeldoutPlay(episodes_per_game=8, decodings={"sampled": 0.4}),
         ),
