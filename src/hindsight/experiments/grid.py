@@ -7,7 +7,8 @@ a starting checkpoint and overrides of the RL settings.
 A cell's key hashes its settings and the fingerprint of its inputs (the starting weights
 and the skill bank), so a re-run skips the cells already finished on the same data and
 redoes them when the data changed; display and memory settings (``EXECUTION_ONLY_SETTINGS``)
-are not part of it. A failed cell is recorded as failed; the grid goes on.
+are not part of it. A failed cell is recorded as failed; the grid goes on. Several
+processes may share one cache folder and split the cells between them (``run_grid``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import dataclasses
 import hashlib
 import json
 import logging
+import os
+import socket
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -103,8 +106,16 @@ def run_grid(
     key_of: Callable[[Cell], str],
     cache_dir: str | Path,
     start_child_run: Callable[[Cell, str], Any] | None = None,
+    poll_seconds: float = 10.0,
 ) -> list[dict[str, Any]]:
     """Run every cell not already finished; return one record per cell.
+
+    Several processes (or machines sharing the folder) may run the same grid on one
+    ``cache_dir``: a process claims a cell before running it (``<key>.claim``, created
+    exclusively), skips the cells claimed by another live process, and at the end waits for
+    their records, so every process returns the whole grid and no cell runs twice. A claim
+    left by a dead process on this host is taken over; one left on another host stays until
+    its file is deleted.
 
     Args:
         cells: The grid.
@@ -115,40 +126,129 @@ def run_grid(
         cache_dir: Where finished cells' records are kept (``<key>.json``).
         start_child_run: ``(cell, key) -> context manager`` opening the cell's MLflow
             child run and yielding its run id.
+        poll_seconds: How often to look for the records of cells another process runs.
 
     Returns:
         Records with ``cell`` fields, ``key``, ``status`` (finished / failed / skipped =
-        finished earlier), ``run_id``, ``seconds`` and the result.
+        finished earlier or by another process), ``run_id``, ``seconds`` and the result.
     """
     cache = Path(cache_dir)
     cache.mkdir(parents=True, exist_ok=True)
-    records = []
+    records: dict[int, dict[str, Any]] = {}
+    waiting: dict[int, float] = {}  # cell index -> when we found it claimed
     for index, cell in enumerate(cells):
-        key = key_of(cell)
-        stored = cache / f"{key}.json"
-        if stored.is_file():
-            record = json.loads(stored.read_text())
-            if record.get("status") == "finished":
-                logger.info("[%d/%d] %s: finished earlier (run %s), skipped", index + 1, len(cells), cell.name, record.get("run_id"))
-                records.append({**record, "status": "skipped"})
+        outcome = _stored_or_run(index, cells, run_cell, key_of(cell), cache, start_child_run)
+        if outcome is None:
+            logger.info("[%d/%d] %s: running in another process, taken up at the end", index + 1, len(cells), cell.name)
+            waiting[index] = time.time()
+        else:
+            records[index] = outcome
+    while waiting:
+        for index, since in list(waiting.items()):
+            outcome = _stored_or_run(index, cells, run_cell, key_of(cells[index]), cache, start_child_run, failed_after=since)
+            if outcome is not None:
+                records[index] = outcome
+                del waiting[index]
+        if waiting:
+            time.sleep(poll_seconds)
+    return [records[index] for index in range(len(cells))]
+
+
+def _stored_or_run(index, cells, run_cell, key, cache, start_child_run, failed_after: float | None = None) -> dict[str, Any] | None:
+    """The cell's finished record, else run it under a claim; None while another live
+    process holds the claim. ``failed_after``: a failed record written after this time (by
+    the process we waited for) is taken as the cell's outcome instead of running it again."""
+    stored = cache / f"{key}.json"
+    claim = CellClaim(cache / f"{key}.claim")
+    record = _stored_record(stored, failed_after)
+    if record is None and not claim.take():
+        return None
+    try:
+        record = record or _stored_record(stored, failed_after)  # written while we claimed
+        if record is not None:
+            logger.info("[%d/%d] %s: %s earlier (run %s), skipped", index + 1, len(cells), cells[index].name, record["status"], record.get("run_id"))
+            return {**record, "status": "skipped" if record["status"] == "finished" else record["status"]}
+        return _run_cell(index, cells, run_cell, key, stored, start_child_run)
+    finally:
+        claim.release()
+
+
+def _stored_record(stored: Path, failed_after: float | None) -> dict[str, Any] | None:
+    if not stored.is_file():
+        return None
+    record = json.loads(stored.read_text())
+    if record.get("status") == "finished":
+        return record
+    written_while_waiting = failed_after is not None and stored.stat().st_mtime >= failed_after
+    return record if written_while_waiting else None
+
+
+def _run_cell(index, cells, run_cell, key, stored: Path, start_child_run) -> dict[str, Any]:
+    cell = cells[index]
+    started = time.perf_counter()
+    record: dict[str, Any] = {**cell.__dict__, "cell": cell.name, "key": key, "run_id": None}
+    context = start_child_run(cell, key) if start_child_run else _null_context()
+    try:
+        with context as run_id:
+            record["run_id"] = run_id
+            logger.info("[%d/%d] %s: running", index + 1, len(cells), cell.name)
+            record.update(status="finished", result=run_cell(cell))
+    except Exception as error:  # a failed cell is recorded and the grid goes on
+        logger.error("[%d/%d] %s failed: %s", index + 1, len(cells), cell.name, error)
+        record.update(status="failed", error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc(limit=5))
+    record["seconds"] = time.perf_counter() - started
+    partial = stored.with_suffix(f".json.{os.getpid()}.partial")
+    partial.write_text(json.dumps(record, default=str))
+    partial.replace(stored)
+    return record
+
+
+class CellClaim:
+    """A cell's claim file: created exclusively (``O_EXCL``) by the process that runs the
+    cell, holding its host and pid, removed when the cell's record is written."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.held = False
+
+    def take(self) -> bool:
+        """Claim the cell; False when another live process holds it."""
+        for _ in range(2):
+            try:
+                descriptor = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                if not self._stale():
+                    return False
+                self.path.unlink(missing_ok=True)  # its process died: take it over
                 continue
-        started = time.perf_counter()
-        record: dict[str, Any] = {**cell.__dict__, "cell": cell.name, "key": key, "run_id": None}
-        context = start_child_run(cell, key) if start_child_run else _null_context()
+            with os.fdopen(descriptor, "w") as handle:
+                json.dump({"host": socket.gethostname(), "pid": os.getpid(), "since": time.time()}, handle)
+            self.held = True
+            return True
+        return False
+
+    def release(self) -> None:
+        if self.held:
+            self.path.unlink(missing_ok=True)
+            self.held = False
+
+    def _stale(self) -> bool:
+        """The claim's process is gone (checkable on this host only)."""
         try:
-            with context as run_id:
-                record["run_id"] = run_id
-                logger.info("[%d/%d] %s: running", index + 1, len(cells), cell.name)
-                record.update(status="finished", result=run_cell(cell))
-        except Exception as error:  # a failed cell is recorded and the grid goes on
-            logger.error("[%d/%d] %s failed: %s", index + 1, len(cells), cell.name, error)
-            record.update(status="failed", error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc(limit=5))
-        record["seconds"] = time.perf_counter() - started
-        partial = stored.with_suffix(".json.partial")
-        partial.write_text(json.dumps(record, default=str))
-        partial.replace(stored)
-        records.append(record)
-    return records
+            holder = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return True
+        except (OSError, ValueError):  # being written right now
+            return False
+        if holder.get("host") != socket.gethostname():
+            return False
+        try:
+            os.kill(int(holder["pid"]), 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
 
 
 class _null_context:
