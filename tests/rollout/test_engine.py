@@ -196,6 +196,8 @@ def test_a_crashed_episode_fails_and_the_rollout_goes_on(tiny_policy, twc_tasks)
     assert result.stats["env_restarts"] == 1 and result.stats["step_timeouts"] == 0
     metrics = rollout_metrics(result.table)
     assert metrics["faults/failed_episodes"] == 1 and metrics["faults/failed_episode_rate"] == 0.5
+    assert metrics["rollout/env_steps"] == len(result.table)
+    assert rollout_metrics(result.table, simulated=True)["rollout/env_steps"] == 0  # WM-R1's steps are not the environment's
 
 
 def test_an_environment_that_fails_while_being_built_is_built_again(tiny_policy, twc_tasks):

@@ -56,7 +56,7 @@ def rollout_stats(table: pd.DataFrame) -> dict[str, float]:
     }
 
 
-def rollout_metrics(table: pd.DataFrame, faults: Mapping[str, float] | None = None) -> dict[str, float]:
+def rollout_metrics(table: pd.DataFrame, faults: Mapping[str, float] | None = None, simulated: bool = False) -> dict[str, float]:
     """The ``rollout/...`` metrics the RL loop logs per update (episodes in id order), and
     the rollout's ``faults/...`` counts.
 
@@ -64,6 +64,8 @@ def rollout_metrics(table: pd.DataFrame, faults: Mapping[str, float] | None = No
         table: The rollout table.
         faults: ``RolloutFaults.metrics()`` of the rollout; None: the ones ``run_rollouts``
             left in ``table.attrs`` (none for a table from elsewhere).
+        simulated: The steps were played in a world model (WM-R1), not the environment:
+            ``rollout/env_steps`` is 0 (WM-R1 counts them as ``world_model/simulated_steps``).
     """
     episodes = episode_outcomes(table).sort_values("episode_id")
     metrics = {
@@ -71,7 +73,7 @@ def rollout_metrics(table: pd.DataFrame, faults: Mapping[str, float] | None = No
         "rollout/mean_return": float(episodes["return"].mean()),
         "rollout/mean_steps": float(episodes["length"].mean()),
         "rollout/invalid_action_rate": float(1 - table["action_valid"].mean()),
-        "rollout/env_steps": float(len(table)),
+        "rollout/env_steps": 0.0 if simulated else float(len(table)),
     }
     metrics.update(faults if faults is not None else table.attrs.get(FAULTS_ATTR, {}))
     metrics.update(table.attrs.get(ENGINE_ATTR, {}))

@@ -279,11 +279,9 @@ def train_rl(
             else:  # STEPO kept no group: nothing to train on, no optimizer step
                 metrics.update({"losses/total": 0.0, "stepo/empty_update": 1.0})
             producer.publish(update + 1)
-            metrics.update(rollout_metrics(played))
+            metrics.update(rollout_metrics(played, simulated=batch.simulated))
             if config.algorithm == "empo":
                 metrics.update(empo_rollout_metrics(played))
-            if batch.simulated:  # WM-R1: simulated steps are not environment steps
-                metrics["rollout/env_steps"] = 0.0
             if config.curriculum or config.stepo_pass_rate_band is not None:
                 metrics.update(rates.summary())
             metrics["charts/update_seconds"] = time.perf_counter() - started
