@@ -25,11 +25,16 @@ Policies:
   mixture that targets skill use (plain behaviour cloning, twice the skill-conditioned steps
   whose action the skill lists, the analyzer pairs), then measured.
 
+- ``--placement before_turn``: the skill block moves from right after the task line (the
+  paper's place, ``skills.injection``) to right before the turn line, next to where the
+  action is written, in the fine-tuning mixture and in the measurement alike: does a small
+  policy read the skill when it sits near the action?
+
 Run from the project root (one torch job at a time):
 
     python benchmarks/skill_use.py --policy stage1
     python benchmarks/skill_use.py --policy smollm2 --examples 100
-    python benchmarks/skill_use.py --finetune-listed 300
+    python benchmarks/skill_use.py --finetune-listed 300 [--placement before_turn]
 """
 
 from __future__ import annotations
@@ -65,12 +70,25 @@ def is_listed(action: str, skill: str) -> bool:
     return parsed is not None and action.strip() in parsed[1]
 
 
+def placed(prompt: str, placement: str) -> str:
+    """The prompt with its skill block where ``placement`` says (after_task: as written)."""
+    from hindsight.policy.prompts import TURN_LINE
+    from hindsight.skills.injection import injected_skill, remove_skill, skill_block
+
+    skill = injected_skill(prompt)
+    if placement == "after_task" or skill is None:
+        return prompt
+    lines = remove_skill(prompt).split("\n")
+    turn = next(i for i, line in enumerate(lines) if line.strip().startswith(TURN_LINE))
+    return "\n".join([*lines[:turn], skill_block(skill), *lines[turn:]])
+
+
 def resolve_policy(args):
     """The policy to measure, and a label."""
     from hindsight.policy.model import load_policy
 
     if args.finetune_listed:
-        return finetuned_listed(args.finetune_listed), f"base policy + {args.finetune_listed} steps of skill-use SFT"
+        return finetuned_listed(args.finetune_listed, args.placement), f"base policy + {args.finetune_listed} steps of skill-use SFT, skill {args.placement}"
     if args.policy == "stage1":
         return load_policy(newest_version(MODELS / "stage1_policy", "stage1_policy")), "Stage-1 checkpoint"
     if args.policy == "smollm2":
@@ -79,7 +97,7 @@ def resolve_policy(args):
     return load_policy(args.policy), args.policy
 
 
-def finetuned_listed(steps: int):
+def finetuned_listed(steps: int, placement: str):
     """The newest base policy, fine-tuned on plain BC + 2x listed skill-conditioned steps + analyzer pairs."""
     import pandas as pd
     import yaml
@@ -92,6 +110,7 @@ def finetuned_listed(steps: int):
     examples = pd.read_parquet(newest_version(MODEL_INPUT / "stage1_examples.parquet", "stage1_examples.parquet"))
     conditioned = examples[examples["kind"] == "skill_bc"]
     listed = conditioned[[is_listed(r, injected_skill(p)) for p, r in zip(conditioned["prompt"], conditioned["response"])]]
+    listed = listed.assign(prompt=[placed(p, placement) for p in listed["prompt"]])
     mixture = pd.concat([examples[examples["kind"] == "bc"], listed, listed, examples[examples["kind"] == "analyzer"]])
     settings = yaml.safe_load((PROJECT_ROOT / "conf" / "base" / "parameters_stage1.yml").read_text())["stage1"]["sft"]
     config = dataclasses.replace(build(SFTConfig, settings, "stage1.sft"), max_steps=steps, time_budget_s=None)
@@ -106,6 +125,7 @@ def main() -> None:
     parser.add_argument("--policy", default="stage1", help="stage1 | smollm2 | a local HF directory")
     parser.add_argument("--finetune-listed", type=int, default=0, metavar="STEPS", help="measure the base policy after this skill-use SFT")
     parser.add_argument("--examples", type=int, default=200, help="skill-conditioned expert steps (evenly spaced)")
+    parser.add_argument("--placement", choices=["after_task", "before_turn"], default="after_task", help="where the skill block sits")
     parser.add_argument("--threads", type=int, default=None, help="torch threads")
     args = parser.parse_args()
 
@@ -122,6 +142,7 @@ def main() -> None:
     examples = pd.read_parquet(newest_version(MODEL_INPUT / "stage1_examples.parquet", "stage1_examples.parquet"))
     conditioned = examples[examples["kind"] == "skill_bc"].reset_index(drop=True)
     chosen = conditioned.iloc[:: max(1, len(conditioned) // args.examples)].head(args.examples)
+    chosen = chosen.assign(prompt=[placed(p, args.placement) for p in chosen["prompt"]])
     policy, label = resolve_policy(args)
     policy.model.eval()
     tokenizer = policy.tokenizer
