@@ -16,7 +16,10 @@ by every rank. ``--out`` gets ``policy/``, ``history.parquet`` and ``last_rollou
 
 ``sft``: every rank loads the policy and the examples (columns ``prompt``, ``response``) and
 runs ``train_sft`` on its stripe of every batch; ``--settings`` is a YAML mapping of
-``SFTConfig`` fields (the ``sft`` block of a parameters file).
+``SFTConfig`` fields (the ``sft`` block of a parameters file), plus, for multi-turn examples
+(a ``header`` column: behaviour cloning with ``rollout.layout: multiturn``), ``turns``: the
+``TurnBudget`` fields of the rollout settings (``max_length``, ``max_new_tokens``,
+``constrained``).
 
 ``rl-update``: one RL update (``update_policy``) on a saved rollout batch, a ``torch.save``
 file written by ``save_rollout_batch``: the step samples, their advantages, sampling-time and
@@ -52,6 +55,7 @@ from hindsight.policy.model import load_policy, save_policy
 from hindsight.training.data_parallel import DataParallel
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.rl_update import update_policy
+from hindsight.training.episode_sft import TurnBudget
 from hindsight.training.sft import SFTConfig, train_sft
 
 logger = logging.getLogger(__name__)
@@ -106,7 +110,9 @@ def _seed_everything(seed: int) -> None:
 def run_sft(policy_dir: Path, examples_path: Path, out: Path, settings_path: Path | None, seed: int, parallel: DataParallel | None) -> None:
     """The ``sft`` command (module docstring)."""
     settings = yaml.safe_load(settings_path.read_text()) if settings_path else {}
+    turns = settings.pop("turns", None)  # multi-turn rows: the rollout's context budget
     config = params.build(SFTConfig, settings, "sft")
+    budget = params.build(TurnBudget, turns, "sft.turns") if turns is not None else None
     examples = pd.read_parquet(examples_path)
     for column in ("prompt", "response"):
         if column not in examples.columns:
@@ -114,7 +120,7 @@ def run_sft(policy_dir: Path, examples_path: Path, out: Path, settings_path: Pat
     device = parallel.device if parallel is not None else None
     policy = load_policy(policy_dir, device=device)
     _seed_everything(seed)
-    history = train_sft(policy, examples, config, seed=seed, parallel=parallel)
+    history = train_sft(policy, examples, config, seed=seed, parallel=parallel, turns=budget)
     if parallel is None or parallel.is_writer:
         out.mkdir(parents=True, exist_ok=True)
         save_policy(policy, out / "policy")

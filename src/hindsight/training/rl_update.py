@@ -24,7 +24,7 @@ from hindsight.policy.encoding import StepSample, collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.training.distillation import response_logprobs
 from hindsight.training.data_parallel import DataParallel, micro_batch_plan
-from hindsight.training.episode_batches import chain_micro_batches, is_multiturn, right_aligned_logprobs
+from hindsight.training.episode_batches import chain_micro_batch_plan, is_multiturn, right_aligned_logprobs
 from hindsight.training.minibatches import epoch_minibatches
 from hindsight.training.rl_config import RLConfig
 
@@ -182,8 +182,6 @@ def update_policy(
     replica = parallel.wrap(model) if parallel is not None else model  # what the gradients flow through
     scale = parallel.gradient_scale if parallel is not None else 1.0
     multiturn = is_multiturn(samples)
-    if multiturn and parallel is not None:
-        raise ValueError("rollout.layout='multiturn' is not supported by the torchrun learner yet (use stepwise)")
     model.train()
     sums: dict[str, float] = {}
     counts: dict[str, int] = {}
@@ -200,7 +198,7 @@ def update_policy(
         for batch_number, members in enumerate(batches):
             index = sorted(members, key=lambda i: lengths[i])
             plan = (
-                [(micro, 1.0) for micro in chain_micro_batches(samples, index, config.micro_batch_tokens)]
+                chain_micro_batch_plan(parallel, samples, index, config.micro_batch_tokens)
                 if multiturn
                 else micro_batch_plan(parallel, index, lengths, config.micro_batch_tokens)
             )

@@ -169,10 +169,6 @@ def train_sft(
         raise ValueError("SFT got no examples")
     model, tokenizer = policy.model, policy.tokenizer
     encoded = encode_examples(tokenizer, examples, config.max_length, turns)
-    if parallel is not None and any(isinstance(unit, EpisodeSequence) for unit in encoded):
-        raise ValueError(
-            "multi-turn SFT (rollout.layout='multiturn') is not supported by the torchrun learner yet (use stepwise)"
-        )
     lengths = [len(sample.input_ids) for sample in encoded]
     micro_per_epoch = math.ceil(len(encoded) / config.batch_size)
     total_steps = config.max_steps or max(1, int(config.epochs * micro_per_epoch / config.grad_accum_steps))
