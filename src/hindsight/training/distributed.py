@@ -53,9 +53,9 @@ from hindsight import params
 from hindsight.policy.encoding import StepSample
 from hindsight.policy.model import load_policy, save_policy
 from hindsight.training.data_parallel import DataParallel
+from hindsight.training.episode_sft import TurnBudget
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.rl_update import update_policy
-from hindsight.training.episode_sft import TurnBudget
 from hindsight.training.sft import SFTConfig, train_sft
 
 logger = logging.getLogger(__name__)
