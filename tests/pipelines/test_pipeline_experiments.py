@@ -56,6 +56,9 @@ def test_results_table_report_and_plots(experiments):
     cells = pd.read_csv(first.outputs["07_model_output/experiment_cells.csv"])
     assert all(run_id in report for run_id in cells["run_id"])  # every number traceable to its run
     assert "`stage1_policy`" in report  # and to its data version
+    assert "Wilson 95% interval" in report
+    mechanism = report.split("## Mechanism")[1].split("##")[0]
+    assert "parse rate" in mechanism and "| SEED |" in mechanism  # SEED's own terms, per method
     for plot in ("experiment_curves.png", "experiment_data_efficiency.png"):
         assert first.outputs[f"08_reporting/{plot}"].stat().st_size > 1000
 

@@ -1,6 +1,8 @@
 """Tables, curves and the report of the experiment grid (one row per cell in, paper-style
 summaries out). Numbers are mean +- std over seeds of the final held-out success of each
-cell; every row names its cells' MLflow run ids so a number can be traced to its runs."""
+cell, with a 95% interval over the seeds' pooled episodes; every row names its cells' MLflow
+run ids so a number can be traced to its runs, and the mechanism table shows what each
+method's own terms did (parse rate, distillation loss, gate, teacher gap)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from hindsight.evaluation.metrics import wilson_interval  # noqa: E402
 from hindsight.experiments.methods import METHODS  # noqa: E402
 
 _METRIC = re.compile(r"^eval/(?P<split>[^/]+)/(?P<task_type>[^/]+)/success_rate$")
@@ -71,11 +74,78 @@ def _wide(results: pd.DataFrame, fraction: float = 1.0) -> str:
     return "\n".join(lines) + "\n"
 
 
-def markdown_report(cells: pd.DataFrame, results: pd.DataFrame, preset: str, data_versions: dict | None = None) -> str:
-    """One page: the main table (fraction 1.0), the data-efficiency table, the cells with
-    their status and MLflow run ids, and the data versions behind them."""
+MECHANISM_METRICS = {
+    "opd/skill_parse_rate": "parse rate",
+    "opd/bank_hit_rate": "bank hit rate",
+    "losses/opd": "distillation loss",
+    "opd/gate_mean": "gate mean",
+    "opd/teacher_gap_mean": "teacher gap (nats)",
+    "opd/teacher_gap_positive_ratio": "gap > 0 share",
+    "opd/skill_unrelated_share": "unrelated-skill share",
+}
+"""The per-update metrics that show a method's own mechanism ran (SEED's terms), by label."""
+
+
+def _pooled_intervals(results: pd.DataFrame, fraction: float = 1.0) -> str:
+    """Average over task types per split: the mean and the Wilson 95% interval of the
+    seeds' episodes pooled (it treats them as independent, so it leaves out the spread
+    between seeds that the std shows)."""
+    part = results[(results["fraction"] == fraction) & (results["task_type"] == "all")]
+    splits = sorted(set(part["split"]))
+    if part.empty:
+        return ""
+    lines = ["| method | " + " | ".join(f"{s}: % [95% interval]" for s in splits) + " | episodes per split |", "|---|" + "---:|" * (len(splits) + 1)]
+    for method in [m for m in METHODS if m in set(part["method"])]:
+        rows = part[part["method"] == method].set_index("split")
+        texts, episodes = [], "-"
+        for split in splits:
+            if split not in rows.index or pd.isna(rows.loc[split, "episodes_per_seed"]):
+                texts.append("-")
+                continue
+            row = rows.loc[split]
+            trials = int(round(row["episodes_per_seed"] * row["seeds"]))
+            low, high = wilson_interval(int(round(row["mean"] * trials)), trials)
+            texts.append(f"{100 * row['mean']:.1f} [{100 * low:.1f}-{100 * high:.1f}]")
+            episodes = str(trials)
+        lines.append(f"| {METHODS[method].label} | " + " | ".join(texts) + f" | {episodes} |")
+    return "\n".join(lines) + "\n"
+
+
+def mechanism_table(histories: pd.DataFrame, fraction: float = 1.0) -> str:
+    """Per method (cells at ``fraction``): the mean over cells and updates of each
+    ``MECHANISM_METRICS`` it logged, and the training-rollout success of the first and the
+    last update (mean over cells). Empty when no cell logged an update."""
+    if histories is None or histories.empty or "update" not in histories:
+        return ""
+    updates = histories[(histories["fraction"] == fraction) & (histories["update"] > 0)]
+    present = [metric for metric in MECHANISM_METRICS if metric in updates and updates[metric].notna().any()]
+    if updates.empty:
+        return ""
+    lines = ["| method | " + " | ".join(MECHANISM_METRICS[m] for m in present) + " | training success, first -> last update |",
+             "|---|" + "---:|" * (len(present) + 1)]
+    for method in [m for m in METHODS if m in set(updates["method"])]:
+        rows = updates[updates["method"] == method]
+        values = [f"{rows[m].mean():.3f}" if rows[m].notna().any() else "-" for m in present]
+        by_update = rows.groupby("update")["rollout/success_rate"].mean() if "rollout/success_rate" in rows else pd.Series(dtype=float)
+        success = f"{100 * by_update.iloc[0]:.0f}% -> {100 * by_update.iloc[-1]:.0f}%" if len(by_update) else "-"
+        lines.append(f"| {METHODS[method].label} | " + " | ".join(values) + f" | {success} |")
+    return "\n".join(lines) + "\n"
+
+
+def markdown_report(
+    cells: pd.DataFrame, results: pd.DataFrame, preset: str, data_versions: dict | None = None, histories: pd.DataFrame | None = None
+) -> str:
+    """One page: the main table (fraction 1.0) and its pooled 95% intervals, the mechanism
+    table (from ``histories``), the data-efficiency table, the cells with their status and
+    MLflow run ids, and the data versions behind them."""
     lines = [f"# Experiment report (preset `{preset}`)", ""]
     lines += ["Held-out success % (mean ± std over seeds), fraction of training tasks = 100%:", "", _wide(results, 1.0)]
+    intervals = _pooled_intervals(results, 1.0)
+    if intervals:
+        lines += ["Average over task types, every seed's episodes pooled, Wilson 95% interval:", "", intervals]
+    mechanism = mechanism_table(histories)
+    if mechanism:
+        lines += ["## Mechanism (mean over cells and updates, fraction 100%)", "", mechanism]
     fractions = sorted(set(results["fraction"])) if len(results) else []
     if len(fractions) > 1:
         lines += ["## Data efficiency (average over task types)", ""]

@@ -190,6 +190,6 @@ def report_experiments(cells: pd.DataFrame, histories: pd.DataFrame, settings: G
         (results table, markdown report, learning-curves figure, data-efficiency figure).
     """
     results = results_table(cells)
-    report = markdown_report(cells, results, preset=settings.experiments.preset, data_versions=tracking.data_versions())
+    report = markdown_report(cells, results, preset=settings.experiments.preset, data_versions=tracking.data_versions(), histories=histories)
     print("\n" + report, flush=True)
     return results, report, learning_curves_plot(histories), data_efficiency_plot(cells)

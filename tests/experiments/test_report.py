@@ -1,0 +1,54 @@
+"""The grid report's pooled intervals and mechanism table, on a small hand-made grid."""
+
+import pandas as pd
+
+from hindsight.evaluation.metrics import wilson_interval
+from hindsight.experiments.report import markdown_report, mechanism_table, results_table
+
+
+def _cells() -> pd.DataFrame:
+    rows = []
+    for method, rates in (("grpo", [0.5, 0.25]), ("seed", [0.75, 0.5])):
+        for seed, rate in enumerate(rates):
+            rows.append({
+                "cell": f"{method}-f100-s{seed}", "method": method, "seed": seed, "fraction": 1.0, "status": "finished",
+                "run_id": f"run-{method}-{seed}", "seconds": 1.0, "env_steps": 10.0, "key": "k", "error": None,
+                "eval/seen/all/success_rate": rate, "eval/seen/all/episodes": 8.0,
+            })
+    return pd.DataFrame(rows)
+
+
+def _histories() -> pd.DataFrame:
+    rows = []
+    for method in ("grpo", "seed"):
+        for seed in (0, 1):
+            for update in (0, 1, 2):
+                row = {"cell": f"{method}-f100-s{seed}", "method": method, "seed": seed, "fraction": 1.0, "update": update}
+                if update:
+                    row["rollout/success_rate"] = 0.1 * update
+                    if method == "seed":
+                        row.update({"opd/skill_parse_rate": 1.0, "losses/opd": 0.02 * update, "opd/teacher_gap_mean": -0.1})
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_report_pools_the_seeds_episodes_into_a_wilson_interval():
+    cells = _cells()
+    report = markdown_report(cells, results_table(cells), preset="test", histories=_histories())
+    low, high = wilson_interval(10, 16)  # SEED: 6 + 4 successes of 2 x 8 episodes
+    assert f"| SEED | 62.5 [{100 * low:.1f}-{100 * high:.1f}] | 16 |" in report
+    assert "| GRPO | 37.5 [" in report
+
+
+def test_mechanism_table_shows_only_what_a_method_logged():
+    table = mechanism_table(_histories())
+    header, _, grpo, seed = table.strip().splitlines()
+    assert "parse rate" in header and "distillation loss" in header and "teacher gap (nats)" in header
+    assert "bank hit rate" not in header  # no cell logged it
+    assert seed == "| SEED | 1.000 | 0.030 | -0.100 | 10% -> 20% |"
+    assert grpo == "| GRPO | - | - | - | 10% -> 20% |"
+
+
+def test_mechanism_table_is_empty_without_updates():
+    assert mechanism_table(pd.DataFrame()) == ""
+    assert mechanism_table(_histories().query("update == 0")) == ""  # only the start evaluations
