@@ -7,7 +7,8 @@ A method is a starting checkpoint and a set of overrides of the RL settings:
     gigpo             GiGPO from the base policy
     opid              OPID from the Stage-1 checkpoint (skill shift folded into the advantage)
     seed              SEED from the Stage-1 checkpoint
-    seed_no_stage1    SEED from the base policy (its analyzer never learnt the JSON format)
+    seed_no_stage1    SEED from the base policy (no analyzer SFT: its skills parse by the
+                      grammar, their content is untrained)
     seed_no_distill   plain GRPO from the Stage-1 checkpoint
     seed_fixed_bank   SEED whose skills come from the Stage-1 skill bank, not the policy
     seed_ungated      control: SEED with the distillation gate fixed at 1 (every distilled
