@@ -299,6 +299,12 @@ def _default_presets() -> dict[str, GridPreset]:
             fractions=[1.0], rl={"updates": 4, "tasks_per_update": 4, "group_size": 4, "eval_every": 4},
             heldout=HeldoutPlay(episodes_per_game=8, decodings={"sampled": 0.4}),
         ),
+        "distill_weight": GridPreset(
+            methods=["seed", "seed_unrelated_skill", "seed_distill_weight_1", "seed_unrelated_skill_distill_weight_1"],
+            seeds=[0], fractions=[1.0], fraction_methods=[],
+            rl={"updates": 4, "tasks_per_update": 4, "group_size": 4, "eval_every": 4},
+            heldout=HeldoutPlay(episodes_per_game=8, decodings={"sampled": 0.4}),
+        ),
         "full": GridPreset(
             methods=list(ALL_METHODS), seeds=[0, 1, 2], fractions=[0.4, 0.6, 1.0], fraction_methods=["seed"],
             rl={"updates": 4, "tasks_per_update": 4, "group_size": 4, "eval_every": 4},
@@ -313,7 +319,8 @@ class ExperimentsConfig:
 
     preset: str = "full"
     """Which preset runs: full (the README's Results), controls (SEED against its two
-    controls and GRPO) or quick (minutes)."""
+    controls and GRPO), distill_weight (SEED and its unrelated-skill control with the
+    distillation term at weight 1) or quick (minutes)."""
     cache_dir: str = "data/07_model_output/experiment_cells"
     """Finished cells are kept here and skipped on re-runs."""
     presets: dict[str, GridPreset] = field(default_factory=_default_presets)

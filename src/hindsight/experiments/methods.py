@@ -18,6 +18,12 @@ A method is a starting checkpoint and a set of overrides of the RL settings:
                       wrote for an episode of another task type in the batch, not their
                       own (``skill_assignment: unrelated``): the skill's content or just
                       extra context?
+    seed_distill_weight_1
+                      SEED with the distillation term weighted 1 instead of the paper's 0.01
+                      (``opd_coef``): at 0.01 and a few updates the term moves the weights too
+                      little to change one sampled action (README, the grid)
+    seed_unrelated_skill_distill_weight_1
+                      its control: the unrelated skill, also at weight 1
     empo              EMPO from the base policy: the training tasks' gold episodes replayed
                       as the environment (``training.empo_run.empo_grid_setup``)
     wmr1              WM-R1 from the Stage-1 checkpoint: GRPO inside the learned world model
@@ -70,6 +76,11 @@ METHOD_LIST = (
     Method("seed_fixed_bank", "SEED w/o on-policy skills", "stage1", {"algorithm": "seed", "skill_source": "fixed_bank"}),
     Method("seed_ungated", "SEED, ungated distillation", "stage1", {"algorithm": "seed", "distill_gate": "ungated"}),
     Method("seed_unrelated_skill", "SEED, unrelated skill", "stage1", {"algorithm": "seed", "skill_assignment": "unrelated"}),
+    Method("seed_distill_weight_1", "SEED, distillation weight 1", "stage1", {"algorithm": "seed", "opd_coef": 1.0}, default_grid=False),
+    Method(
+        "seed_unrelated_skill_distill_weight_1", "SEED, unrelated skill, distillation weight 1", "stage1",
+        {"algorithm": "seed", "skill_assignment": "unrelated", "opd_coef": 1.0}, default_grid=False,
+    ),
     Method("empo", "EMPO", "base", {"algorithm": "empo"}, default_grid=False),
     Method("wmr1", "WM-R1", "stage1", {"algorithm": "wmr1"}, default_grid=False),
     Method(
