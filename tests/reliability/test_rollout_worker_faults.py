@@ -17,6 +17,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -84,7 +85,8 @@ def test_learner_failure_stops_the_worker(tiny_policy, twc_tasks):
 
 
 CTRL_C_SCRIPT = """
-import logging, sys, torch
+import faulthandler, logging, signal, sys, torch
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks for the threads' stacks if it hangs
 from hindsight.envs import EnvironmentSpec, make_env
 from hindsight.policy.model import build_policy
 from hindsight.policy.tokenizer import train_tokenizer
@@ -121,7 +123,14 @@ def test_ctrl_c_stops_learner_and_worker(tmp_path):
                 break
         assert worker_pid, "the learner never started its worker"
         os.killpg(learner.pid, signal.SIGINT)
-        learner.communicate(timeout=120)
+        try:
+            learner.communicate(timeout=120)
+        except subprocess.TimeoutExpired:  # seen once under a loaded suite: say where it hangs
+            os.kill(learner.pid, signal.SIGUSR1)
+            time.sleep(2)
+            os.killpg(learner.pid, signal.SIGKILL)
+            _, tail = learner.communicate()
+            pytest.fail("the learner did not exit within 120 s of Ctrl-C; its threads then:\n" + tail[-8000:])
     finally:
         if learner.poll() is None:
             os.killpg(learner.pid, signal.SIGKILL)

@@ -91,9 +91,9 @@ def _pooled_intervals(results: pd.DataFrame, fraction: float = 1.0) -> str:
     seeds' episodes pooled (it treats them as independent, so it leaves out the spread
     between seeds that the std shows)."""
     part = results[(results["fraction"] == fraction) & (results["task_type"] == "all")]
-    splits = sorted(set(part["split"]))
     if part.empty:
         return ""
+    splits = sorted(set(part["split"]))
     lines = ["| method | " + " | ".join(f"{s}: % [95% interval]" for s in splits) + " | episodes per split |", "|---|" + "---:|" * (len(splits) + 1)]
     for method in [m for m in METHODS if m in set(part["method"])]:
         rows = part[part["method"] == method].set_index("split")
@@ -118,9 +118,9 @@ def mechanism_table(histories: pd.DataFrame, fraction: float = 1.0) -> str:
     if histories is None or histories.empty or "update" not in histories:
         return ""
     updates = histories[(histories["fraction"] == fraction) & (histories["update"] > 0)]
-    present = [metric for metric in MECHANISM_METRICS if metric in updates and updates[metric].notna().any()]
     if updates.empty:
         return ""
+    present = [metric for metric in MECHANISM_METRICS if metric in updates and updates[metric].notna().any()]
     lines = ["| method | " + " | ".join(MECHANISM_METRICS[m] for m in present) + " | training success, first -> last update |",
              "|---|" + "---:|" * (len(present) + 1)]
     for method in [m for m in METHODS if m in set(updates["method"])]:
