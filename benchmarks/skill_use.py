@@ -71,16 +71,11 @@ def is_listed(action: str, skill: str) -> bool:
 
 
 def placed(prompt: str, placement: str) -> str:
-    """The prompt with its skill block where ``placement`` says (after_task: as written)."""
-    from hindsight.policy.prompts import TURN_LINE
-    from hindsight.skills.injection import injected_skill, remove_skill, skill_block
+    """The prompt with its skill block where ``placement`` says (``skills.injection``)."""
+    from hindsight.skills.injection import inject_skill, injected_skill, remove_skill
 
     skill = injected_skill(prompt)
-    if placement == "after_task" or skill is None:
-        return prompt
-    lines = remove_skill(prompt).split("\n")
-    turn = next(i for i, line in enumerate(lines) if line.strip().startswith(TURN_LINE))
-    return "\n".join([*lines[:turn], skill_block(skill), *lines[turn:]])
+    return prompt if skill is None else inject_skill(remove_skill(prompt), skill, placement)
 
 
 def resolve_policy(args):

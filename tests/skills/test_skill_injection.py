@@ -29,6 +29,16 @@ def test_falls_back_to_before_the_turn_line():
     assert injected == f"Current observation: a room\nValid actions: a | b\n{BLOCK}\n{TURN_LINE}\n"
 
 
+def test_before_turn_placement_puts_the_block_next_to_the_action():
+    prompt = build_prompt("Tidy up the room.", [("You see a sock.", "take sock")], "You hold a sock.",
+                          ["put sock in basket", "look around"])
+    injected = inject_skill(prompt, "take <object> before put <object> in <container>", placement="before_turn")
+    assert injected.endswith(f"{BLOCK}\n{TURN_LINE}\n")
+    assert remove_skill(injected) == prompt
+    with pytest.raises(ValueError, match="placement must be after_task or before_turn"):
+        inject_skill(prompt, "x", placement="middle")
+
+
 def test_appends_when_neither_line_exists_and_flattens_the_skill():
     injected = inject_skill("Observation: dark\n", "take <object>\nbefore  put <object> in <container>")
     assert injected == f"Observation: dark\n{BLOCK}\n"

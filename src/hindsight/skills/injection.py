@@ -26,22 +26,26 @@ def skill_block(skill: str) -> str:
     return f"{SKILL_HEADER}\n{SKILL_INSTRUCTION}\n[{' '.join(skill.split())}]"
 
 
-def inject_skill(prompt: str, skill: str) -> str:
+def inject_skill(prompt: str, skill: str, placement: str = "after_task") -> str:
     """Insert the episode-level skill block into a step prompt.
 
     Args:
         prompt: The plain step prompt (as built by ``hindsight.policy.prompts.build_prompt``).
         skill: The episode skill; whitespace (newlines included) is collapsed to single
             spaces so the prompt stays line-structured. An empty skill leaves the prompt as is.
+        placement: ``after_task`` (the paper's place, module docstring) or ``before_turn``
+            (right before the turn line, next to the action; ``benchmarks/skill_use.py``).
 
     Returns:
         The skill-augmented prompt.
     """
+    if placement not in ("after_task", "before_turn"):
+        raise ValueError(f"skill placement must be after_task or before_turn, got {placement!r}")
     if not skill or not skill.strip():
         return prompt
     block = skill_block(skill)
     lines = prompt.split("\n")
-    for position, line in enumerate(lines):
+    for position, line in enumerate(lines if placement == "after_task" else []):
         if line.startswith(TASK_PREFIX):
             return "\n".join([*lines[: position + 1], block, *lines[position + 1 :]])
     for position, line in enumerate(lines):

@@ -109,7 +109,9 @@ def _seed_everything(seed: int) -> None:
 
 def run_sft(policy_dir: Path, examples_path: Path, out: Path, settings_path: Path | None, seed: int, parallel: DataParallel | None) -> None:
     """The ``sft`` command (module docstring)."""
-    settings = yaml.safe_load(settings_path.read_text()) if settings_path else {}
+    settings = (yaml.safe_load(settings_path.read_text()) if settings_path else None) or {}
+    if not isinstance(settings, dict):
+        raise ValueError(f"SFT settings file '{settings_path}' must hold a mapping of SFTConfig fields, not {type(settings).__name__}.")
     turns = settings.pop("turns", None)  # multi-turn rows: the rollout's context budget
     config = params.build(SFTConfig, settings, "sft")
     budget = params.build(TurnBudget, turns, "sft.turns") if turns is not None else None
