@@ -11,7 +11,7 @@ import pytest
 
 from kedro_project import KedroProject
 
-QUICK_CELLS = 7 + 2  # all methods at 100% of the tasks, grpo and seed at 50%, one seed
+QUICK_CELLS = 7 + 1  # all methods at 100% of the tasks, seed at 50%, one seed
 
 
 @pytest.fixture(scope="module")

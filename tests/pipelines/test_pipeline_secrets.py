@@ -28,7 +28,10 @@ def test_the_teacher_api_key_stays_out_of_mlflow_data_and_logs(trained_project, 
     with caplog.at_level(logging.DEBUG), caplog.at_level(logging.INFO, logger="py4j"):
         record = project.run(
             pipeline_names=["skills"],
-            runtime_params={"skills": {"teacher": "openai", "openai": endpoint}},
+            # one task per game, no validation re-rollouts: the key's path is the teacher's calls
+            runtime_params={
+                "skills": {"teacher": "openai", "openai": endpoint, "tasks_per_game": 1, "validation": {"enabled": False}}
+            },
         )
     assert record.mlflow_run is not None and record.mlflow_run.info.status == "FINISHED"
     assert record.mlflow_run.data.params["skills.teacher"] == "openai"  # the run did use the endpoint teacher
