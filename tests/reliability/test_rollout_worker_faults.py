@@ -112,11 +112,12 @@ train_rl(policy, frozen_copy(policy.model), make_tasks(spec, "train", [0]), make
 def test_ctrl_c_stops_learner_and_worker(tmp_path):
     """A real SIGINT to the whole process group (what Ctrl-C in a terminal sends) while the
     worker plays: the learner exits and no worker process is left."""
-    # A process started with SIGINT ignored passes that on (POSIX: a non-interactive shell's
-    # `cmd &` does it on purpose), and Python then installs no KeyboardInterrupt: learner and
-    # worker both train on through Ctrl-C. That is the hang two loaded suites showed here
-    # (reproduced by ignoring SIGINT in the parent). A terminal's shell starts a command with
-    # SIGINT at its default, so the test starts the learner that way, and says when it had to.
+    # A process started with SIGINT ignored passes that on, and Python then installs no
+    # KeyboardInterrupt: learner and worker both train on through Ctrl-C. A non-interactive
+    # shell's `cmd &` starts cmd so, on purpose (POSIX); the two suites that hung here were
+    # started that way, the runs that passed in a terminal. A terminal's shell starts a
+    # command with SIGINT at its default, so the test starts the learner that way, and says
+    # when it had to.
     inherited = _sigint_state(os.getpid(), threading.get_native_id())
     if inherited:
         warnings.warn(f"the test process has SIGINT {inherited}: the learner is started with it reset", stacklevel=1)
