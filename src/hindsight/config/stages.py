@@ -301,7 +301,7 @@ def _default_presets() -> dict[str, GridPreset]:
         ),
         "distill_weight": GridPreset(
             methods=["seed", "seed_unrelated_skill", "seed_distill_weight_1", "seed_unrelated_skill_distill_weight_1"],
-            seeds=[0], fractions=[1.0], fraction_methods=[],
+            seeds=[0, 1, 2], fractions=[1.0], fraction_methods=[],
             rl={"updates": 4, "tasks_per_update": 4, "group_size": 4, "eval_every": 4},
             heldout=HeldoutPlay(episodes_per_game=8, decodings={"sampled": 0.4}),
         ),
