@@ -45,9 +45,10 @@ def inject_skill(prompt: str, skill: str, placement: str = "after_task") -> str:
         return prompt
     block = skill_block(skill)
     lines = prompt.split("\n")
-    for position, line in enumerate(lines if placement == "after_task" else []):
-        if line.startswith(TASK_PREFIX):
-            return "\n".join([*lines[: position + 1], block, *lines[position + 1 :]])
+    if placement == "after_task":
+        for position, line in enumerate(lines):
+            if line.startswith(TASK_PREFIX):
+                return "\n".join([*lines[: position + 1], block, *lines[position + 1 :]])
     for position, line in enumerate(lines):
         if line.strip().startswith(TURN_LINE):
             return "\n".join([*lines[:position], block, *lines[position:]])
