@@ -62,14 +62,6 @@ def newest_version(directory: Path, name: str, command: str = "kedro run") -> Pa
     return versions[-1]
 
 
-def is_listed(action: str, skill: str) -> bool:
-    """Whether the action is one of the compact skill's items."""
-    from hindsight.skills.compact import parse_compact_skill
-
-    parsed = parse_compact_skill(skill)
-    return parsed is not None and action.strip() in parsed[1]
-
-
 def placed(prompt: str, placement: str) -> str:
     """The prompt with its skill block where ``placement`` says (``skills.injection``)."""
     from hindsight.skills.injection import inject_skill, injected_skill, remove_skill
@@ -99,12 +91,13 @@ def finetuned_listed(steps: int, placement: str):
 
     from hindsight.params import build
     from hindsight.policy.model import load_policy
+    from hindsight.skills.compact import skill_lists_action
     from hindsight.skills.injection import injected_skill
     from hindsight.training.sft import SFTConfig, train_sft
 
     examples = pd.read_parquet(newest_version(MODEL_INPUT / "stage1_examples.parquet", "stage1_examples.parquet"))
     conditioned = examples[examples["kind"] == "skill_bc"]
-    listed = conditioned[[is_listed(r, injected_skill(p)) for p, r in zip(conditioned["prompt"], conditioned["response"])]]
+    listed = conditioned[[skill_lists_action(injected_skill(p), r) for p, r in zip(conditioned["prompt"], conditioned["response"])]]
     listed = listed.assign(prompt=[placed(p, placement) for p in listed["prompt"]])
     mixture = pd.concat([examples[examples["kind"] == "bc"], listed, listed, examples[examples["kind"] == "analyzer"]])
     settings = yaml.safe_load((PROJECT_ROOT / "conf" / "base" / "parameters_stage1.yml").read_text())["stage1"]["sft"]
@@ -128,6 +121,7 @@ def main() -> None:
     import torch
 
     from hindsight.policy.encoding import encode_sample
+    from hindsight.skills.compact import skill_lists_action
     from hindsight.skills.injection import injected_skill, remove_skill
     from hindsight.training.distillation import response_logprobs
 
@@ -147,7 +141,7 @@ def main() -> None:
     logp_skill = response_logprobs(policy.model, skilled, 8, tokenizer.pad_token_id)
     gaps: dict[str, list[float]] = {"listed": [], "other": []}
     for prompt, response, lp, ls in zip(chosen["prompt"], chosen["response"], logp_plain, logp_skill):
-        gaps["listed" if is_listed(response, injected_skill(prompt)) else "other"].extend((ls - lp).tolist())
+        gaps["listed" if skill_lists_action(injected_skill(prompt), response) else "other"].extend((ls - lp).tolist())
     tokens = sum(len(x) for x in logp_plain)
     print(f"policy: {label}; {len(chosen)} skill-conditioned expert steps, {tokens} action tokens, "
           f"{time.perf_counter() - started:.0f} s")

@@ -215,6 +215,13 @@ def parse_compact_skill(skill: str) -> tuple[str, list[str]] | None:
     return match.group(1), [template for template in templates if template]
 
 
+def skill_lists_action(skill: str, action: str) -> bool:
+    """Whether a compact skill names ``action`` as one of its items (compared as concrete
+    templates: case and spacing do not matter); False for a text that is not a compact skill."""
+    parsed = parse_compact_skill(skill)
+    return parsed is not None and concrete_action(action) in {concrete_action(item) for item in parsed[1]}
+
+
 def written_skill(skill: str) -> str:
     """What the analyzer writes for ``skill`` (its SFT target; EOS is added by the encoder):
     the head, then each template followed by " ;", e.g. ``"do: take <object> ;"``."""

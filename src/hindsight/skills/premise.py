@@ -16,7 +16,11 @@ This module measures both after Stage 1 (issue 11, route A):
 
 The sign to expect differs by outcome: on a won episode a useful skill raises the actions
 played (gap > 0); on a lost one an avoidance rule should lower the wrong ones (gap < 0 there
-is the right direction).
+is the right direction). Within an episode it differs by step too, so each row also splits
+its tokens by whether the skill names the step's action (``compact.skill_lists_action``):
+a teacher that reads a ``do:`` workflow raises the listed actions of a won episode and may
+lower its detours; one that reads an ``avoid:`` rule lowers the listed ones. A skill that is
+not compact (JSON) lists nothing.
 """
 
 from __future__ import annotations
@@ -26,13 +30,17 @@ from typing import TYPE_CHECKING, Sequence
 import pandas as pd
 
 from hindsight.policy.encoding import StepSample
+from hindsight.skills.compact import skill_lists_action
 from hindsight.skills.episode_views import EpisodeView
 from hindsight.skills.records import parse_skill_json
 
 if TYPE_CHECKING:
     from hindsight.config import AnalyzerConfig
 
-PREMISE_COLUMNS = ("episode_id", "task_type", "success", "skill_source", "skill", "tokens", "gap_mean", "positive_share")
+PREMISE_COLUMNS = (
+    "episode_id", "task_type", "success", "skill_source", "skill", "tokens", "gap_mean", "positive_share",
+    "listed_tokens", "listed_gap_mean", "unlisted_gap_mean",
+)
 ANALYZER_EVAL_COLUMNS = ("episode_id", "target", "written", "parse_ok", "exact")
 
 
@@ -77,19 +85,52 @@ def evaluate_analyzer(policy, examples: pd.DataFrame, analyzer: AnalyzerConfig) 
     return pd.DataFrame(rows, columns=list(ANALYZER_EVAL_COLUMNS))
 
 
-def teacher_gaps(policy, samples: Sequence[StepSample], skill_of_episode: dict[str, str], batch_size: int = 16) -> dict[str, list[float]]:
-    """``l_skill - l_plain`` of every non-forced response token, per episode with a skill."""
+def step_teacher_gaps(
+    policy, samples: Sequence[StepSample], skill_of_episode: dict[str, str], batch_size: int = 16
+) -> dict[tuple[str, int], list[float]]:
+    """``l_skill - l_plain`` of every non-forced response token, per (episode, step) with a skill."""
     from hindsight.training.distillation import response_logprobs, skill_augmented_logprobs
 
     plain = response_logprobs(policy.model, samples, batch_size, policy.tokenizer.pad_token_id)
     augmented = skill_augmented_logprobs(policy.model, policy.tokenizer, samples, skill_of_episode, batch_size)
-    gaps: dict[str, list[float]] = {}
+    gaps: dict[tuple[str, int], list[float]] = {}
     for sample, logp_plain, logp_skill in zip(samples, plain, augmented):
         if logp_skill is None:
             continue
         chosen = [float(s - p) for s, p, choice in zip(logp_skill, logp_plain, sample.choice_positions) if choice]
-        gaps.setdefault(sample.episode_id, []).extend(chosen)
+        gaps.setdefault((sample.episode_id, sample.step), []).extend(chosen)
     return gaps
+
+
+def teacher_gaps(policy, samples: Sequence[StepSample], skill_of_episode: dict[str, str], batch_size: int = 16) -> dict[str, list[float]]:
+    """``l_skill - l_plain`` of every non-forced response token, per episode with a skill."""
+    gaps: dict[str, list[float]] = {}
+    for (episode_id, _), values in step_teacher_gaps(policy, samples, skill_of_episode, batch_size).items():
+        gaps.setdefault(episode_id, []).extend(values)
+    return gaps
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else float("nan")
+
+
+def episode_premise_row(episode: EpisodeView, source: str, skill: str, step_gaps: dict[int, list[float]]) -> dict | None:
+    """One ``PREMISE_COLUMNS`` row: the episode's gaps, all and split by whether ``skill``
+    lists the step's action; None when the episode has no non-forced token."""
+    action_of = {step.step: step.action for step in episode.steps}
+    listed: list[float] = []
+    unlisted: list[float] = []
+    for step, values in step_gaps.items():
+        (listed if skill_lists_action(skill, action_of.get(step, "")) else unlisted).extend(values)
+    values = listed + unlisted
+    if not values:
+        return None
+    return {
+        "episode_id": episode.episode_id, "task_type": episode.task_type, "success": bool(episode.success),
+        "skill_source": source, "skill": skill, "tokens": len(values), "gap_mean": _mean(values),
+        "positive_share": sum(v > 0 for v in values) / len(values),
+        "listed_tokens": len(listed), "listed_gap_mean": _mean(listed), "unlisted_gap_mean": _mean(unlisted),
+    }
 
 
 def premise_table(
@@ -104,30 +145,46 @@ def premise_table(
         skills_by_source: Source name (e.g. ``own``, ``rule``, ``unrelated``) -> episode id -> skill.
 
     Returns:
-        ``PREMISE_COLUMNS`` rows (episodes with no non-forced token are left out).
+        ``PREMISE_COLUMNS`` rows (episodes with no non-forced token are left out);
+        ``listed_gap_mean`` / ``unlisted_gap_mean`` are NaN where no token falls on that side.
     """
     rows = []
     for source, skill_of_episode in skills_by_source.items():
-        gaps = teacher_gaps(policy, samples, skill_of_episode)
+        by_episode: dict[str, dict[int, list[float]]] = {}
+        for (episode_id, step), values in step_teacher_gaps(policy, samples, skill_of_episode).items():
+            by_episode.setdefault(episode_id, {})[step] = values
         for episode in episodes:
-            values = gaps.get(episode.episode_id, [])
-            if values:
-                rows.append(
-                    {"episode_id": episode.episode_id, "task_type": episode.task_type, "success": bool(episode.success),
-                     "skill_source": source, "skill": skill_of_episode[episode.episode_id], "tokens": len(values),
-                     "gap_mean": sum(values) / len(values), "positive_share": sum(v > 0 for v in values) / len(values)}
-                )
+            if episode.episode_id in by_episode:
+                row = episode_premise_row(episode, source, skill_of_episode[episode.episode_id], by_episode[episode.episode_id])
+                if row is not None:
+                    rows.append(row)
     return pd.DataFrame(rows, columns=list(PREMISE_COLUMNS))
 
 
+def _weighted(means: pd.Series, weights: pd.Series) -> float | None:
+    total = weights.sum()
+    return float((means.fillna(0.0) * weights).sum() / total) if total else None
+
+
 def premise_metrics(table: pd.DataFrame, prefix: str = "premise") -> dict[str, float]:
-    """Token-weighted mean gap and positive share per skill source, overall and by outcome."""
+    """Token-weighted mean gap and positive share per skill source, overall and by outcome,
+    and the gap on the steps whose action the skill lists and on the others
+    (``<prefix>/<source>/<label>/{listed,unlisted}/{gap_mean,tokens}``)."""
     metrics: dict[str, float] = {}
     for source, part in table.groupby("skill_source"):
         for label, rows in (("all", part), ("won", part[part["success"]]), ("lost", part[~part["success"]])):
             tokens = rows["tokens"].sum()
-            if tokens:
-                metrics[f"{prefix}/{source}/{label}/gap_mean"] = float((rows["gap_mean"] * rows["tokens"]).sum() / tokens)
-                metrics[f"{prefix}/{source}/{label}/positive_share"] = float((rows["positive_share"] * rows["tokens"]).sum() / tokens)
-                metrics[f"{prefix}/{source}/{label}/tokens"] = float(tokens)
+            if not tokens:
+                continue
+            key = f"{prefix}/{source}/{label}"
+            metrics[f"{key}/gap_mean"] = _weighted(rows["gap_mean"], rows["tokens"])
+            metrics[f"{key}/positive_share"] = _weighted(rows["positive_share"], rows["tokens"])
+            metrics[f"{key}/tokens"] = float(tokens)
+            sides = (("listed", rows["listed_gap_mean"], rows["listed_tokens"]),
+                     ("unlisted", rows["unlisted_gap_mean"], rows["tokens"] - rows["listed_tokens"]))
+            for side, means, weights in sides:
+                metrics[f"{key}/{side}/tokens"] = float(weights.sum())
+                mean = _weighted(means, weights)
+                if mean is not None:
+                    metrics[f"{key}/{side}/gap_mean"] = mean
     return metrics

@@ -99,7 +99,8 @@ def check_skill_premise(stage1_policy, project: ProjectConfig, settings: Stage1C
     """SEED's premise on held-out tasks: the Stage-1 policy plays ``premise_tasks_per_game``
     seen-split tasks per game at T = 1 (as RL samples), writes its own skill for each
     episode, and re-scores its actions with that skill, with the rule teacher's and with an
-    unrelated one; logs ``stage1/premise/<source>/<all|won|lost>/{gap_mean,positive_share,tokens}``."""
+    unrelated one; logs ``stage1/premise/<source>/<all|won|lost>/{gap_mean,positive_share,tokens}``
+    and the split by whether the skill lists the step's action (``.../{listed,unlisted}/...``)."""
     if settings.premise_tasks_per_game == 0:
         return premise_table(stage1_policy, [], [], {})
     offset = project.environment.seen_seed_offset
@@ -124,8 +125,9 @@ def check_skill_premise(stage1_policy, project: ProjectConfig, settings: Stage1C
     metrics["stage1/premise/success_rate"] = float(rollout.stats["success_rate"])
     tracking.log_metrics(metrics)
     logger.info(
-        "Skill premise on %d held-out episodes: own-skill gap %+.4f (won %+.4f, lost %+.4f), rule skill %+.4f, unrelated %+.4f",
-        len(episodes), *(metrics.get(f"stage1/premise/{s}/{o}/gap_mean", float("nan"))
-                         for s, o in (("own", "all"), ("own", "won"), ("own", "lost"), ("rule", "all"), ("unrelated", "all"))),
+        "Skill premise on %d held-out episodes: own-skill gap %+.4f (won %+.4f: listed actions %+.4f, others %+.4f; "
+        "lost %+.4f), rule skill %+.4f, unrelated %+.4f",
+        len(episodes), *(metrics.get(f"stage1/premise/{key}/gap_mean", float("nan"))
+                         for key in ("own/all", "own/won", "own/won/listed", "own/won/unlisted", "own/lost", "rule/all", "unrelated/all")),
     )
     return table
