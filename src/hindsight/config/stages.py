@@ -197,9 +197,20 @@ class Stage1Config:
     """The SFT run on the mixture."""
     analyzer_repeat: int = 1
     """Copies of the analyzer SFT set in the mixture."""
+    own_rollout_repeat: int = 0
+    """Copies of hindsight skill use on the base policy's own won skills-stage rollouts in
+    the mixture: every step of such an episode, its own skill injected (written from that
+    very episode), the played action as the target. 0: none (the mixture has skill-conditioned
+    behaviour cloning on expert steps only)."""
     premise_tasks_per_game: int = 5
     """Held-out (seen-split) tasks per game on which the premise check plays and re-scores
     after Stage 1 (0: skip the check)."""
+
+    def __post_init__(self) -> None:
+        for name in ("analyzer_repeat", "own_rollout_repeat", "premise_tasks_per_game"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"stage1.{name} must be a whole number >= 0, got {value!r}")
 
 
 @dataclass

@@ -18,7 +18,7 @@ import pandas as pd
 from hindsight import tracking
 from hindsight.config import ProjectConfig, Stage1Config
 from hindsight.envs import make_env
-from hindsight.pipelines.behaviour_cloning.nodes import log_prefixed
+from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples, log_prefixed
 from hindsight.rollout.engine import run_rollouts
 from hindsight.rollout.tasks import split_tasks
 from hindsight.skills.analyzers import policy_teacher, rule_teacher
@@ -43,12 +43,27 @@ def episode_skills(skills: pd.DataFrame, analyzer_sft_set: pd.DataFrame) -> dict
     return accepted
 
 
+def own_rollout_examples(skill_rollouts: pd.DataFrame, project: ProjectConfig, settings: Stage1Config) -> pd.DataFrame:
+    """The steps of the base policy's won skills-stage rollouts as behaviour-cloning examples
+    (``behaviour_cloning_examples`` on that table), for ``stage1.own_rollout_repeat`` > 0;
+    empty (no rows) otherwise or when no rollout was won."""
+    if settings.own_rollout_repeat == 0 or not skill_rollouts["won"].astype(bool).any():
+        if settings.own_rollout_repeat:
+            logger.warning("stage1.own_rollout_repeat: no won skills-stage rollout; the mixture has none of its steps")
+        return pd.DataFrame(columns=["episode_id", "prompt", "response", "kind"])
+    return behaviour_cloning_examples(skill_rollouts, project)
+
+
 def stage1_examples(
-    bc_examples: pd.DataFrame, skills: pd.DataFrame, analyzer_sft_set: pd.DataFrame, settings: Stage1Config
+    bc_examples: pd.DataFrame, own_rollouts: pd.DataFrame, skills: pd.DataFrame, analyzer_sft_set: pd.DataFrame,
+    settings: Stage1Config,
 ) -> pd.DataFrame:
     """The Stage-1 mixture: behaviour cloning, skill-conditioned behaviour cloning on every
     expert step whose episode has a skill (``episode_skills``; ALGORITHMS.md injection), and
-    the analyzer pairs that are not held out.
+    the analyzer pairs that are not held out; with ``stage1.own_rollout_repeat`` > 0 also
+    that many copies of hindsight skill use on ``own_rollouts`` (``own_rollout_examples``):
+    each won rollout's steps with the skill written from that episode (kind "own_skill_bc";
+    never without the skill, so the plain policy is not trained on them).
 
     In the multi-turn layout (``bc_examples`` with ``episode_sft.MULTITURN_COLUMNS``) the
     behaviour-cloning rows keep those columns (whole-episode sequences, the skill in the
@@ -56,15 +71,26 @@ def stage1_examples(
     them empty."""
     skill_of = episode_skills(skills, analyzer_sft_set)
     conditioned = skill_conditioned(bc_examples, skill_of)
+    own = skill_conditioned(own_rollouts, skill_of).assign(kind="own_skill_bc") if len(own_rollouts) else own_rollouts
     trained = analyzer_sft_set[~analyzer_sft_set["held_out"].astype(bool)] if "held_out" in analyzer_sft_set else analyzer_sft_set
     analyzer = trained.assign(kind="analyzer")
-    parts = [bc_examples, conditioned] + [analyzer] * settings.analyzer_repeat
+    own_copies = [_copy(own, f"own_skill_bc{index}") for index in range(settings.own_rollout_repeat)]
+    parts = [bc_examples, conditioned] + own_copies + [analyzer] * settings.analyzer_repeat
     columns = ["prompt", "response", "kind"] + (list(MULTITURN_COLUMNS) if "header" in bc_examples else [])
     mixture = pd.concat([part.reindex(columns=columns) for part in parts], ignore_index=True)
     counts = mixture["kind"].value_counts().to_dict()
     logger.info("Stage-1 mixture: %s", counts)
     tracking.log_metrics({f"stage1/examples_{kind}": n for kind, n in counts.items()})
     return mixture
+
+
+def _copy(examples: pd.DataFrame, label: str) -> pd.DataFrame:
+    """A copy of ``examples`` whose multi-turn sequences (if any) get keys of their own, so
+    that repeated copies stay separate sequences instead of merging into one."""
+    if "sequence" not in examples or not len(examples):
+        return examples
+    keys = [f"{label}/{key}" if isinstance(key, str) and key else key for key in examples["sequence"]]
+    return examples.assign(sequence=keys)
 
 
 def train_stage1_policy(base_policy, examples: pd.DataFrame, project: ProjectConfig, settings: Stage1Config):

@@ -6,6 +6,7 @@ from hindsight.pipelines.settings import stage_pipeline
 from hindsight.pipelines.stage1.nodes import (
     check_skill_premise,
     evaluate_stage1_analyzer,
+    own_rollout_examples,
     stage1_examples,
     train_stage1_policy,
 )
@@ -16,8 +17,14 @@ def create_pipeline(**kwargs) -> Pipeline:
         "stage1",
         [
             Node(
+                own_rollout_examples,
+                inputs=["skill_rollouts", "project_settings", "stage1_settings"],
+                outputs="own_rollout_examples",
+                name="make_own_rollout_examples",
+            ),
+            Node(
                 stage1_examples,
-                inputs=["bc_examples", "skills", "analyzer_sft_set", "stage1_settings"],
+                inputs=["bc_examples", "own_rollout_examples", "skills", "analyzer_sft_set", "stage1_settings"],
                 outputs="stage1_examples",
                 name="make_stage1_examples",
             ),
