@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from kedro_project import KedroProject
-from hindsight.config import Stage1Config
-from hindsight.pipelines.stage1.nodes import stage1_examples
+from hindsight.config import ProjectConfig, Stage1Config
+from hindsight.pipelines.stage1.nodes import own_rollout_examples, stage1_examples
 from hindsight.training.episode_sft import MULTITURN_COLUMNS
 
 MULTITURN = {
@@ -57,6 +57,50 @@ def test_stepwise_mixture_keeps_its_columns():
     bc = pd.DataFrame({"episode_id": ["e1"], "step": [0], "prompt": ["Task: t\nYour turn.\n"], "response": ["look"], "kind": ["bc"]})
     skills = pd.DataFrame({"episode_id": ["e1"], "skill": ["do: look"], "accepted": [True], "parse_ok": [True]})
     analyzer = pd.DataFrame({"prompt": ["Analyse.\n"], "response": ["do: look"], "episode_id": ["e1"], "held_out": [False]})
-    mixture = stage1_examples(bc, skills, analyzer, Stage1Config())
+    mixture = stage1_examples(bc, bc.iloc[:0], skills, analyzer, Stage1Config())
     assert list(mixture.columns) == ["prompt", "response", "kind"]
     assert mixture["kind"].tolist() == ["bc", "skill_bc", "analyzer"]
+
+
+def _rollout_table(won: list[bool]) -> pd.DataFrame:
+    """One-step skills-stage rollouts of a train task, won as given."""
+    return pd.DataFrame(
+        [
+            {"episode_id": f"r{i}", "group_id": "g", "env": "textworldexpress", "task_type": "twc", "task": "Tidy up.",
+             "split": "train", "seed": 0, "step": 0, "observation": "A room.", "anchor_observation": "A room.",
+             "valid_actions": ["take x", "look"], "action": "take x", "response": "take x", "reward": 10.0 * w,
+             "score": float(w), "done": True, "won": w, "action_valid": True, "source": "rollout", "policy_version": 0}
+            for i, w in enumerate(won)
+        ]
+    )
+
+
+def test_own_won_rollouts_join_the_mixture_only_with_their_skill():
+    project = ProjectConfig()
+    rollouts = _rollout_table([True, False])
+    assert own_rollout_examples(rollouts, project, Stage1Config()).empty  # off by default
+    assert own_rollout_examples(_rollout_table([False]), project, Stage1Config(own_rollout_repeat=2)).empty
+    own = own_rollout_examples(rollouts, project, Stage1Config(own_rollout_repeat=2))
+    assert own["episode_id"].tolist() == ["r0"]  # the won one only
+    bc = pd.DataFrame({"episode_id": ["e1"], "step": [0], "prompt": ["Task: t\nYour turn.\n"], "response": ["look"], "kind": ["bc"]})
+    skills = pd.DataFrame({"episode_id": ["e1", "r0"], "skill": ["do: look", "do: take x"], "accepted": [True, True],
+                           "parse_ok": [True, True]})
+    analyzer = pd.DataFrame({"prompt": ["Analyse.\n"], "response": ["do: look"], "episode_id": ["e1"], "held_out": [False]})
+    mixture = stage1_examples(bc, own, skills, analyzer, Stage1Config(own_rollout_repeat=2))
+    assert mixture["kind"].tolist() == ["bc", "skill_bc", "own_skill_bc", "own_skill_bc", "analyzer"]
+    own_rows = mixture[mixture["kind"] == "own_skill_bc"]
+    assert own_rows["prompt"].str.contains("[do: take x]", regex=False).all() and (own_rows["response"] == "take x").all()
+    with pytest.raises(ValueError, match="own_rollout_repeat"):
+        Stage1Config(own_rollout_repeat=-1)
+
+
+def test_repeated_multiturn_copies_stay_separate_sequences():
+    own = pd.DataFrame({"episode_id": ["r0", "r0"], "sequence": ["r0", "r0"], "step": [0, 1], "header": ["Task: t", "Task: t"],
+                        "valid_actions": [["take x"], ["look"]], "prompt": ["Current observation: a", "Current observation: b"],
+                        "response": ["take x", "look"], "kind": ["bc", "bc"]})
+    bc = own.iloc[:0]
+    skills = pd.DataFrame({"episode_id": ["r0"], "skill": ["do: take x"], "accepted": [True], "parse_ok": [True]})
+    analyzer = pd.DataFrame({"prompt": ["Analyse.\n"], "response": ["do: take x"], "episode_id": ["r0"], "held_out": [True]})
+    mixture = stage1_examples(bc, own, skills, analyzer, Stage1Config(own_rollout_repeat=2))
+    assert mixture["sequence"].tolist() == ["own_skill_bc0/skill_bc/r0"] * 2 + ["own_skill_bc1/skill_bc/r0"] * 2
+    assert mixture["header"].str.contains("do: take x", regex=False).all()

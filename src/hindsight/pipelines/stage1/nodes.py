@@ -47,10 +47,12 @@ def own_rollout_examples(skill_rollouts: pd.DataFrame, project: ProjectConfig, s
     """The steps of the base policy's won skills-stage rollouts as behaviour-cloning examples
     (``behaviour_cloning_examples`` on that table), for ``stage1.own_rollout_repeat`` > 0;
     empty (no rows) otherwise or when no rollout was won."""
-    if settings.own_rollout_repeat == 0 or not skill_rollouts["won"].astype(bool).any():
-        if settings.own_rollout_repeat:
-            logger.warning("stage1.own_rollout_repeat: no won skills-stage rollout; the mixture has none of its steps")
-        return pd.DataFrame(columns=["episode_id", "prompt", "response", "kind"])
+    empty = pd.DataFrame(columns=["episode_id", "prompt", "response", "kind"])
+    if settings.own_rollout_repeat == 0:
+        return empty
+    if "won" not in skill_rollouts or not skill_rollouts["won"].astype(bool).any():
+        logger.warning("stage1.own_rollout_repeat: no won skills-stage rollout; the mixture has none of its steps")
+        return empty
     return behaviour_cloning_examples(skill_rollouts, project)
 
 
