@@ -3,6 +3,7 @@
 - ``project``: ``parameters.yml``, what every stage shares (seed, environment, rollout,
   analyzer) and the seeds derived from the one run seed;
 - ``stages``: ``parameters_<stage>.yml``, one block per stage, in run order;
+- ``experiments``: ``parameters_experiments.yml``, the experiment grid and its presets;
 - ``files``: which file holds which block, and the check that runs before every run.
 
 Kedro hands nodes parameter dictionaries; each pipeline's ``read_settings`` node turns its
@@ -10,15 +11,13 @@ block into its dataclass (``hindsight.params.build``) and the stage's nodes take
 """
 
 from hindsight.config.empo import EmpoConfig
+from hindsight.config.experiments import ExperimentsConfig, GridPreset, GridSettings
 from hindsight.config.files import STAGE_FILES, check_parameters, file_of_key, file_settings, project_settings
 from hindsight.config.pretrained import PretrainedModelConfig
 from hindsight.config.project import AnalyzerConfig, EnvironmentConfig, GameConfig, ProjectConfig, RolloutSettings, Seeds
 from hindsight.config.stages import (
     BehaviourCloningConfig,
     EvaluationConfig,
-    ExperimentsConfig,
-    GridPreset,
-    GridSettings,
     HeldoutPlay,
     IngestionConfig,
     OpenAIEndpointConfig,

@@ -12,14 +12,13 @@ from dataclasses import fields
 from typing import Any, Mapping
 
 from hindsight.config.empo import EmpoConfig
+from hindsight.config.experiments import ExperimentsConfig, GridSettings
 from hindsight.config.pretrained import PretrainedModelConfig
 from hindsight.config.project import ProjectConfig
 from hindsight.config.state2state import State2StateConfig
 from hindsight.config.stages import (
     BehaviourCloningConfig,
     EvaluationConfig,
-    ExperimentsConfig,
-    GridSettings,
     IngestionConfig,
     ScoringConfig,
     SkillsConfig,

@@ -63,7 +63,7 @@ class Method:
     rl: dict[str, Any] = field(default_factory=dict)
     """Overrides of ``training.rl``."""
     default_grid: bool = True
-    """Whether the default presets list it (``config.stages``)."""
+    """Whether the default presets list it (``config.experiments``)."""
 
 
 METHOD_LIST = (

@@ -1,0 +1,98 @@
+"""Settings of the experiment grid (``parameters_experiments.yml``): its presets (methods x
+seeds x task fractions, each cell one RL run) and what the grid pipeline reads
+(``GridSettings``: the training run every cell varies, and the grid).
+
+Defaults live here and only here; ``conf/base/parameters_experiments.yml`` restates them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from hindsight.config.stages import HeldoutPlay, TrainingConfig
+from hindsight.experiments.methods import METHODS
+from hindsight.training.rl_config import RLConfig
+
+
+@dataclass
+class GridPreset:
+    """One experiment grid: methods x seeds x task fractions, each cell one RL run."""
+
+    methods: list[str] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=lambda: [0])
+    """RL seeds of the cells."""
+    fractions: list[float] = field(default_factory=lambda: [1.0])
+    """Training-task fractions of the data-efficiency study."""
+    fraction_methods: list[str] = field(default_factory=lambda: ["grpo", "seed"])
+    """Methods also run at the fractions below 1."""
+    rl: dict = field(default_factory=dict)
+    """Overrides of ``training.rl`` for every cell (the budget)."""
+    heldout: HeldoutPlay = field(default_factory=lambda: HeldoutPlay(episodes_per_game=8, decodings={"sampled": 0.4}))
+    """Held-out evaluation of every cell (at its start and every ``eval_every`` updates)."""
+
+    def __post_init__(self) -> None:
+        known = {f.name for f in fields(RLConfig)}
+        unknown = sorted(set(self.rl) - known)
+        if unknown:
+            raise ValueError(f"experiments preset rl overrides: unknown key(s) {unknown}; known: {sorted(known)}")
+
+
+ALL_METHODS = [name for name, method in METHODS.items() if method.default_grid]
+
+
+def _default_presets() -> dict[str, GridPreset]:
+    return {
+        "quick": GridPreset(
+            methods=list(ALL_METHODS), seeds=[0], fractions=[0.5, 1.0],
+            rl={"updates": 2, "tasks_per_update": 2, "group_size": 2, "eval_every": 1},
+            heldout=HeldoutPlay(episodes_per_game=2, decodings={"sampled": 0.4}),
+        ),
+        "controls": GridPreset(
+            methods=["grpo", "seed", "seed_no_distill", "seed_ungated", "seed_unrelated_skill"], seeds=[0, 1, 2],
+            fractions=[1.0], rl={"updates": 4, "tasks_per_update": 4, "group_size": 4, "eval_every": 4},
+            heldout=HeldoutPlay(episodes_per_game=8, decodings={"sampled": 0.4}),
+        ),
+        "distill_weight": GridPreset(
+            methods=["seed", "seed_unrelated_skill", "seed_distill_weight_1", "seed_unrelated_skill_distill_weight_1"],
+            seeds=[0, 1, 2], fractions=[1.0], fraction_methods=[],
+            rl={"updates": 4, "tasks_per_update": 4, "group_size": 4, "eval_every": 4},
+            heldout=HeldoutPlay(episodes_per_game=8, decodings={"sampled": 0.4}),
+        ),
+        "full": GridPreset(
+            methods=list(ALL_METHODS), seeds=[0, 1, 2], fractions=[0.4, 0.6, 1.0], fraction_methods=["seed"],
+            rl={"updates": 4, "tasks_per_update": 4, "group_size": 4, "eval_every": 4},
+            heldout=HeldoutPlay(episodes_per_game=8, decodings={"sampled": 0.4}),
+        ),
+    }
+
+
+@dataclass
+class ExperimentsConfig:
+    """``parameters_experiments.yml``: the experiment grid."""
+
+    preset: str = "full"
+    """Which preset runs: full (the README's Results), controls (SEED against its two
+    controls and GRPO), distill_weight (SEED and its unrelated-skill control with the
+    distillation term at weight 1) or quick (minutes)."""
+    cache_dir: str = "data/07_model_output/experiment_cells"
+    """Finished cells are kept here and skipped on re-runs."""
+    presets: dict[str, GridPreset] = field(default_factory=_default_presets)
+    """The grids by name."""
+
+    def __post_init__(self) -> None:
+        if self.preset not in self.presets:
+            raise ValueError(f"experiments.preset={self.preset!r} is not one of the presets {sorted(self.presets)}")
+
+    @property
+    def grid(self) -> GridPreset:
+        """The chosen preset."""
+        return self.presets[self.preset]
+
+
+@dataclass
+class GridSettings:
+    """What the experiment grid reads: the training run every cell varies, and the grid
+    (``parameters_training.yml`` and ``parameters_experiments.yml`` together)."""
+
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    experiments: ExperimentsConfig = field(default_factory=ExperimentsConfig)
