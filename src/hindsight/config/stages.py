@@ -207,9 +207,8 @@ class Stage1Config:
 
     def __post_init__(self) -> None:
         for name in ("analyzer_repeat", "own_rollout_repeat", "premise_tasks_per_game"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"stage1.{name} must be a whole number >= 0, got {value!r}")
+            if getattr(self, name) < 0:  # the type is checked by params.build
+                raise ValueError(f"stage1.{name} must be >= 0, got {getattr(self, name)!r}")
 
 
 @dataclass

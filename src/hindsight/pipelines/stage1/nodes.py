@@ -46,11 +46,12 @@ def episode_skills(skills: pd.DataFrame, analyzer_sft_set: pd.DataFrame) -> dict
 def own_rollout_examples(skill_rollouts: pd.DataFrame, project: ProjectConfig, settings: Stage1Config) -> pd.DataFrame:
     """The steps of the base policy's won skills-stage rollouts as behaviour-cloning examples
     (``behaviour_cloning_examples`` on that table), for ``stage1.own_rollout_repeat`` > 0;
-    empty (no rows) otherwise or when no rollout was won."""
+    empty (no rows) otherwise or when no train-fold rollout was won."""
     empty = pd.DataFrame(columns=["episode_id", "prompt", "response", "kind"])
     if settings.own_rollout_repeat == 0:
         return empty
-    if "won" not in skill_rollouts or not skill_rollouts["won"].astype(bool).any():
+    train = skill_rollouts[skill_rollouts["split"] == "train"] if "split" in skill_rollouts else skill_rollouts.iloc[:0]
+    if "won" not in train or not train["won"].astype(bool).any():
         logger.warning("stage1.own_rollout_repeat: no won skills-stage rollout; the mixture has none of its steps")
         return empty
     return behaviour_cloning_examples(skill_rollouts, project)

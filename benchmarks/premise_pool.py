@@ -1,0 +1,66 @@
+"""The premise check pooled over several runs: token-weighted teacher gaps, split by outcome
+and by whether the skill lists the step's action (``skills.premise.premise_metrics``).
+
+Each ``kedro run --pipeline stage1 --nodes stage1.check_skill_premise`` (e.g. with
+``environment.seen_seed_offset=510``, another sample of held-out tasks) writes one version of
+``data/08_reporting/skill_premise.parquet``; this prints each version given and their pool.
+
+    python benchmarks/premise_pool.py 2026-12-02T01.36.18.768Z 2026-12-02T02.21.23.094Z
+    python benchmarks/premise_pool.py --last 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(PROJECT_ROOT / "src"))
+
+PREMISE_DIR = PROJECT_ROOT / "data" / "08_reporting" / "skill_premise.parquet"
+
+
+def describe(label: str, table) -> list[str]:
+    """Printed lines: episodes, won, and per source and outcome the gap, listed and other."""
+    from hindsight.skills.premise import premise_metrics
+
+    own = table[table["skill_source"] == "own"]
+    lines = [f"{label}: {len(own)} episodes, {int(own['success'].sum())} won"]
+    metrics = premise_metrics(table, "p")
+    for source in sorted(table["skill_source"].unique()):
+        for outcome in ("won", "lost"):
+            key = f"p/{source}/{outcome}"
+            if f"{key}/gap_mean" not in metrics:
+                continue
+            sides = "  ".join(
+                f"{side} {metrics.get(f'{key}/{side}/gap_mean', float('nan')):+.3f} ({metrics[f'{key}/{side}/tokens']:.0f} tokens)"
+                for side in ("listed", "unlisted")
+            )
+            lines.append(f"  {source:<10} {outcome:<5} gap {metrics[f'{key}/gap_mean']:+.3f}  {sides}")
+    return lines
+
+
+def main() -> None:
+    import pandas as pd
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("versions", nargs="*", help="versions of skill_premise.parquet (folder names)")
+    parser.add_argument("--last", type=int, default=0, help="the newest N versions instead")
+    args = parser.parse_args()
+    available = sorted(path.parent.name for path in PREMISE_DIR.glob("*/skill_premise.parquet"))
+    versions = available[-args.last :] if args.last else args.versions
+    if not versions:
+        raise SystemExit(f"no version chosen; available in {PREMISE_DIR.relative_to(PROJECT_ROOT)}: {available}")
+    missing = [version for version in versions if version not in available]
+    if missing:
+        raise SystemExit(f"no such version of skill_premise: {missing}; available: {available}")
+    tables = [pd.read_parquet(PREMISE_DIR / version / "skill_premise.parquet") for version in versions]
+    for version, table in zip(versions, tables):
+        print("\n".join(describe(version, table)))
+    if len(tables) > 1:
+        print("\n".join(describe("pooled", pd.concat(tables, ignore_index=True))))
+
+
+if __name__ == "__main__":
+    main()
