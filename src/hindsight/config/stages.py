@@ -201,12 +201,17 @@ class Stage1Config:
     the mixture: every step of such an episode, its own skill injected (written from that
     very episode), the played action as the target. 0: none (the mixture has skill-conditioned
     behaviour cloning on expert steps only)."""
+    counterfactual_repeat: int = 0
+    """Copies of counterfactual skill use in the mixture (``skills.counterfactual``): expert
+    steps whose action the skill lists, that item swapped for another valid action, which
+    becomes the target, so only the skill tells the action (copy k draws with seed k).
+    Step-wise layout only. 0: none."""
     premise_tasks_per_game: int = 5
     """Held-out (seen-split) tasks per game on which the premise check plays and re-scores
     after Stage 1 (0: skip the check)."""
 
     def __post_init__(self) -> None:
-        for name in ("analyzer_repeat", "own_rollout_repeat", "premise_tasks_per_game"):
+        for name in ("analyzer_repeat", "own_rollout_repeat", "counterfactual_repeat", "premise_tasks_per_game"):
             if getattr(self, name) < 0:  # the type is checked by params.build
                 raise ValueError(f"stage1.{name} must be >= 0, got {getattr(self, name)!r}")
 

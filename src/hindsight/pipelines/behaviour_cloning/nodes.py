@@ -43,8 +43,9 @@ def behaviour_cloning_examples(trajectories: pd.DataFrame, project: ProjectConfi
         project: The shared settings (layout, how a step prompt or segment is built).
 
     Returns:
-        Columns episode_id, group_id, task_type, step, prompt, response, kind="bc" (and
-        ``episode_sft.MULTITURN_COLUMNS`` in the multi-turn layout).
+        Columns episode_id, group_id, task_type, step, prompt, response, kind="bc",
+        valid_actions (and the rest of ``episode_sft.MULTITURN_COLUMNS`` in the multi-turn
+        layout).
     """
     episodes = _training_episodes(trajectories)
     if project.rollout.layout == "multiturn":
@@ -70,6 +71,7 @@ def behaviour_cloning_examples(trajectories: pd.DataFrame, project: ProjectConfi
                     "prompt": text,
                     "response": row["response"] or row["action"],
                     "kind": "bc",
+                    "valid_actions": list(row["valid_actions"]),
                 }
             )
     if not rows:

@@ -23,6 +23,7 @@ from hindsight.rollout.engine import run_rollouts
 from hindsight.rollout.tasks import split_tasks
 from hindsight.skills.analyzers import policy_teacher, rule_teacher
 from hindsight.skills.assignment import unrelated_skills
+from hindsight.skills.counterfactual import counterfactual_examples
 from hindsight.skills.episode_views import episodes_from_table
 from hindsight.skills.premise import evaluate_analyzer, premise_metrics, premise_table
 from hindsight.skills.records import parse_rate
@@ -66,7 +67,10 @@ def stage1_examples(
     the analyzer pairs that are not held out; with ``stage1.own_rollout_repeat`` > 0 also
     that many copies of hindsight skill use on ``own_rollouts`` (``own_rollout_examples``):
     each won rollout's steps with the skill written from that episode (kind "own_skill_bc";
-    never without the skill, so the plain policy is not trained on them).
+    never without the skill, so the plain policy is not trained on them); with
+    ``stage1.counterfactual_repeat`` > 0 that many draws of counterfactual skill use
+    (``skills.counterfactual``, kind "skill_swap": a listed action swapped for another valid
+    one, which becomes the target).
 
     In the multi-turn layout (``bc_examples`` with ``episode_sft.MULTITURN_COLUMNS``) the
     behaviour-cloning rows keep those columns (whole-episode sequences, the skill in the
@@ -78,7 +82,10 @@ def stage1_examples(
     trained = analyzer_sft_set[~analyzer_sft_set["held_out"].astype(bool)] if "held_out" in analyzer_sft_set else analyzer_sft_set
     analyzer = trained.assign(kind="analyzer")
     own_copies = [_copy(own, f"own_skill_bc{index}") for index in range(settings.own_rollout_repeat)]
-    parts = [bc_examples, conditioned] + own_copies + [analyzer] * settings.analyzer_repeat
+    counterfactual = [counterfactual_examples(bc_examples, skill_of, seed=index) for index in range(settings.counterfactual_repeat)]
+    if counterfactual and not len(counterfactual[0]):
+        logger.warning("stage1.counterfactual_repeat: no expert step's action is listed by a do: skill; none added")
+    parts = [bc_examples, conditioned] + own_copies + counterfactual + [analyzer] * settings.analyzer_repeat
     columns = ["prompt", "response", "kind"] + (list(MULTITURN_COLUMNS) if "header" in bc_examples else [])
     mixture = pd.concat([part.reindex(columns=columns) for part in parts], ignore_index=True)
     counts = mixture["kind"].value_counts().to_dict()

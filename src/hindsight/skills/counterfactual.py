@@ -1,0 +1,114 @@
+"""Counterfactual skill use: Stage-1 examples in which only the skill tells the action.
+
+Skill-conditioned behaviour cloning (``training.episode_sft.skill_conditioned``) shows each
+expert step with its episode's skill, but the expert's action is predictable from the state
+alone, so a policy that ignores the skill loses nothing: the premise check measured exactly
+that (the rule teacher's correct skill lowers the played actions as much as an unrelated
+one). Here the skill is made necessary. For an expert step whose action ``a`` the ``do:``
+skill lists, another valid action ``b`` of the same state takes its place in the skill and
+becomes the target:
+
+    skill  do: read cookbook; take knife; slice carrot with knife; prepare meal; eat meal
+    state  (the expert took "take knife"; "take cookbook" is also valid)
+    ->     do: read cookbook; take cookbook; slice carrot with knife; prepare meal; eat meal
+    target take cookbook
+
+The state and history fit both skills, so the only way to predict the target is to read the
+skill and find the listed action the state allows. ``b`` is chosen by a seeded draw among the
+state's valid actions the skill does not list, preferring those with ``a``'s verb (the skill
+then decides between objects, not verbs), never an information action ("look", "examine",
+"inventory"). Steps whose action the skill does not list, ``avoid:`` skills and steps with no
+candidate give no example. Only the skill-conditioned policy is trained on these (they never
+appear without their skill), so the plain policy's behaviour cloning is unchanged.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Sequence
+
+import pandas as pd
+
+from hindsight.skills.action_roles import is_information_action, parse_action_structure
+from hindsight.skills.compact import DO_HEAD, concrete_action, parse_compact_skill, render_skill
+from hindsight.skills.injection import inject_skill
+
+COUNTERFACTUAL_KIND = "skill_swap"
+
+
+def replacement_candidates(skill: str, action: str, valid_actions: Sequence[str]) -> list[str]:
+    """The valid actions that may replace ``action`` in ``skill``: not listed in it, not
+    ``action``, not an information action; those with ``action``'s verb when any."""
+    parsed = parse_compact_skill(skill)
+    if parsed is None:
+        return []
+    listed = {concrete_action(item) for item in parsed[1]}
+    others = [
+        candidate for candidate in dict.fromkeys(valid_actions)
+        if concrete_action(candidate) not in listed and concrete_action(candidate) != concrete_action(action)
+        and not is_information_action(candidate)
+    ]
+    verb = parse_action_structure(action).verb
+    same_verb = [candidate for candidate in others if parse_action_structure(candidate).verb == verb]
+    return same_verb or others
+
+
+def swap_listed_action(skill: str, action: str, replacement: str) -> str | None:
+    """``skill`` with its first item naming ``action`` replaced by ``replacement``; None when
+    the skill is not a ``do:`` skill or does not list ``action``."""
+    parsed = parse_compact_skill(skill)
+    if parsed is None or parsed[0] != DO_HEAD:
+        return None
+    head, templates = parsed
+    target = concrete_action(action)
+    for index, template in enumerate(templates):
+        if concrete_action(template) == target:
+            return render_skill(head, templates[:index] + [concrete_action(replacement)] + templates[index + 1 :])
+    return None
+
+
+def counterfactual_examples(examples: pd.DataFrame, skill_of: dict[str, str], seed: int) -> pd.DataFrame:
+    """Counterfactual skill-use examples from step-wise behaviour-cloning rows.
+
+    Args:
+        examples: Behaviour-cloning examples of the step-wise layout (columns ``episode_id``,
+            ``prompt``, ``response``, ``valid_actions``).
+        skill_of: Episode id -> its skill (the skills skill-conditioned behaviour cloning uses).
+        seed: Seed of the draw of each replacement.
+
+    Returns:
+        The rows that have a counterfactual: the swapped skill injected into ``prompt``, the
+        replacement as ``response``, kind ``COUNTERFACTUAL_KIND``, and the skill that was
+        shown in ``skill``.
+
+    Raises:
+        ValueError: Multi-turn rows (one skill per sequence header cannot differ per step),
+            or rows without ``valid_actions``.
+    """
+    if "header" in examples and examples["header"].notna().any():
+        raise ValueError(
+            "stage1.counterfactual_repeat needs step-wise behaviour-cloning examples (rollout.layout: stepwise); "
+            "'bc_examples' holds multi-turn sequences, whose one skill header cannot change per step"
+        )
+    if len(examples) and "valid_actions" not in examples:
+        raise ValueError("'bc_examples' has no 'valid_actions' column; re-run the behaviour_cloning pipeline's "
+                         "make_bc_examples node to rebuild it")
+    rng = random.Random(seed)
+    rows = []
+    for row in examples.itertuples(index=False):
+        skill = skill_of.get(str(row.episode_id))
+        if not skill:
+            continue
+        candidates = replacement_candidates(skill, row.response, list(row.valid_actions))
+        if not candidates:
+            continue
+        replacement = rng.choice(candidates)
+        swapped = swap_listed_action(skill, row.response, replacement)
+        if swapped is None:
+            continue
+        rows.append(
+            {**row._asdict(), "prompt": inject_skill(row.prompt, swapped), "response": replacement,
+             "kind": COUNTERFACTUAL_KIND, "skill": swapped}
+        )
+    columns = list(examples.columns) + [column for column in ("skill",) if column not in examples.columns]
+    return pd.DataFrame(rows, columns=columns)
