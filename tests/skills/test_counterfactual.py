@@ -1,0 +1,84 @@
+"""Counterfactual skill use (``skills.counterfactual``): on real expert episodes, each example
+swaps the listed expert action for another valid action of the same state, and only the
+skill names the new target; the Stage-1 mixture adds them only when asked."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from hindsight.config import ProjectConfig, Stage1Config
+from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples
+from hindsight.pipelines.stage1.nodes import stage1_examples
+from hindsight.skills.compact import compact_skill, skill_lists_action
+from hindsight.skills.counterfactual import (
+    COUNTERFACTUAL_KIND,
+    counterfactual_examples,
+    replacement_candidates,
+    swap_listed_action,
+)
+from hindsight.skills.episode_views import episodes_from_table
+from hindsight.skills.injection import inject_skill
+
+
+def test_a_swap_replaces_the_listed_item_only():
+    skill = "do: read cookbook; take knife; slice carrot with knife; eat meal"
+    assert swap_listed_action(skill, "Take  Knife", "take cookbook") == (
+        "do: read cookbook; take cookbook; slice carrot with knife; eat meal"
+    )
+    assert swap_listed_action(skill, "open fridge", "take cookbook") is None  # not listed
+    assert swap_listed_action("avoid: take knife", "take knife", "take cookbook") is None  # an avoidance rule
+
+
+def test_candidates_prefer_the_actions_verb_and_skip_listed_and_information_actions():
+    skill = "do: read cookbook; take knife; eat meal"
+    valid = ["look around", "examine knife", "take knife", "take cookbook", "take carrot", "open fridge", "read cookbook"]
+    assert replacement_candidates(skill, "take knife", valid) == ["take cookbook", "take carrot"]
+    assert replacement_candidates(skill, "eat meal", valid) == ["take cookbook", "take carrot", "open fridge"]
+    assert replacement_candidates("not a skill", "take knife", valid) == []
+
+
+@pytest.fixture(scope="module")
+def expert_examples(recorded_tables):
+    table = pd.concat([recorded_tables["twc_gold"], recorded_tables["cooking_gold"]], ignore_index=True)
+    bc = behaviour_cloning_examples(table, ProjectConfig())
+    skills = {episode.episode_id: compact_skill(episode, concrete=True) for episode in episodes_from_table(table)}
+    return bc, skills
+
+
+def test_only_the_skill_names_the_counterfactual_target(expert_examples):
+    bc, skills = expert_examples
+    swapped = counterfactual_examples(bc, skills, seed=0)
+    assert len(swapped) and (swapped["kind"] == COUNTERFACTUAL_KIND).all()
+    expert = bc.set_index(["episode_id", "step"])
+    for row in swapped.itertuples(index=False):
+        original = expert.loc[(row.episode_id, row.step)]
+        assert row.response != original["response"] and row.response in original["valid_actions"]
+        assert skill_lists_action(row.skill, row.response) and not skill_lists_action(row.skill, original["response"])
+        assert skill_lists_action(skills[row.episode_id], original["response"])
+        assert row.prompt == inject_skill(original["prompt"], row.skill)  # the state and history are the expert's
+    assert counterfactual_examples(bc, skills, seed=0).equals(swapped)  # one seed, one draw
+
+
+def test_the_mixture_adds_counterfactual_copies_when_asked(expert_examples):
+    bc, skills = expert_examples
+    skill_table = pd.DataFrame({"episode_id": list(skills), "skill": list(skills.values()), "accepted": True, "parse_ok": True})
+    analyzer = pd.DataFrame({"prompt": ["Analyse.\n"], "response": ["do: look"], "episode_id": ["x"], "held_out": [False]})
+    plain = stage1_examples(bc, bc.iloc[:0], skill_table, analyzer, Stage1Config())
+    assert COUNTERFACTUAL_KIND not in set(plain["kind"])
+    mixture = stage1_examples(bc, bc.iloc[:0], skill_table, analyzer, Stage1Config(counterfactual_repeat=2))
+    counts = mixture["kind"].value_counts()
+    assert counts[COUNTERFACTUAL_KIND] == 2 * len(counterfactual_examples(bc, skills, seed=0))
+    assert counts["bc"] == counts["skill_bc"] == len(bc)
+    with pytest.raises(ValueError, match="counterfactual_repeat"):
+        Stage1Config(counterfactual_repeat=-1)
+
+
+def test_multiturn_rows_and_old_tables_are_refused_by_name():
+    multiturn = pd.DataFrame({"episode_id": ["e"], "prompt": ["Current observation: a"], "response": ["take x"],
+                              "header": ["Task: t"], "valid_actions": [["take x", "take y"]]})
+    with pytest.raises(ValueError, match="stage1.counterfactual_repeat needs step-wise"):
+        counterfactual_examples(multiturn, {"e": "do: take x"}, seed=0)
+    old = pd.DataFrame({"episode_id": ["e"], "prompt": ["Task: t"], "response": ["take x"]})
+    with pytest.raises(ValueError, match="'bc_examples' has no 'valid_actions'"):
+        counterfactual_examples(old, {"e": "do: take x"}, seed=0)
