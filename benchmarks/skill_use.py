@@ -25,6 +25,10 @@ Policies:
   mixture that targets skill use (plain behaviour cloning, twice the skill-conditioned steps
   whose action the skill lists, the analyzer pairs), then measured.
 
+- ``--kind skill_swap``: the counterfactual examples instead (``skills.counterfactual``:
+  the skill lists another valid action in place of the expert's, and that action is the
+  target): a policy that follows its skill puts mass there only when the skill is shown.
+
 - ``--placement before_turn``: the skill block moves from right after the task line (the
   paper's place, ``skills.injection``) to right before the turn line, next to where the
   action is written, in the fine-tuning mixture and in the measurement alike: does a small
@@ -113,6 +117,8 @@ def main() -> None:
     parser.add_argument("--policy", default="stage1", help="stage1 | smollm2 | a local HF directory")
     parser.add_argument("--finetune-listed", type=int, default=0, metavar="STEPS", help="measure the base policy after this skill-use SFT")
     parser.add_argument("--examples", type=int, default=200, help="skill-conditioned expert steps (evenly spaced)")
+    parser.add_argument("--kind", choices=["skill_bc", "skill_swap"], default="skill_bc",
+                        help="skill_swap: the counterfactual examples (stage1.counterfactual_repeat > 0), whose target only the skill names")
     parser.add_argument("--placement", choices=["after_task", "before_turn"], default="after_task", help="where the skill block sits")
     parser.add_argument("--threads", type=int, default=None, help="torch threads")
     args = parser.parse_args()
@@ -129,7 +135,9 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     started = time.perf_counter()
     examples = pd.read_parquet(newest_version(MODEL_INPUT / "stage1_examples.parquet", "stage1_examples.parquet"))
-    conditioned = examples[examples["kind"] == "skill_bc"].reset_index(drop=True)
+    conditioned = examples[examples["kind"] == args.kind].reset_index(drop=True)
+    if conditioned.empty:
+        raise SystemExit(f"the newest stage1_examples has no '{args.kind}' rows (stage1.counterfactual_repeat: 0?)")
     chosen = conditioned.iloc[:: max(1, len(conditioned) // args.examples)].head(args.examples)
     chosen = chosen.assign(prompt=[placed(p, args.placement) for p in chosen["prompt"]])
     policy, label = resolve_policy(args)
@@ -143,7 +151,7 @@ def main() -> None:
     for prompt, response, lp, ls in zip(chosen["prompt"], chosen["response"], logp_plain, logp_skill):
         gaps["listed" if skill_lists_action(injected_skill(prompt), response) else "other"].extend((ls - lp).tolist())
     tokens = sum(len(x) for x in logp_plain)
-    print(f"policy: {label}; {len(chosen)} skill-conditioned expert steps, {tokens} action tokens, "
+    print(f"policy: {label}; {len(chosen)} {args.kind} examples, {tokens} action tokens, "
           f"{time.perf_counter() - started:.0f} s")
     print(f"  NLL per action token: without skill {-sum(float(x.sum()) for x in logp_plain) / tokens:.3f}, "
           f"with skill {-sum(float(x.sum()) for x in logp_skill) / tokens:.3f}")
