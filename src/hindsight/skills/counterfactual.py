@@ -91,8 +91,8 @@ def counterfactual_examples(examples: pd.DataFrame, skill_of: dict[str, str], se
             "'bc_examples' holds multi-turn sequences, whose one skill header cannot change per step"
         )
     if len(examples) and "valid_actions" not in examples:
-        raise ValueError("'bc_examples' has no 'valid_actions' column; re-run the behaviour_cloning pipeline's "
-                         "make_bc_examples node to rebuild it")
+        raise ValueError("'bc_examples' has no 'valid_actions' column (made before it had one); rebuild it: "
+                         "kedro run --pipeline behaviour_cloning --nodes behaviour_cloning.make_behaviour_cloning_examples")
     rng = random.Random(seed)
     rows = []
     for row in examples.itertuples(index=False):
