@@ -82,3 +82,10 @@ def test_multiturn_rows_and_old_tables_are_refused_by_name():
     old = pd.DataFrame({"episode_id": ["e"], "prompt": ["Task: t"], "response": ["take x"]})
     with pytest.raises(ValueError, match="'bc_examples' has no 'valid_actions'"):
         counterfactual_examples(old, {"e": "do: take x"}, seed=0)
+
+
+def test_a_row_without_its_actions_is_named():
+    rows = pd.DataFrame({"episode_id": ["e", "e"], "prompt": ["Task: t", "Task: t"], "response": ["take x", "take y"],
+                         "valid_actions": [["take x", "take z"], None]})
+    with pytest.raises(ValueError, match=r"'bc_examples' row 1 \(episode 'e'\): field 'valid_actions' must be a list"):
+        counterfactual_examples(rows, {"e": "do: take x; take y"}, seed=0)
