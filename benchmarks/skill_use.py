@@ -27,7 +27,12 @@ Policies:
 
 - ``--kind skill_swap``: the counterfactual examples instead (``skills.counterfactual``:
   the skill lists another valid action in place of the expert's, and that action is the
-  target): a policy that follows its skill puts mass there only when the skill is shown.
+  target): a policy that follows its skill puts mass there only when the skill is shown;
+  ``--kind skill_reorder``: the order examples (``stage1.reorder_repeat``: two listed actions
+  the state allows trade places in the skill, the later one the target): a policy that reads
+  the skill's order puts mass there; ``--kind unrelated_skill_bc``: the ignoring examples
+  (``stage1.unrelated_repeat``: another task type's skill, the expert's action): a policy
+  that ignores a skill that does not fit keeps the gap near 0.
 
 - ``--placement before_turn``: the skill block moves from right after the task line (the
   paper's place, ``skills.injection``) to right before the turn line, next to where the
@@ -117,8 +122,9 @@ def main() -> None:
     parser.add_argument("--policy", default="stage1", help="stage1 | smollm2 | a local HF directory")
     parser.add_argument("--finetune-listed", type=int, default=0, metavar="STEPS", help="measure the base policy after this skill-use SFT")
     parser.add_argument("--examples", type=int, default=200, help="skill-conditioned expert steps (evenly spaced)")
-    parser.add_argument("--kind", choices=["skill_bc", "skill_swap"], default="skill_bc",
-                        help="skill_swap: the counterfactual examples (stage1.counterfactual_repeat > 0), whose target only the skill names")
+    parser.add_argument("--kind", choices=["skill_bc", "skill_swap", "skill_reorder", "unrelated_skill_bc"], default="skill_bc",
+                        help="skill_swap / skill_reorder / unrelated_skill_bc: the Stage-1 mixture's counterfactual, order "
+                             "or ignoring examples (stage1.counterfactual_repeat / reorder_repeat / unrelated_repeat > 0)")
     parser.add_argument("--placement", choices=["after_task", "before_turn"], default="after_task", help="where the skill block sits")
     parser.add_argument("--threads", type=int, default=None, help="torch threads")
     args = parser.parse_args()
@@ -137,7 +143,7 @@ def main() -> None:
     examples = pd.read_parquet(newest_version(MODEL_INPUT / "stage1_examples.parquet", "stage1_examples.parquet"))
     conditioned = examples[examples["kind"] == args.kind].reset_index(drop=True)
     if conditioned.empty:
-        raise SystemExit(f"the newest stage1_examples has no '{args.kind}' rows (stage1.counterfactual_repeat: 0?)")
+        raise SystemExit(f"the newest stage1_examples has no '{args.kind}' rows (its stage1.*_repeat setting 0?)")
     chosen = conditioned.iloc[:: max(1, len(conditioned) // args.examples)].head(args.examples)
     chosen = chosen.assign(prompt=[placed(p, args.placement) for p in chosen["prompt"]])
     policy, label = resolve_policy(args)

@@ -1,6 +1,8 @@
 """Counterfactual skill use (``skills.counterfactual``): on real expert episodes, each example
 swaps the listed expert action for another valid action of the same state, and only the
-skill names the new target; the Stage-1 mixture adds them only when asked."""
+skill names the new target; order examples let only the skill's order pick between two
+listed actions the state allows; ignoring examples pair expert steps with another task
+type's skill; the Stage-1 mixture adds each only when asked."""
 
 from __future__ import annotations
 
@@ -11,11 +13,18 @@ from hindsight.config import ProjectConfig, Stage1Config
 from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples
 from hindsight.pipelines.stage1.nodes import stage1_examples
 from hindsight.skills.compact import compact_skill, skill_lists_action
+from hindsight.skills.compact import parse_compact_skill
 from hindsight.skills.counterfactual import (
     COUNTERFACTUAL_KIND,
+    REORDER_KIND,
+    UNRELATED_KIND,
     counterfactual_examples,
+    later_listed_valid,
+    reorder_examples,
+    reorder_listed_actions,
     replacement_candidates,
     swap_listed_action,
+    unrelated_skill_examples,
 )
 from hindsight.skills.episode_views import episodes_from_table
 from hindsight.skills.injection import inject_skill
@@ -89,3 +98,69 @@ def test_a_row_without_its_actions_is_named():
                          "valid_actions": [["take x", "take z"], None]})
     with pytest.raises(ValueError, match=r"'bc_examples' row 1 \(episode 'e'\): field 'valid_actions' must be a list"):
         counterfactual_examples(rows, {"e": "do: take x; take y"}, seed=0)
+
+
+def test_a_reorder_trades_the_expert_item_with_a_later_one_the_state_allows():
+    skill = "do: take potato; take carrot; slice carrot with knife; eat meal"
+    valid = ["look around", "take potato", "take carrot", "take knife", "eat meal", "inventory"]
+    assert later_listed_valid(skill, "Take Potato", valid) == ["take carrot", "eat meal"]
+    assert later_listed_valid(skill, "take carrot", valid) == ["eat meal"]  # items before it do not count
+    assert later_listed_valid(skill, "take knife", valid) == []  # not listed
+    assert later_listed_valid("avoid: take potato; take carrot", "take potato", valid) == []
+    assert reorder_listed_actions(skill, "take potato", "eat meal") == (
+        "do: eat meal; take carrot; slice carrot with knife; take potato"
+    )
+    assert reorder_listed_actions(skill, "take carrot", "take potato") is None  # listed before it
+
+
+def _position(skill: str, action: str) -> int:
+    return [item.lower() for item in parse_compact_skill(skill)[1]].index(action.lower())
+
+
+def test_only_the_skills_order_names_the_order_target(expert_examples):
+    bc, skills = expert_examples
+    reordered = reorder_examples(bc, skills, seed=0)
+    assert len(reordered) and (reordered["kind"] == REORDER_KIND).all()
+    expert = bc.set_index(["episode_id", "step"])
+    for row in reordered.itertuples(index=False):
+        original = expert.loc[(row.episode_id, row.step)]
+        assert row.response != original["response"] and row.response in original["valid_actions"]
+        own = skills[row.episode_id]
+        assert _position(own, original["response"]) < _position(own, row.response)  # the expert's came first
+        assert _position(row.skill, row.response) < _position(row.skill, original["response"])  # now the target does
+        assert sorted(parse_compact_skill(row.skill)[1]) == sorted(parse_compact_skill(own)[1])  # same items
+        assert row.prompt == inject_skill(original["prompt"], row.skill)
+    assert reorder_examples(bc, skills, seed=0).equals(reordered)
+
+
+def test_ignoring_examples_keep_the_expert_action_under_another_types_skill(expert_examples):
+    bc, skills = expert_examples
+    ignoring = unrelated_skill_examples(bc, skills)
+    assert len(ignoring) == len(bc) and (ignoring["kind"] == UNRELATED_KIND).all()
+    type_of = dict(zip(bc["episode_id"], bc["task_type"]))
+    given_by_type = {}
+    for row, expert in zip(ignoring.itertuples(index=False), bc.itertuples(index=False)):
+        assert row.response == expert.response
+        shown = [episode for episode, skill in skills.items() if inject_skill(expert.prompt, skill) == row.prompt]
+        assert shown and all(type_of[episode] != row.task_type for episode in shown)
+        given_by_type.setdefault(row.task_type, set()).update(shown)
+    assert len(given_by_type) == 2  # both games were given the other's skills
+
+
+def test_the_mixture_adds_order_and_ignoring_copies_when_asked(expert_examples):
+    bc, skills = expert_examples
+    skill_table = pd.DataFrame({"episode_id": list(skills), "skill": list(skills.values()), "accepted": True, "parse_ok": True})
+    analyzer = pd.DataFrame({"prompt": ["Analyse.\n"], "response": ["do: look"], "episode_id": ["x"], "held_out": [False]})
+    plain = stage1_examples(bc, bc.iloc[:0], skill_table, analyzer, Stage1Config())
+    assert not {REORDER_KIND, UNRELATED_KIND} & set(plain["kind"])
+    mixture = stage1_examples(bc, bc.iloc[:0], skill_table, analyzer, Stage1Config(reorder_repeat=2, unrelated_repeat=1))
+    counts = mixture["kind"].value_counts()
+    assert counts[REORDER_KIND] == 2 * len(reorder_examples(bc, skills, seed=0))
+    assert counts[UNRELATED_KIND] == len(bc)
+    for name in ("reorder_repeat", "unrelated_repeat"):
+        with pytest.raises(ValueError, match=name):
+            Stage1Config(**{name: -1})
+    multiturn = pd.DataFrame({"episode_id": ["e"], "prompt": ["a"], "response": ["take x"], "header": ["Task: t"],
+                              "valid_actions": [["take x", "take y"]]})
+    with pytest.raises(ValueError, match="stage1.reorder_repeat needs step-wise"):
+        reorder_examples(multiturn, {"e": "do: take x; take y"}, seed=0)

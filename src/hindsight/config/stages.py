@@ -206,12 +206,24 @@ class Stage1Config:
     steps whose action the skill lists, that item swapped for another valid action, which
     becomes the target, so only the skill tells the action (copy k draws with seed k).
     Step-wise layout only. 0: none."""
+    reorder_repeat: int = 0
+    """Copies of order examples (``skills.counterfactual.reorder_examples``): at an expert
+    step whose state also allows an action the skill lists later, the two items trade places
+    in the skill and the later one becomes the target, so the skill's order decides between
+    actions the state allows (copy k draws with seed k). Step-wise layout only. 0: none."""
+    unrelated_repeat: int = 0
+    """Copies of ignoring examples (``skills.counterfactual.unrelated_skill_examples``): every
+    expert step with the skill of another task type's episode, the expert's action still the
+    target, so a skill that does not fit changes nothing. 0: none."""
     premise_tasks_per_game: int = 5
     """Held-out (seen-split) tasks per game on which the premise check plays and re-scores
     after Stage 1 (0: skip the check)."""
 
     def __post_init__(self) -> None:
-        for name in ("analyzer_repeat", "own_rollout_repeat", "counterfactual_repeat", "premise_tasks_per_game"):
+        for name in (
+            "analyzer_repeat", "own_rollout_repeat", "counterfactual_repeat", "reorder_repeat", "unrelated_repeat",
+            "premise_tasks_per_game",
+        ):
             if getattr(self, name) < 0:  # the type is checked by params.build
                 raise ValueError(f"stage1.{name} must be >= 0, got {getattr(self, name)!r}")
 

@@ -22,6 +22,18 @@ candidate give no example. The examples never appear without their skill, so the
 behaviour-cloning data is unchanged; the shared weights still carry the swapped targets into
 the plain policy (measured in README "SEED with the policy's own skills": at 300 Stage-1
 steps the expert's actions lose 0.16-0.23 nats/token without the skill).
+
+Two more kinds teach which item of a skill fits the state, and when a skill does not fit:
+
+- **Order** (``reorder_examples``, kind ``REORDER_KIND``): a swap restricted to steps where
+  the state leaves the choice open. At an expert step whose action ``a`` the skill lists at
+  position i and whose state also allows a later listed item ``b`` (position j > i), the
+  two items trade places and ``b`` becomes the target. State and history fit both, so only
+  the skill's order decides: the lesson is "the first listed item the state allows", which
+  is what picks the played action out of a hindsight skill that lists several valid ones.
+- **Ignoring** (``unrelated_skill_examples``, kind ``UNRELATED_KIND``): every expert step
+  with the skill of an episode of another task type (``skills.assignment``), the expert's
+  action still the target: a skill that does not fit the state changes nothing.
 """
 
 from __future__ import annotations
@@ -33,10 +45,15 @@ import pandas as pd
 from pandas.api.types import is_list_like
 
 from hindsight.skills.action_roles import is_information_action, parse_action_structure
+from hindsight.skills.assignment import unrelated_sources
 from hindsight.skills.compact import DO_HEAD, concrete_action, parse_compact_skill, render_skill
+from hindsight.skills.episode_views import EpisodeView
 from hindsight.skills.injection import inject_skill
+from hindsight.training.episode_sft import skill_conditioned
 
 COUNTERFACTUAL_KIND = "skill_swap"
+REORDER_KIND = "skill_reorder"
+UNRELATED_KIND = "unrelated_skill_bc"
 
 
 def replacement_candidates(skill: str, action: str, valid_actions: Sequence[str]) -> list[str]:
@@ -88,26 +105,9 @@ def counterfactual_examples(examples: pd.DataFrame, skill_of: dict[str, str], se
         ValueError: Multi-turn rows (one skill per sequence header cannot differ per step),
             or rows without ``valid_actions``.
     """
-    if "header" in examples and examples["header"].notna().any():
-        raise ValueError(
-            "stage1.counterfactual_repeat needs step-wise behaviour-cloning examples (rollout.layout: stepwise); "
-            "'bc_examples' holds multi-turn sequences, whose one skill header cannot change per step"
-        )
-    if len(examples) and "valid_actions" not in examples:
-        raise ValueError("'bc_examples' has no 'valid_actions' column (made before it had one); rebuild it: "
-                         "kedro run --pipeline behaviour_cloning --nodes behaviour_cloning.make_behaviour_cloning_examples")
     rng = random.Random(seed)
     rows = []
-    for index, row in zip(examples.index, examples.itertuples(index=False)):
-        skill = skill_of.get(str(row.episode_id))
-        if not skill:
-            continue
-        if not isinstance(row.response, str) or not is_list_like(row.valid_actions):
-            field = "response" if not isinstance(row.response, str) else "valid_actions"
-            raise ValueError(
-                f"'bc_examples' row {index} (episode {row.episode_id!r}): field '{field}' must be "
-                f"{'a string' if field == 'response' else 'a list of actions'}, got {getattr(row, field)!r}"
-            )
+    for row, skill in _steps_with_skill(examples, skill_of, "stage1.counterfactual_repeat"):
         candidates = replacement_candidates(skill, row.response, list(row.valid_actions))
         if not candidates:
             continue
@@ -121,3 +121,110 @@ def counterfactual_examples(examples: pd.DataFrame, skill_of: dict[str, str], se
         )
     columns = list(examples.columns) + [column for column in ("skill",) if column not in examples.columns]
     return pd.DataFrame(rows, columns=columns)
+
+
+def later_listed_valid(skill: str, action: str, valid_actions: Sequence[str]) -> list[str]:
+    """The valid actions (as the state writes them) that a ``do:`` skill lists after its
+    first item naming ``action``; none of them ``action`` or an information action."""
+    parsed = parse_compact_skill(skill)
+    if parsed is None or parsed[0] != DO_HEAD:
+        return []
+    templates = [concrete_action(template) for template in parsed[1]]
+    target = concrete_action(action)
+    if target not in templates:
+        return []
+    valid = {concrete_action(candidate): candidate for candidate in valid_actions if not is_information_action(candidate)}
+    later = templates[templates.index(target) + 1 :]
+    return [valid[item] for item in dict.fromkeys(later) if item in valid and item != target]
+
+
+def reorder_listed_actions(skill: str, action: str, later: str) -> str | None:
+    """``skill`` with its first item naming ``action`` and its first item naming ``later``
+    (listed after it) trading places; None when either is missing or ``later`` comes first."""
+    parsed = parse_compact_skill(skill)
+    if parsed is None or parsed[0] != DO_HEAD:
+        return None
+    head, templates = parsed
+    concrete = [concrete_action(template) for template in templates]
+    first, second = concrete_action(action), concrete_action(later)
+    if first not in concrete or second not in concrete[concrete.index(first) + 1 :]:
+        return None
+    i = concrete.index(first)
+    j = concrete.index(second, i + 1)
+    reordered = list(templates)
+    reordered[i], reordered[j] = templates[j], templates[i]
+    return render_skill(head, reordered)
+
+
+def reorder_examples(examples: pd.DataFrame, skill_of: dict[str, str], seed: int) -> pd.DataFrame:
+    """Order examples from step-wise behaviour-cloning rows: at each expert step whose state
+    allows a later item of its skill (``later_listed_valid``), a seeded draw of one such item
+    trades places with the expert's action in the skill and becomes the target (kind
+    ``REORDER_KIND``; the skill shown in ``skill``). Same columns and refusals as
+    ``counterfactual_examples``."""
+    rng = random.Random(seed)
+    rows = []
+    for row, skill in _steps_with_skill(examples, skill_of, "stage1.reorder_repeat"):
+        candidates = later_listed_valid(skill, row.response, list(row.valid_actions))
+        if not candidates:
+            continue
+        later = rng.choice(candidates)
+        reordered = reorder_listed_actions(skill, row.response, later)
+        rows.append(
+            {**row._asdict(), "prompt": inject_skill(row.prompt, reordered), "response": later,
+             "kind": REORDER_KIND, "skill": reordered}
+        )
+    columns = list(examples.columns) + [column for column in ("skill",) if column not in examples.columns]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def unrelated_skill_examples(examples: pd.DataFrame, skill_of: dict[str, str]) -> pd.DataFrame:
+    """Ignoring examples: the behaviour-cloning rows of every episode that has a skill, each
+    episode given the skill of an episode of another task type (``unrelated_sources``; another
+    task where no other type has one), the expert's action still the target (kind
+    ``UNRELATED_KIND``; either layout, a multi-turn sequence keyed apart from the
+    skill-conditioned one)."""
+    if not len(examples):
+        return examples.assign(kind=UNRELATED_KIND)
+    for column in ("episode_id", "group_id", "task_type"):
+        if column not in examples:
+            raise ValueError(f"'bc_examples' has no '{column}' column; rebuild it: {_REBUILD}")
+    firsts = examples.drop_duplicates("episode_id")
+    episodes = [
+        EpisodeView(episode_id=str(row.episode_id), group_id=str(row.group_id), task="", success=True, steps=(),
+                    task_type=str(row.task_type))
+        for row in firsts.itertuples(index=False)
+    ]
+    with_skill = {episode.episode_id for episode in episodes if skill_of.get(episode.episode_id)}
+    sources = unrelated_sources(episodes, with_skill, targets=with_skill)
+    given = skill_conditioned(examples, {target: skill_of[source] for target, source in sources.items()})
+    if "sequence" in given:
+        given["sequence"] = [f"{UNRELATED_KIND}/{key}" if isinstance(key, str) and key else key for key in given["sequence"]]
+    return given.assign(kind=UNRELATED_KIND)
+
+
+_REBUILD = "kedro run --pipeline behaviour_cloning --nodes behaviour_cloning.make_behaviour_cloning_examples"
+
+
+def _steps_with_skill(examples: pd.DataFrame, skill_of: dict[str, str], setting: str):
+    """(row, skill) for each step-wise row whose episode has a skill, after checking the table:
+    multi-turn rows (one skill header per sequence cannot change per step) and tables without
+    ``valid_actions`` are refused naming ``setting`` / the dataset, a bad row by its index."""
+    if "header" in examples and examples["header"].notna().any():
+        raise ValueError(
+            f"{setting} needs step-wise behaviour-cloning examples (rollout.layout: stepwise); "
+            "'bc_examples' holds multi-turn sequences, whose one skill header cannot change per step"
+        )
+    if len(examples) and "valid_actions" not in examples:
+        raise ValueError(f"'bc_examples' has no 'valid_actions' column (made before it had one); rebuild it: {_REBUILD}")
+    for index, row in zip(examples.index, examples.itertuples(index=False)):
+        skill = skill_of.get(str(row.episode_id))
+        if not skill:
+            continue
+        if not isinstance(row.response, str) or not is_list_like(row.valid_actions):
+            field = "response" if not isinstance(row.response, str) else "valid_actions"
+            raise ValueError(
+                f"'bc_examples' row {index} (episode {row.episode_id!r}): field '{field}' must be "
+                f"{'a string' if field == 'response' else 'a list of actions'}, got {getattr(row, field)!r}"
+            )
+        yield row, skill

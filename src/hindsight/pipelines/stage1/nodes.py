@@ -23,7 +23,7 @@ from hindsight.rollout.engine import run_rollouts
 from hindsight.rollout.tasks import split_tasks
 from hindsight.skills.analyzers import policy_teacher, rule_teacher
 from hindsight.skills.assignment import unrelated_skills
-from hindsight.skills.counterfactual import counterfactual_examples
+from hindsight.skills.counterfactual import counterfactual_examples, reorder_examples, unrelated_skill_examples
 from hindsight.skills.episode_views import episodes_from_table
 from hindsight.skills.premise import evaluate_analyzer, premise_metrics, premise_table
 from hindsight.skills.records import parse_rate
@@ -70,7 +70,11 @@ def stage1_examples(
     never without the skill, so the plain policy is not trained on them); with
     ``stage1.counterfactual_repeat`` > 0 that many draws of counterfactual skill use
     (``skills.counterfactual``, kind "skill_swap": a listed action swapped for another valid
-    one, which becomes the target).
+    one, which becomes the target); with ``stage1.reorder_repeat`` > 0 that many draws of
+    order examples (kind "skill_reorder": the expert's listed action and a later listed one
+    the state allows trade places, the later one the target); with ``stage1.unrelated_repeat``
+    > 0 that many copies of expert steps with another task type's skill and the expert's
+    action (kind "unrelated_skill_bc").
 
     In the multi-turn layout (``bc_examples`` with ``episode_sft.MULTITURN_COLUMNS``) the
     behaviour-cloning rows keep those columns (whole-episode sequences, the skill in the
@@ -85,7 +89,15 @@ def stage1_examples(
     counterfactual = [counterfactual_examples(bc_examples, skill_of, seed=index) for index in range(settings.counterfactual_repeat)]
     if counterfactual and not len(counterfactual[0]):
         logger.warning("stage1.counterfactual_repeat: no expert step's action is listed by a do: skill; none added")
-    parts = [bc_examples, conditioned] + own_copies + counterfactual + [analyzer] * settings.analyzer_repeat
+    reordered = [reorder_examples(bc_examples, skill_of, seed=index) for index in range(settings.reorder_repeat)]
+    if reordered and not len(reordered[0]):
+        logger.warning("stage1.reorder_repeat: no expert step's state allows a later item of its skill; none added")
+    ignoring = unrelated_skill_examples(bc_examples, skill_of) if settings.unrelated_repeat else None
+    unrelated = [_copy(ignoring, f"unrelated{index}") for index in range(settings.unrelated_repeat)]
+    parts = (
+        [bc_examples, conditioned] + own_copies + counterfactual + reordered + unrelated
+        + [analyzer] * settings.analyzer_repeat
+    )
     columns = ["prompt", "response", "kind"] + (list(MULTITURN_COLUMNS) if "header" in bc_examples else [])
     mixture = pd.concat([part.reindex(columns=columns) for part in parts], ignore_index=True)
     counts = mixture["kind"].value_counts().to_dict()
