@@ -1,5 +1,6 @@
-"""The premise check pooled over several runs: token-weighted teacher gaps, split by outcome
-and by whether the skill lists the step's action (``skills.premise.premise_metrics``).
+"""The premise check pooled over several runs: token-weighted teacher gaps, split by outcome,
+by whether the skill lists the step's action, and on the tokens the plain policy was unsure
+of (``skills.premise.premise_metrics``; versions written before that split lack it).
 
 Each ``kedro run --pipeline stage1 --nodes stage1.check_skill_premise`` (e.g. with
 ``environment.seen_seed_offset=510``, another sample of held-out tasks) writes one version of
@@ -35,7 +36,8 @@ def describe(label: str, table) -> list[str]:
                 continue
             sides = "  ".join(
                 f"{side} {metrics.get(f'{key}/{side}/gap_mean', float('nan')):+.3f} ({metrics[f'{key}/{side}/tokens']:.0f} tokens)"
-                for side in ("listed", "unlisted")
+                for side in ("listed", "unlisted", "unsure")
+                if f"{key}/{side}/tokens" in metrics
             )
             lines.append(f"  {source:<10} {outcome:<5} gap {metrics[f'{key}/gap_mean']:+.3f}  {sides}")
     return lines

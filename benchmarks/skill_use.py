@@ -34,6 +34,10 @@ Policies:
   (``stage1.unrelated_repeat``: another task type's skill, the expert's action): a policy
   that ignores a skill that does not fit keeps the gap near 0.
 
+Each run also splits the non-forced action tokens (those the action grammar leaves a choice
+at) by the plain policy's probability of them: does the skill help where the policy is
+unsure (p < 0.5), and what does it cost where it is sure?
+
 - ``--placement before_turn``: the skill block moves from right after the task line (the
   paper's place, ``skills.injection``) to right before the turn line, next to where the
   action is written, in the fine-tuning mixture and in the measurement alike: does a small
@@ -49,6 +53,7 @@ Run from the project root (one torch job at a time):
 from __future__ import annotations
 
 import argparse
+import math
 import dataclasses
 import os
 import sys
@@ -154,8 +159,14 @@ def main() -> None:
     logp_plain = response_logprobs(policy.model, plain, 8, tokenizer.pad_token_id)
     logp_skill = response_logprobs(policy.model, skilled, 8, tokenizer.pad_token_id)
     gaps: dict[str, list[float]] = {"listed": [], "other": []}
+    by_confidence: dict[str, list[float]] = {}  # non-forced tokens by the plain policy's probability
     for prompt, response, lp, ls in zip(chosen["prompt"], chosen["response"], logp_plain, logp_skill):
-        gaps["listed" if skill_lists_action(injected_skill(prompt), response) else "other"].extend((ls - lp).tolist())
+        where = "listed" if skill_lists_action(injected_skill(prompt), response) else "other"
+        gaps[where].extend((ls - lp).tolist())
+        for plain, skilled_lp in zip(lp.tolist(), ls.tolist()):
+            if plain != 0.0 or skilled_lp != 0.0:  # a forced token has log-prob 0 with and without
+                sure = "p >= 0.5" if plain >= math.log(0.5) else "p < 0.5"
+                by_confidence.setdefault(f"{where}, plain {sure}", []).append(skilled_lp - plain)
     tokens = sum(len(x) for x in logp_plain)
     print(f"policy: {label}; {len(chosen)} {args.kind} examples, {tokens} action tokens, "
           f"{time.perf_counter() - started:.0f} s")
@@ -165,6 +176,10 @@ def main() -> None:
         if values:
             print(f"  {name:<7} steps: teacher gap {sum(values) / len(values):+.4f} nats/token, "
                   f"positive on {100 * sum(v > 0 for v in values) / len(values):.0f}% of {len(values)} tokens")
+    print("  non-forced tokens by the plain policy's probability of them:")
+    for name, values in sorted(by_confidence.items()):
+        print(f"    {name:<22} teacher gap {sum(values) / len(values):+.4f} nats/token, "
+              f"positive on {100 * sum(v > 0 for v in values) / len(values):.0f}% of {len(values)} tokens")
 
 
 if __name__ == "__main__":

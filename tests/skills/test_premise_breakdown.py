@@ -1,4 +1,5 @@
-"""The premise check's split by step: the gap on the actions a skill lists and on the others.
+"""The premise check's split by step: the gap on the actions a skill lists and on the others,
+and on the tokens the plain policy was unsure of.
 
 ``episode_premise_row`` and ``premise_metrics`` are pure: these tests feed them known gaps
 on a real episode (TextWorldExpress twc gold path) and check the split and the weighting.
@@ -13,7 +14,7 @@ import pytest
 
 from hindsight.skills import episodes_from_table
 from hindsight.skills.compact import skill_lists_action
-from hindsight.skills.premise import PREMISE_COLUMNS, episode_premise_row, premise_metrics
+from hindsight.skills.premise import PREMISE_COLUMNS, UNSURE_PROBABILITY, episode_premise_row, premise_metrics
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +59,7 @@ def test_metrics_weight_each_side_by_its_tokens():
          "tokens": 1, "gap_mean": -3.0, "positive_share": 0.0, "listed_tokens": 1, "listed_gap_mean": -3.0,
          "unlisted_gap_mean": float("nan")},
     ]
-    metrics = premise_metrics(pd.DataFrame(rows, columns=list(PREMISE_COLUMNS)), "p")
+    metrics = premise_metrics(pd.DataFrame(rows), "p")
     assert metrics["p/own/won/gap_mean"] == pytest.approx(-4.0 / 6)
     assert metrics["p/own/won/listed/gap_mean"] == pytest.approx(1.0)
     assert metrics["p/own/won/listed/tokens"] == 2
@@ -67,3 +68,17 @@ def test_metrics_weight_each_side_by_its_tokens():
     assert metrics["p/own/lost/listed/gap_mean"] == pytest.approx(-3.0)
     assert "p/own/lost/unlisted/gap_mean" not in metrics and metrics["p/own/lost/unlisted/tokens"] == 0
     assert metrics["p/own/all/listed/gap_mean"] == pytest.approx(-1.0 / 3)
+
+
+def test_an_episode_row_keeps_the_gap_where_the_plain_policy_was_unsure(twc_gold):
+    first, second = twc_gold.steps[:2]
+    gaps = {first.step: [0.5, 0.1], second.step: [-1.0]}
+    unsure, sure = math.log(UNSURE_PROBABILITY) - 0.1, math.log(UNSURE_PROBABILITY) + 0.1
+    row = episode_premise_row(twc_gold, "own", f"do: {first.action}", gaps, {first.step: [unsure, sure], second.step: [unsure]})
+    assert row["unsure_tokens"] == 2 and row["unsure_gap_mean"] == pytest.approx((0.5 - 1.0) / 2)
+    without = episode_premise_row(twc_gold, "own", f"do: {first.action}", gaps)  # no plain log-probs: none unsure
+    assert without["unsure_tokens"] == 0 and math.isnan(without["unsure_gap_mean"])
+    metrics = premise_metrics(pd.DataFrame([row, {**row, "episode_id": "b", "unsure_tokens": 0, "unsure_gap_mean": float("nan")}]), "p")
+    assert metrics["p/own/won/unsure/gap_mean"] == pytest.approx(-0.25) and metrics["p/own/won/unsure/tokens"] == 2
+    old_table = pd.DataFrame([row]).drop(columns=["unsure_tokens", "unsure_gap_mean"])  # a version written before the split
+    assert "p/own/won/unsure/tokens" not in premise_metrics(old_table, "p")

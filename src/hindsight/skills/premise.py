@@ -20,11 +20,15 @@ is the right direction). Within an episode it differs by step too, so each row a
 its tokens by whether the skill names the step's action (``compact.skill_lists_action``):
 a teacher that reads a ``do:`` workflow raises the listed actions of a won episode and may
 lower its detours; one that reads an ``avoid:`` rule lowers the listed ones. A skill that is
-not compact (JSON) lists nothing.
+not compact (JSON) lists nothing. Each row also keeps the gap on the tokens the plain policy
+was unsure of (probability below ``UNSURE_PROBABILITY``): where the state leaves the choice
+open a teacher has something to add; on the tokens it was sure of a skill can only confirm
+them (gap <= -log p, near 0) or move mass away.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Sequence
 
 import pandas as pd
@@ -39,8 +43,10 @@ if TYPE_CHECKING:
 
 PREMISE_COLUMNS = (
     "episode_id", "task_type", "success", "skill_source", "skill", "tokens", "gap_mean", "positive_share",
-    "listed_tokens", "listed_gap_mean", "unlisted_gap_mean",
+    "listed_tokens", "listed_gap_mean", "unlisted_gap_mean", "unsure_tokens", "unsure_gap_mean",
 )
+UNSURE_PROBABILITY = 0.5
+"""A non-forced token whose plain probability is below this counts as one the policy was unsure of."""
 ANALYZER_EVAL_COLUMNS = ("episode_id", "target", "written", "parse_ok", "exact")
 
 
@@ -85,21 +91,31 @@ def evaluate_analyzer(policy, examples: pd.DataFrame, analyzer: AnalyzerConfig) 
     return pd.DataFrame(rows, columns=list(ANALYZER_EVAL_COLUMNS))
 
 
-def step_teacher_gaps(
+def step_token_logprobs(
     policy, samples: Sequence[StepSample], skill_of_episode: dict[str, str], batch_size: int = 16
-) -> dict[tuple[str, int], list[float]]:
-    """``l_skill - l_plain`` of every non-forced response token, per (episode, step) with a skill."""
+) -> dict[tuple[str, int], list[tuple[float, float]]]:
+    """``(l_plain, l_skill)`` of every non-forced response token, per (episode, step) with a skill."""
     from hindsight.training.distillation import response_logprobs, skill_augmented_logprobs
 
     plain = response_logprobs(policy.model, samples, batch_size, policy.tokenizer.pad_token_id)
     augmented = skill_augmented_logprobs(policy.model, policy.tokenizer, samples, skill_of_episode, batch_size)
-    gaps: dict[tuple[str, int], list[float]] = {}
+    pairs: dict[tuple[str, int], list[tuple[float, float]]] = {}
     for sample, logp_plain, logp_skill in zip(samples, plain, augmented):
         if logp_skill is None:
             continue
-        chosen = [float(s - p) for s, p, choice in zip(logp_skill, logp_plain, sample.choice_positions) if choice]
-        gaps.setdefault((sample.episode_id, sample.step), []).extend(chosen)
-    return gaps
+        chosen = [(float(p), float(s)) for s, p, choice in zip(logp_skill, logp_plain, sample.choice_positions) if choice]
+        pairs.setdefault((sample.episode_id, sample.step), []).extend(chosen)
+    return pairs
+
+
+def step_teacher_gaps(
+    policy, samples: Sequence[StepSample], skill_of_episode: dict[str, str], batch_size: int = 16
+) -> dict[tuple[str, int], list[float]]:
+    """``l_skill - l_plain`` of every non-forced response token, per (episode, step) with a skill."""
+    return {
+        key: [skilled - plain for plain, skilled in values]
+        for key, values in step_token_logprobs(policy, samples, skill_of_episode, batch_size).items()
+    }
 
 
 def teacher_gaps(policy, samples: Sequence[StepSample], skill_of_episode: dict[str, str], batch_size: int = 16) -> dict[str, list[float]]:
@@ -114,14 +130,22 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else float("nan")
 
 
-def episode_premise_row(episode: EpisodeView, source: str, skill: str, step_gaps: dict[int, list[float]]) -> dict | None:
-    """One ``PREMISE_COLUMNS`` row: the episode's gaps, all and split by whether ``skill``
-    lists the step's action; None when the episode has no non-forced token."""
+def episode_premise_row(
+    episode: EpisodeView, source: str, skill: str, step_gaps: dict[int, list[float]],
+    step_plain: dict[int, list[float]] | None = None,
+) -> dict | None:
+    """One ``PREMISE_COLUMNS`` row: the episode's gaps, all, split by whether ``skill`` lists
+    the step's action, and on the tokens whose plain log-prob (``step_plain``, parallel to
+    ``step_gaps``; without it no token counts as unsure) is below log ``UNSURE_PROBABILITY``;
+    None when the episode has no non-forced token."""
     action_of = {step.step: step.action for step in episode.steps}
     listed: list[float] = []
     unlisted: list[float] = []
+    unsure: list[float] = []
     for step, values in step_gaps.items():
         (listed if skill_lists_action(skill, action_of.get(step, "")) else unlisted).extend(values)
+        plain = (step_plain or {}).get(step, [])
+        unsure.extend(gap for gap, logp in zip(values, plain) if logp < math.log(UNSURE_PROBABILITY))
     values = listed + unlisted
     if not values:
         return None
@@ -130,6 +154,7 @@ def episode_premise_row(episode: EpisodeView, source: str, skill: str, step_gaps
         "skill_source": source, "skill": skill, "tokens": len(values), "gap_mean": _mean(values),
         "positive_share": sum(v > 0 for v in values) / len(values),
         "listed_tokens": len(listed), "listed_gap_mean": _mean(listed), "unlisted_gap_mean": _mean(unlisted),
+        "unsure_tokens": len(unsure), "unsure_gap_mean": _mean(unsure),
     }
 
 
@@ -146,16 +171,22 @@ def premise_table(
 
     Returns:
         ``PREMISE_COLUMNS`` rows (episodes with no non-forced token are left out);
-        ``listed_gap_mean`` / ``unlisted_gap_mean`` are NaN where no token falls on that side.
+        ``listed_gap_mean`` / ``unlisted_gap_mean`` / ``unsure_gap_mean`` are NaN where no
+        token falls on that side.
     """
     rows = []
     for source, skill_of_episode in skills_by_source.items():
         by_episode: dict[str, dict[int, list[float]]] = {}
-        for (episode_id, step), values in step_teacher_gaps(policy, samples, skill_of_episode).items():
-            by_episode.setdefault(episode_id, {})[step] = values
+        plain_by_episode: dict[str, dict[int, list[float]]] = {}
+        for (episode_id, step), pairs in step_token_logprobs(policy, samples, skill_of_episode).items():
+            by_episode.setdefault(episode_id, {})[step] = [skilled - plain for plain, skilled in pairs]
+            plain_by_episode.setdefault(episode_id, {})[step] = [plain for plain, _ in pairs]
         for episode in episodes:
             if episode.episode_id in by_episode:
-                row = episode_premise_row(episode, source, skill_of_episode[episode.episode_id], by_episode[episode.episode_id])
+                row = episode_premise_row(
+                    episode, source, skill_of_episode[episode.episode_id], by_episode[episode.episode_id],
+                    plain_by_episode[episode.episode_id],
+                )
                 if row is not None:
                     rows.append(row)
     return pd.DataFrame(rows, columns=list(PREMISE_COLUMNS))
@@ -168,8 +199,9 @@ def _weighted(means: pd.Series, weights: pd.Series) -> float | None:
 
 def premise_metrics(table: pd.DataFrame, prefix: str = "premise") -> dict[str, float]:
     """Token-weighted mean gap and positive share per skill source, overall and by outcome,
-    and the gap on the steps whose action the skill lists and on the others
-    (``<prefix>/<source>/<label>/{listed,unlisted}/{gap_mean,tokens}``)."""
+    the gap on the steps whose action the skill lists and on the others, and on the tokens
+    the plain policy was unsure of (``<prefix>/<source>/<label>/{listed,unlisted,unsure}/{gap_mean,tokens}``;
+    ``unsure`` only for tables that have its columns: versions written before it lack them)."""
     metrics: dict[str, float] = {}
     for source, part in table.groupby("skill_source"):
         for label, rows in (("all", part), ("won", part[part["success"]]), ("lost", part[~part["success"]])):
@@ -180,8 +212,10 @@ def premise_metrics(table: pd.DataFrame, prefix: str = "premise") -> dict[str, f
             metrics[f"{key}/gap_mean"] = _weighted(rows["gap_mean"], rows["tokens"])
             metrics[f"{key}/positive_share"] = _weighted(rows["positive_share"], rows["tokens"])
             metrics[f"{key}/tokens"] = float(tokens)
-            sides = (("listed", rows["listed_gap_mean"], rows["listed_tokens"]),
-                     ("unlisted", rows["unlisted_gap_mean"], rows["tokens"] - rows["listed_tokens"]))
+            sides = [("listed", rows["listed_gap_mean"], rows["listed_tokens"]),
+                     ("unlisted", rows["unlisted_gap_mean"], rows["tokens"] - rows["listed_tokens"])]
+            if "unsure_tokens" in rows:
+                sides.append(("unsure", rows["unsure_gap_mean"], rows["unsure_tokens"]))
             for side, means, weights in sides:
                 metrics[f"{key}/{side}/tokens"] = float(weights.sum())
                 mean = _weighted(means, weights)
