@@ -34,6 +34,10 @@ Two more kinds teach which item of a skill fits the state, and when a skill does
 - **Ignoring** (``unrelated_skill_examples``, kind ``UNRELATED_KIND``): every expert step
   with the skill of an episode of another task type (``skills.assignment``), the expert's
   action still the target: a skill that does not fit the state changes nothing.
+
+Measured (README "SEED with the policy's own skills"): with both, the skill no longer
+overrides the state and the policy reads the order where it is unsure of the action, but
+the premise's mean gap on won episodes stays below 0 (-0.074 at best, 60 held-out tasks).
 """
 
 from __future__ import annotations
