@@ -164,3 +164,19 @@ def test_the_mixture_adds_order_and_ignoring_copies_when_asked(expert_examples):
                               "valid_actions": [["take x", "take y"]]})
     with pytest.raises(ValueError, match="stage1.reorder_repeat needs step-wise"):
         reorder_examples(multiturn, {"e": "do: take x; take y"}, seed=0)
+
+
+def test_ignoring_examples_in_the_multiturn_layout_are_sequences_of_their_own(recorded_tables):
+    from dataclasses import replace
+
+    project = ProjectConfig()
+    project = replace(project, rollout=replace(project.rollout, layout="multiturn"))
+    table = pd.concat([recorded_tables["twc_gold"], recorded_tables["cooking_gold"]], ignore_index=True)
+    bc = behaviour_cloning_examples(table, project)
+    skills = {episode.episode_id: compact_skill(episode, concrete=True) for episode in episodes_from_table(table)}
+    ignoring = unrelated_skill_examples(bc, skills)
+    assert len(ignoring) == len(bc) and (ignoring["response"].to_numpy() == bc["response"].to_numpy()).all()
+    assert set(ignoring["sequence"]).isdisjoint(set(bc["sequence"]) | {f"skill_bc/{e}" for e in bc["episode_id"]})
+    for row in ignoring.drop_duplicates("sequence").itertuples(index=False):
+        own, other = skills[row.episode_id], next(s for e, s in skills.items() if e != row.episode_id)
+        assert other in row.header and own not in row.header
