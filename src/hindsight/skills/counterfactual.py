@@ -43,7 +43,7 @@ the premise's mean gap on won episodes stays below 0 (-0.074 at best, 60 held-ou
 from __future__ import annotations
 
 import random
-from typing import Sequence
+from typing import Callable, Sequence
 
 import pandas as pd
 from pandas.api.types import is_list_like
@@ -109,22 +109,9 @@ def counterfactual_examples(examples: pd.DataFrame, skill_of: dict[str, str], se
         ValueError: Multi-turn rows (one skill per sequence header cannot differ per step),
             or rows without ``valid_actions``.
     """
-    rng = random.Random(seed)
-    rows = []
-    for row, skill in _steps_with_skill(examples, skill_of, "stage1.counterfactual_repeat"):
-        candidates = replacement_candidates(skill, row.response, list(row.valid_actions))
-        if not candidates:
-            continue
-        replacement = rng.choice(candidates)
-        swapped = swap_listed_action(skill, row.response, replacement)
-        if swapped is None:
-            continue
-        rows.append(
-            {**row._asdict(), "prompt": inject_skill(row.prompt, swapped), "response": replacement,
-             "kind": COUNTERFACTUAL_KIND, "skill": swapped}
-        )
-    columns = list(examples.columns) + [column for column in ("skill",) if column not in examples.columns]
-    return pd.DataFrame(rows, columns=columns)
+    return _edited_examples(
+        examples, skill_of, seed, "stage1.counterfactual_repeat", COUNTERFACTUAL_KIND, replacement_candidates, swap_listed_action
+    )
 
 
 def later_listed_valid(skill: str, action: str, valid_actions: Sequence[str]) -> list[str]:
@@ -166,20 +153,9 @@ def reorder_examples(examples: pd.DataFrame, skill_of: dict[str, str], seed: int
     trades places with the expert's action in the skill and becomes the target (kind
     ``REORDER_KIND``; the skill shown in ``skill``). Same columns and refusals as
     ``counterfactual_examples``."""
-    rng = random.Random(seed)
-    rows = []
-    for row, skill in _steps_with_skill(examples, skill_of, "stage1.reorder_repeat"):
-        candidates = later_listed_valid(skill, row.response, list(row.valid_actions))
-        if not candidates:
-            continue
-        later = rng.choice(candidates)
-        reordered = reorder_listed_actions(skill, row.response, later)
-        rows.append(
-            {**row._asdict(), "prompt": inject_skill(row.prompt, reordered), "response": later,
-             "kind": REORDER_KIND, "skill": reordered}
-        )
-    columns = list(examples.columns) + [column for column in ("skill",) if column not in examples.columns]
-    return pd.DataFrame(rows, columns=columns)
+    return _edited_examples(
+        examples, skill_of, seed, "stage1.reorder_repeat", REORDER_KIND, later_listed_valid, reorder_listed_actions
+    )
 
 
 def unrelated_skill_examples(examples: pd.DataFrame, skill_of: dict[str, str]) -> pd.DataFrame:
@@ -208,6 +184,28 @@ def unrelated_skill_examples(examples: pd.DataFrame, skill_of: dict[str, str]) -
 
 
 _REBUILD = "kedro run --pipeline behaviour_cloning --nodes behaviour_cloning.make_behaviour_cloning_examples"
+
+
+def _edited_examples(
+    examples: pd.DataFrame, skill_of: dict[str, str], seed: int, setting: str, kind: str,
+    candidates_of: Callable[[str, str, list[str]], list[str]], edit: Callable[[str, str, str], str | None],
+) -> pd.DataFrame:
+    """For each step-wise row with a skill: a seeded draw among ``candidates_of(skill, action,
+    valid_actions)`` becomes the target, shown with ``edit(skill, action, target)`` injected
+    into the prompt (rows without a candidate or an edit are left out)."""
+    rng = random.Random(seed)
+    rows = []
+    for row, skill in _steps_with_skill(examples, skill_of, setting):
+        candidates = candidates_of(skill, row.response, list(row.valid_actions))
+        if not candidates:
+            continue
+        target = rng.choice(candidates)
+        edited = edit(skill, row.response, target)
+        if edited is None:
+            continue
+        rows.append({**row._asdict(), "prompt": inject_skill(row.prompt, edited), "response": target, "kind": kind, "skill": edited})
+    columns = list(examples.columns) + [column for column in ("skill",) if column not in examples.columns]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _steps_with_skill(examples: pd.DataFrame, skill_of: dict[str, str], setting: str):
