@@ -157,6 +157,8 @@ def test_the_mixture_adds_order_and_ignoring_copies_when_asked(expert_examples):
     counts = mixture["kind"].value_counts()
     assert counts[REORDER_KIND] == 2 * len(reorder_examples(bc, skills, seed=0))
     assert counts[UNRELATED_KIND] == len(bc)
+    with pytest.raises(ValueError, match="'bc_examples' has no 'task_type' column"):
+        unrelated_skill_examples(bc.drop(columns=["task_type"]), skills)
     for name in ("reorder_repeat", "unrelated_repeat"):
         with pytest.raises(ValueError, match=name):
             Stage1Config(**{name: -1})
