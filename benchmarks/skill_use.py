@@ -34,9 +34,11 @@ Policies:
   (``stage1.unrelated_repeat``: another task type's skill, the expert's action): a policy
   that ignores a skill that does not fit keeps the gap near 0.
 
-Each run also splits the non-forced action tokens (those the action grammar leaves a choice
-at) by the plain policy's probability of them: does the skill help where the policy is
-unsure (p < 0.5), and what does it cost where it is sure?
+Each run also splits the action tokens by the plain policy's probability of them
+(``skills.premise.UNSURE_PROBABILITY``, the premise check's threshold): does the skill help
+where the policy is unsure, and what does it cost where it is sure? Tokens are scored here
+without the action grammar, so none is forced (the premise check scores under it and counts
+only the tokens it leaves a choice at).
 
 - ``--placement before_turn``: the skill block moves from right after the task line (the
   paper's place, ``skills.injection``) to right before the turn line, next to where the
@@ -53,8 +55,8 @@ Run from the project root (one torch job at a time):
 from __future__ import annotations
 
 import argparse
-import math
 import dataclasses
+import math
 import os
 import sys
 import time
@@ -140,6 +142,7 @@ def main() -> None:
     from hindsight.policy.encoding import encode_sample
     from hindsight.skills.compact import skill_lists_action
     from hindsight.skills.injection import injected_skill, remove_skill
+    from hindsight.skills.premise import UNSURE_PROBABILITY
     from hindsight.training.distillation import response_logprobs
 
     if args.threads:
@@ -159,14 +162,14 @@ def main() -> None:
     logp_plain = response_logprobs(policy.model, plain, 8, tokenizer.pad_token_id)
     logp_skill = response_logprobs(policy.model, skilled, 8, tokenizer.pad_token_id)
     gaps: dict[str, list[float]] = {"listed": [], "other": []}
-    by_confidence: dict[str, list[float]] = {}  # non-forced tokens by the plain policy's probability
+    by_confidence: dict[str, list[float]] = {}  # tokens by the plain policy's probability of them
+    unsure_below = math.log(UNSURE_PROBABILITY)
     for prompt, response, lp, ls in zip(chosen["prompt"], chosen["response"], logp_plain, logp_skill):
         where = "listed" if skill_lists_action(injected_skill(prompt), response) else "other"
         gaps[where].extend((ls - lp).tolist())
         for plain, skilled_lp in zip(lp.tolist(), ls.tolist()):
-            if plain != 0.0 or skilled_lp != 0.0:  # a forced token has log-prob 0 with and without
-                sure = "p >= 0.5" if plain >= math.log(0.5) else "p < 0.5"
-                by_confidence.setdefault(f"{where}, plain {sure}", []).append(skilled_lp - plain)
+            sure = f"p >= {UNSURE_PROBABILITY}" if plain >= unsure_below else f"p < {UNSURE_PROBABILITY}"
+            by_confidence.setdefault(f"{where}, plain {sure}", []).append(skilled_lp - plain)
     tokens = sum(len(x) for x in logp_plain)
     print(f"policy: {label}; {len(chosen)} {args.kind} examples, {tokens} action tokens, "
           f"{time.perf_counter() - started:.0f} s")
@@ -176,7 +179,7 @@ def main() -> None:
         if values:
             print(f"  {name:<7} steps: teacher gap {sum(values) / len(values):+.4f} nats/token, "
                   f"positive on {100 * sum(v > 0 for v in values) / len(values):.0f}% of {len(values)} tokens")
-    print("  non-forced tokens by the plain policy's probability of them:")
+    print("  action tokens by the plain policy's probability of them:")
     for name, values in sorted(by_confidence.items()):
         print(f"    {name:<22} teacher gap {sum(values) / len(values):+.4f} nats/token, "
               f"positive on {100 * sum(v > 0 for v in values) / len(values):.0f}% of {len(values)} tokens")

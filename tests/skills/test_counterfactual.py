@@ -12,8 +12,7 @@ import pytest
 from hindsight.config import ProjectConfig, Stage1Config
 from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples
 from hindsight.pipelines.stage1.nodes import stage1_examples
-from hindsight.skills.compact import compact_skill, skill_lists_action
-from hindsight.skills.compact import parse_compact_skill
+from hindsight.skills.compact import compact_skill, parse_compact_skill, skill_lists_action
 from hindsight.skills.counterfactual import (
     COUNTERFACTUAL_KIND,
     REORDER_KIND,
@@ -98,6 +97,9 @@ def test_a_row_without_its_actions_is_named():
                          "valid_actions": [["take x", "take z"], None]})
     with pytest.raises(ValueError, match=r"'bc_examples' row 1 \(episode 'e'\): field 'valid_actions' must be a list"):
         counterfactual_examples(rows, {"e": "do: take x; take y"}, seed=0)
+    rows.at[1, "valid_actions"] = ["take y", None]
+    with pytest.raises(ValueError, match=r"row 1 \(episode 'e'\): field 'valid_actions' must be a list of action strings"):
+        reorder_examples(rows, {"e": "do: take x; take y"}, seed=0)
 
 
 def test_a_reorder_trades_the_expert_item_with_a_later_one_the_state_allows():

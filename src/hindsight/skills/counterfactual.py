@@ -223,10 +223,11 @@ def _steps_with_skill(examples: pd.DataFrame, skill_of: dict[str, str], setting:
         skill = skill_of.get(str(row.episode_id))
         if not skill:
             continue
-        if not isinstance(row.response, str) or not is_list_like(row.valid_actions):
+        actions_ok = is_list_like(row.valid_actions) and all(isinstance(action, str) for action in row.valid_actions)
+        if not isinstance(row.response, str) or not actions_ok:
             field = "response" if not isinstance(row.response, str) else "valid_actions"
             raise ValueError(
                 f"'bc_examples' row {index} (episode {row.episode_id!r}): field '{field}' must be "
-                f"{'a string' if field == 'response' else 'a list of actions'}, got {getattr(row, field)!r}"
+                f"{'a string' if field == 'response' else 'a list of action strings'}, got {getattr(row, field)!r}"
             )
         yield row, skill
