@@ -25,6 +25,7 @@ from hindsight.config.stages import (
     ScoringConfig,
     SkillsConfig,
     Stage1Config,
+    TeacherFitConfig,
     TrainingConfig,
     ValidationConfig,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "SkillsConfig",
     "Stage1Config",
     "State2StateConfig",
+    "TeacherFitConfig",
     "TrainingConfig",
     "ValidationConfig",
     "WorldModelConfig",

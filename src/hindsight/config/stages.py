@@ -187,6 +187,40 @@ def _stage1_sft() -> SFTConfig:
     return SFTConfig(learning_rate=0.001, batch_size=16, max_steps=300, bf16_autocast="auto")
 
 
+def _teacher_fit_sft() -> SFTConfig:
+    return SFTConfig(learning_rate=0.0005, batch_size=16, max_steps=300, bf16_autocast="auto")
+
+
+@dataclass
+class TeacherFitConfig:
+    """``stage1.teacher_fit``: after Stage 1's SFT, fit the teacher on the policy's own
+    episodes (``skills.teacher_fit``): the policy plays training tasks, writes its own skill
+    for each won episode, and trains on every step of those episodes with and without the
+    skill, beside the Stage-1 mixture. Step-wise layout only."""
+
+    episodes_per_game: int = 0
+    """Training tasks per game the policy plays (one episode each; 0: no fit, the Stage-1
+    checkpoint is the SFT one)."""
+    temperature: float = 1.0
+    """Sampling temperature of those episodes (RL's training rollouts sample at 1.0)."""
+    repeat: int = 1
+    """Copies of the fit pairs beside one copy of the Stage-1 mixture."""
+    unrelated: bool = False
+    """Also each step with the skill of a won episode of another task type, the played
+    action the target (the teacher learns to leave a skill that does not fit alone)."""
+    sft: SFTConfig = field(default_factory=_teacher_fit_sft)
+    """The SFT run of the fit, continuing from the Stage-1 SFT checkpoint."""
+
+    def __post_init__(self) -> None:
+        if self.episodes_per_game < 0 or self.repeat < 1:
+            raise ValueError(
+                "stage1.teacher_fit: episodes_per_game must be >= 0 and repeat >= 1, "
+                f"got {self.episodes_per_game!r} and {self.repeat!r}"
+            )
+        if self.temperature <= 0:
+            raise ValueError(f"stage1.teacher_fit.temperature must be > 0, got {self.temperature!r}")
+
+
 @dataclass
 class Stage1Config:
     """``parameters_stage1.yml``: Stage 1 of SEED from the base policy: behaviour cloning +
@@ -218,6 +252,8 @@ class Stage1Config:
     premise_tasks_per_game: int = 5
     """Held-out (seen-split) tasks per game on which the premise check plays and re-scores
     after Stage 1 (0: skip the check)."""
+    teacher_fit: TeacherFitConfig = field(default_factory=TeacherFitConfig)
+    """The teacher fit on the policy's own episodes after the SFT (off by default)."""
 
     def __post_init__(self) -> None:
         for name in (

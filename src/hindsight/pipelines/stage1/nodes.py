@@ -27,6 +27,7 @@ from hindsight.skills.counterfactual import counterfactual_examples, reorder_exa
 from hindsight.skills.episode_views import episodes_from_table
 from hindsight.skills.premise import evaluate_analyzer, premise_metrics, premise_table
 from hindsight.skills.records import parse_rate
+from hindsight.skills.teacher_fit import fit_mixture, teacher_fit_pairs
 from hindsight.training.episode_sft import MULTITURN_COLUMNS, TurnBudget, skill_conditioned
 from hindsight.training.sft import train_sft
 
@@ -116,12 +117,57 @@ def _copy(examples: pd.DataFrame, label: str) -> pd.DataFrame:
 
 
 def train_stage1_policy(base_policy, examples: pd.DataFrame, project: ProjectConfig, settings: Stage1Config):
-    """Stage 1 of SEED from the base policy: the checkpoint RL starts from, and its loss history."""
+    """Stage 1 of SEED from the base policy: the SFT checkpoint (RL's start, unless the
+    teacher fit follows), and its loss history."""
     history = train_sft(
         base_policy, examples, settings.sft, log_prefixed("stage1"), seed=project.seeds.examples,
         turns=TurnBudget.of(project.rollout),
     )
     return base_policy, history.assign(phase="stage1")
+
+
+def fit_stage1_teacher(stage1_sft_policy, examples: pd.DataFrame, project: ProjectConfig, settings: Stage1Config):
+    """The teacher fit (``skills.teacher_fit``) after Stage 1's SFT, for
+    ``stage1.teacher_fit.episodes_per_game`` > 0: the policy plays that many training tasks
+    per game, writes its own skill for each won episode, and trains on their steps with and
+    without the skill (and with ``teacher_fit.unrelated`` under another task type's skill)
+    beside the Stage-1 mixture ``examples``; logs
+    ``stage1/teacher_fit/{episodes,success_rate,own_skills,fit_steps}``. Returns the Stage-1
+    checkpoint (the SFT one unchanged when the fit is off) and the fit's loss history."""
+    fit = settings.teacher_fit
+    if fit.episodes_per_game == 0:
+        return stage1_sft_policy, _no_fit_history()
+    tasks = [task for spec in project.specs() for task in split_tasks(spec, "train", fit.episodes_per_game)]
+    rollout = run_rollouts(
+        stage1_sft_policy, make_env, tasks, project.rollout_config(group_size=1, temperature=fit.temperature, seed=project.seeds.validation)
+    )
+    episodes = episodes_from_table(rollout.table)
+    records = policy_teacher(stage1_sft_policy, project.analyzer).write_skills([episode for episode in episodes if episode.success])
+    skill_of = {record.episode_id: record.skill for record in records if record.parse_ok}
+    skilled = [episode for episode in episodes if episode.episode_id in skill_of]
+    pairs = teacher_fit_pairs(episodes, rollout.samples, skill_of, unrelated_skills(skilled, skill_of) if fit.unrelated else None)
+    steps = int((pairs["kind"] == "fit_plain").sum())
+    metrics = {
+        "episodes": float(len(episodes)), "success_rate": float(rollout.stats["success_rate"]),
+        "own_skills": float(len(skill_of)), "fit_steps": float(steps),
+    }
+    tracking.log_metrics({f"stage1/teacher_fit/{key}": value for key, value in metrics.items()})
+    logger.info("Teacher fit: %d episodes played, %d won with a parsed own skill, %d steps", len(episodes), len(skill_of), steps)
+    if pairs.empty:
+        logger.warning("stage1.teacher_fit: no won episode with a parsed own skill; the Stage-1 checkpoint is the SFT one")
+        return stage1_sft_policy, _no_fit_history()
+    history = train_sft(
+        stage1_sft_policy, fit_mixture(pairs, examples, fit.repeat), fit.sft, log_prefixed("stage1/teacher_fit"),
+        seed=project.seeds.examples,
+    )
+    return stage1_sft_policy, history.assign(phase="teacher_fit")
+
+
+def _no_fit_history() -> pd.DataFrame:
+    """The fit's loss history when nothing was fitted: no rows, the columns of one."""
+    return pd.DataFrame(columns=["step", "loss", "lr", "tokens_per_s", "elapsed_s", "phase"]).astype(
+        {"step": "int64", "loss": "float64", "lr": "float64", "tokens_per_s": "float64", "elapsed_s": "float64", "phase": "str"}
+    )
 
 
 def evaluate_stage1_analyzer(stage1_policy, analyzer_sft_set: pd.DataFrame, project: ProjectConfig) -> pd.DataFrame:

@@ -6,6 +6,7 @@ from hindsight.pipelines.settings import stage_pipeline
 from hindsight.pipelines.stage1.nodes import (
     check_skill_premise,
     evaluate_stage1_analyzer,
+    fit_stage1_teacher,
     own_rollout_examples,
     stage1_examples,
     train_stage1_policy,
@@ -31,8 +32,14 @@ def create_pipeline(**kwargs) -> Pipeline:
             Node(
                 train_stage1_policy,
                 inputs=["base_policy", "stage1_examples", "project_settings", "stage1_settings"],
-                outputs=["stage1_policy", "stage1_history"],
+                outputs=["stage1_sft_policy", "stage1_history"],
                 name="stage1_training",
+            ),
+            Node(
+                fit_stage1_teacher,
+                inputs=["stage1_sft_policy", "stage1_examples", "project_settings", "stage1_settings"],
+                outputs=["stage1_policy", "teacher_fit_history"],
+                name="fit_teacher",
             ),
             Node(
                 evaluate_stage1_analyzer,
