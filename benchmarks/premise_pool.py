@@ -8,6 +8,10 @@ Each ``kedro run --pipeline stage1 --nodes stage1.check_skill_premise`` (e.g. wi
 
     python benchmarks/premise_pool.py 2026-12-02T01.36.18.768Z 2026-12-02T02.21.23.094Z
     python benchmarks/premise_pool.py --last 3
+
+The pool also prints, per skill source and outcome, the gap and the gap minus the unrelated
+skill's on the same episodes (the same tokens: the skill's content beyond mere extra
+context), token-weighted, each with a 95% bootstrap interval over episodes.
 """
 
 from __future__ import annotations
@@ -43,6 +47,34 @@ def describe(label: str, table) -> list[str]:
     return lines
 
 
+def paired_against_unrelated(table, resamples: int = 2000, seed: int = 0) -> list[str]:
+    """Printed lines: per source and outcome, over the episodes it and the unrelated skill
+    both scored, the token-weighted mean gap and mean (its gap - the unrelated skill's),
+    each with a 95% bootstrap interval (episodes resampled)."""
+    import numpy as np
+
+    table = table.assign(key=table["version"] + "/" + table["episode_id"]) if "version" in table else table.assign(key=table["episode_id"])
+    unrelated = table[table["skill_source"] == "unrelated"].set_index("key")
+    lines = []
+    for source in sorted(set(table["skill_source"]) - {"unrelated"}):
+        rows = table[table["skill_source"] == source].set_index("key")
+        for outcome, won in (("won", True), ("lost", False)):
+            both = rows[rows["success"] == won].index.intersection(unrelated.index)
+            if not len(both):
+                continue
+            gap = rows.loc[both, "gap_mean"].to_numpy()
+            difference = gap - unrelated.loc[both, "gap_mean"].to_numpy()
+            weights = rows.loc[both, "tokens"].to_numpy(dtype=float)
+            draws = np.random.default_rng(seed).integers(0, len(both), size=(resamples, len(both)))
+            figures = []
+            for values in (gap, difference):
+                means = (values[draws] * weights[draws]).sum(axis=1) / weights[draws].sum(axis=1)
+                low, high = np.percentile(means, [2.5, 97.5])
+                figures.append(f"{float((values * weights).sum() / weights.sum()):+.3f} (95% {low:+.3f} to {high:+.3f})")
+            lines.append(f"  {source:<10} {outcome:<5} gap {figures[0]}, minus unrelated {figures[1]}, {len(both)} episodes")
+    return lines
+
+
 def main() -> None:
     import pandas as pd
 
@@ -60,8 +92,10 @@ def main() -> None:
     tables = [pd.read_parquet(PREMISE_DIR / version / "skill_premise.parquet") for version in versions]
     for version, table in zip(versions, tables):
         print("\n".join(describe(version, table)))
+    pooled = pd.concat([table.assign(version=version) for version, table in zip(versions, tables)], ignore_index=True)
     if len(tables) > 1:
-        print("\n".join(describe("pooled", pd.concat(tables, ignore_index=True))))
+        print("\n".join(describe("pooled", pooled)))
+    print("\n".join(paired_against_unrelated(pooled)))
 
 
 if __name__ == "__main__":
