@@ -13,7 +13,8 @@ import dataclasses
 import pandas as pd
 import pytest
 
-from hindsight.config import Stage1Config, TeacherFitConfig
+from hindsight.config import Stage1Config, TeacherFitConfig, project_settings
+from hindsight.pipelines.stage1.nodes import fit_stage1_teacher
 from hindsight.policy.encoding import StepSample
 from hindsight.policy.prompts import episode_prompts
 from hindsight.skills import episodes_from_table
@@ -106,6 +107,9 @@ def test_training_on_the_mixture_fits_the_played_actions_with_the_skill(played, 
 
 def test_the_fit_is_off_by_default_and_refuses_bad_settings():
     assert Stage1Config().teacher_fit.episodes_per_game == 0
+    multiturn = project_settings({"rollout": {"layout": "multiturn"}})
+    with pytest.raises(ValueError, match="step-wise only; rollout.layout is multiturn"):  # before any episode is played
+        fit_stage1_teacher(None, pd.DataFrame(), multiturn, Stage1Config(teacher_fit=TeacherFitConfig(episodes_per_game=1)))
     with pytest.raises(ValueError, match="episodes_per_game must be >= 0 and repeat >= 1"):
         TeacherFitConfig(repeat=0)
     with pytest.raises(ValueError, match="temperature must be > 0"):

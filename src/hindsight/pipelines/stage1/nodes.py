@@ -137,6 +137,8 @@ def fit_stage1_teacher(stage1_sft_policy, examples: pd.DataFrame, project: Proje
     fit = settings.teacher_fit
     if fit.episodes_per_game == 0:
         return stage1_sft_policy, _no_fit_history()
+    if project.rollout.layout == "multiturn":  # refused before any episode is played
+        raise ValueError("stage1.teacher_fit is step-wise only; rollout.layout is multiturn (set episodes_per_game: 0)")
     tasks = [task for spec in project.specs() for task in split_tasks(spec, "train", fit.episodes_per_game)]
     rollout = run_rollouts(
         stage1_sft_policy, make_env, tasks, project.rollout_config(group_size=1, temperature=fit.temperature, seed=project.seeds.validation)
