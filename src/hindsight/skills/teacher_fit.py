@@ -64,18 +64,21 @@ def teacher_fit_pairs(
         ValueError: A sample of a won episode has no prompt text (the multi-turn layout,
             whose prompts are never rebuilt from text): the fit is step-wise only.
     """
-    won = {episode.episode_id: episode for episode in episodes if episode.success and skill_of.get(episode.episode_id)}
+    played = {  # episode id -> step -> the played action, for the won episodes with a skill
+        episode.episode_id: {step.step: step.response or step.action for step in episode.steps}
+        for episode in episodes if episode.success and skill_of.get(episode.episode_id)
+    }
     rows = []
     for sample in samples:
-        episode = won.get(sample.episode_id)
-        if episode is None:
+        actions = played.get(sample.episode_id)
+        if actions is None:
             continue
         if not sample.prompt:
             raise ValueError(
                 f"teacher fit: step {sample.step} of episode {sample.episode_id!r} has no prompt text "
                 "(multi-turn layout); stage1.teacher_fit needs rollout.layout: stepwise"
             )
-        action = next((step.response or step.action for step in episode.steps if step.step == sample.step), None)
+        action = actions.get(sample.step)
         if action is None:
             raise ValueError(f"teacher fit: episode {sample.episode_id!r} has a sample for step {sample.step} but no such step")
         prompts = [sample.prompt, inject_skill(sample.prompt, skill_of[sample.episode_id])]

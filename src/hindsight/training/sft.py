@@ -82,6 +82,10 @@ class SFTConfig:
             raise ValueError(f"sft.micro_batch_tokens must be a positive token count or null, got {self.micro_batch_tokens}")
 
 
+SFT_HISTORY_COLUMNS = ("step", "loss", "lr", "tokens_per_s", "elapsed_s")
+"""The columns of ``train_sft``'s history (one row per logged step)."""
+
+
 def _length_bucketed_batches(lengths: Sequence[int], batch_size: int, rng: random.Random) -> list[list[int]]:
     """Shuffle, then sort inside windows of 50 batches by length, then shuffle the batches."""
     order = list(range(len(lengths)))
@@ -251,4 +255,4 @@ def train_sft(
             logger.info("SFT stopped by its time budget after %d of %d steps", step, total_steps)
             break
     model.eval()
-    return pd.DataFrame(history, columns=["step", "loss", "lr", "tokens_per_s", "elapsed_s"])
+    return pd.DataFrame(history, columns=list(SFT_HISTORY_COLUMNS))

@@ -29,7 +29,7 @@ from hindsight.skills.premise import evaluate_analyzer, premise_metrics, premise
 from hindsight.skills.records import parse_rate
 from hindsight.skills.teacher_fit import fit_mixture, teacher_fit_pairs
 from hindsight.training.episode_sft import MULTITURN_COLUMNS, TurnBudget, skill_conditioned
-from hindsight.training.sft import train_sft
+from hindsight.training.sft import SFT_HISTORY_COLUMNS, train_sft
 
 logger = logging.getLogger(__name__)
 
@@ -139,11 +139,7 @@ def fit_stage1_teacher(stage1_sft_policy, examples: pd.DataFrame, project: Proje
         return stage1_sft_policy, _no_fit_history()
     if project.rollout.layout == "multiturn":  # refused before any episode is played
         raise ValueError("stage1.teacher_fit is step-wise only; rollout.layout is multiturn (set episodes_per_game: 0)")
-    tasks = [task for spec in project.specs() for task in split_tasks(spec, "train", fit.episodes_per_game)]
-    rollout = run_rollouts(
-        stage1_sft_policy, make_env, tasks, project.rollout_config(group_size=1, temperature=fit.temperature, seed=project.seeds.validation)
-    )
-    episodes = episodes_from_table(rollout.table)
+    rollout, episodes = _play_train_tasks(stage1_sft_policy, project, fit.episodes_per_game, 0, fit.temperature, project.seeds.validation)
     records = policy_teacher(stage1_sft_policy, project.analyzer).write_skills([episode for episode in episodes if episode.success])
     skill_of = {record.episode_id: record.skill for record in records if record.parse_ok}
     skilled = [episode for episode in episodes if episode.episode_id in skill_of]
@@ -165,11 +161,19 @@ def fit_stage1_teacher(stage1_sft_policy, examples: pd.DataFrame, project: Proje
     return stage1_sft_policy, history.assign(phase="teacher_fit")
 
 
+def _play_train_tasks(policy, project: ProjectConfig, tasks_per_game: int, offset: int, temperature: float, seed: int):
+    """The policy plays ``tasks_per_game`` train-fold tasks per game from position ``offset``
+    (one episode each): the rollout result and its episodes."""
+    tasks = [task for spec in project.specs() for task in split_tasks(spec, "train", tasks_per_game, offset)]
+    rollout = run_rollouts(policy, make_env, tasks, project.rollout_config(group_size=1, temperature=temperature, seed=seed))
+    return rollout, episodes_from_table(rollout.table)
+
+
 def _no_fit_history() -> pd.DataFrame:
     """The fit's loss history when nothing was fitted: no rows, the columns of one."""
-    return pd.DataFrame(columns=["step", "loss", "lr", "tokens_per_s", "elapsed_s", "phase"]).astype(
-        {"step": "int64", "loss": "float64", "lr": "float64", "tokens_per_s": "float64", "elapsed_s": "float64", "phase": "str"}
-    )
+    return pd.DataFrame({column: pd.Series(dtype="float64") for column in SFT_HISTORY_COLUMNS}).astype(
+        {"step": "int64"}
+    ).assign(phase=pd.Series(dtype="str"))
 
 
 def evaluate_stage1_analyzer(stage1_policy, analyzer_sft_set: pd.DataFrame, project: ProjectConfig) -> pd.DataFrame:
@@ -199,14 +203,9 @@ def check_skill_premise(stage1_policy, project: ProjectConfig, settings: Stage1C
     and the split by whether the skill lists the step's action (``.../{listed,unlisted}/...``)."""
     if settings.premise_tasks_per_game == 0:
         return premise_table(stage1_policy, [], [], {})
-    offset = project.environment.seen_seed_offset
-    tasks = [
-        task for spec in project.specs() for task in split_tasks(spec, "train", settings.premise_tasks_per_game, offset)
-    ]
-    rollout = run_rollouts(
-        stage1_policy, make_env, tasks, project.rollout_config(group_size=1, temperature=1.0, seed=project.seeds.evaluation)
+    rollout, episodes = _play_train_tasks(
+        stage1_policy, project, settings.premise_tasks_per_game, project.environment.seen_seed_offset, 1.0, project.seeds.evaluation
     )
-    episodes = episodes_from_table(rollout.table)
     own_records = policy_teacher(stage1_policy, project.analyzer).write_skills(episodes)
     own = {record.episode_id: record.skill for record in own_records if record.parse_ok}
     rule = {record.episode_id: record.skill for record in rule_teacher(project.analyzer).write_skills(episodes) if record.parse_ok}
