@@ -37,6 +37,8 @@ import pandas as pd  # noqa: E402
 from hindsight.data.expert import collect_expert_trajectories  # noqa: E402
 from hindsight.envs import make_env  # noqa: E402
 from hindsight.envs.base import EnvironmentSpec  # noqa: E402
+from hindsight.methods import build_method  # noqa: E402
+from hindsight.methods.run import frozen_copy  # noqa: E402
 from hindsight.policy.model import build_policy  # noqa: E402
 from hindsight.policy.prompts import episode_prompts  # noqa: E402
 from hindsight.policy.tokenizer import train_tokenizer  # noqa: E402
@@ -44,7 +46,6 @@ from hindsight.rollout.engine import RolloutConfig, run_rollouts  # noqa: E402
 from hindsight.rollout.tasks import split_tasks  # noqa: E402
 from hindsight.training.rl import train_rl  # noqa: E402
 from hindsight.training.rl_config import RLConfig  # noqa: E402
-from hindsight.training.rl_run import frozen_copy  # noqa: E402
 from hindsight.training.sft import SFTConfig, train_sft  # noqa: E402
 
 SPEC = EnvironmentSpec("textworldexpress", "twc", {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}, max_steps=8)
@@ -75,7 +76,7 @@ def heldout_success(policy, count: int) -> float:
 def one_run(policy, tasks, config: RLConfig, heldout: int) -> dict:
     rollout = RolloutConfig(temperature=1.0, max_length=768, max_parallel=16, progress=False)
     cpu, started = time.process_time(), time.perf_counter()
-    result = train_rl(copy.deepcopy(policy), frozen_copy(policy.model), tasks, make_env, rollout, config, seed=11)
+    result = train_rl(copy.deepcopy(policy), frozen_copy(policy.model), tasks, make_env, rollout, config, build_method(config), seed=11)
     wall = time.perf_counter() - started
     history = result.history
     figures = {

@@ -73,14 +73,14 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: HINDSIGHT_TORCH_THREADS or all)")
     args = parser.parse_args()
 
-    from hindsight.config import EmpoConfig
+    from hindsight.config import EmpoConfig, rl_setup
     from hindsight.envs.expert_replay import ReplaySet, expert_trajectories
     from hindsight.evaluation.heldout import heldout_tasks
     from hindsight.evaluation.semi_online import evaluate_semi_online
     from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples, build_initial_policy, train_base_policy
     from hindsight.pipelines.ingestion.nodes import collect_expert_trajectories
-    from hindsight.training.empo_run import empo_grid_setup, gold_trajectories
-    from hindsight.training.rl_run import heldout_evaluator, rl_setup
+    from hindsight.methods.empo_run import empo_grid_setup, gold_trajectories
+    from hindsight.methods.run import heldout_evaluator
 
     base = {
         "ingestion": {"expert_episodes": {"train": args.expert_episodes, "dev": 0, "test": 0}},
@@ -155,13 +155,14 @@ def _train(policy, config, setup, evaluate, seed):
     import copy
 
     from hindsight.envs import make_env
+    from hindsight.methods import build_method
+    from hindsight.methods.run import frozen_copy
     from hindsight.training.rl import train_rl
-    from hindsight.training.rl_run import frozen_copy
 
     trained = copy.deepcopy(policy)
     return train_rl(
         trained, frozen_copy(policy.model), setup.pool, setup.env_factory or make_env, setup.rollout, config,
-        seed=seed, evaluate=evaluate,
+        build_method(config), seed=seed, evaluate=evaluate,
     )
 
 

@@ -41,13 +41,14 @@ from hindsight.envs.base import EnvironmentSpec  # noqa: E402
 from hindsight.evaluation.heldout import HeldoutConfig, evaluate_agents  # noqa: E402
 from hindsight.evaluation.metrics import success_summary  # noqa: E402
 from hindsight.experiments.grid import Cell, cell_rl_config  # noqa: E402
+from hindsight.methods import build_method  # noqa: E402
+from hindsight.methods.run import frozen_copy  # noqa: E402
 from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples  # noqa: E402
 from hindsight.policy.model import build_policy  # noqa: E402
 from hindsight.policy.tokenizer import train_tokenizer  # noqa: E402
 from hindsight.rollout.tasks import make_tasks  # noqa: E402
 from hindsight.training.rl import train_rl  # noqa: E402
 from hindsight.training.rl_config import RLConfig  # noqa: E402
-from hindsight.training.rl_run import frozen_copy  # noqa: E402
 from hindsight.training.sft import SFTConfig, train_sft  # noqa: E402
 
 SPEC = EnvironmentSpec("textworldexpress", "twc", {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}, max_steps=10)
@@ -103,7 +104,7 @@ def main() -> None:
             _, config = cell_rl_config(base, Cell(method=name, seed=seed, fraction=1.0))
             policy = copy.deepcopy(start)
             began = time.perf_counter()
-            result = train_rl(policy, frozen_copy(start.model), pool, make_env, rollout, config, seed=seed)
+            result = train_rl(policy, frozen_copy(start.model), pool, make_env, rollout, config, build_method(config), seed=seed)
             seconds = time.perf_counter() - began
             history = result.history
             row = {

@@ -35,6 +35,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from hindsight.data.expert import collect_expert_trajectories  # noqa: E402
 from hindsight.envs import make_env  # noqa: E402
 from hindsight.envs.base import EnvironmentSpec  # noqa: E402
+from hindsight.methods import MethodContext, build_method  # noqa: E402
+from hindsight.methods.run import frozen_copy  # noqa: E402
 from hindsight.policy.model import build_policy  # noqa: E402
 from hindsight.policy.prompts import PromptConfig, episode_prompts  # noqa: E402
 from hindsight.policy.tokenizer import train_tokenizer  # noqa: E402
@@ -44,9 +46,8 @@ from hindsight.training.distillation import skill_augmented_logprobs  # noqa: E4
 from hindsight.config import AnalyzerConfig  # noqa: E402
 from hindsight.skills.episode_views import episodes_from_table  # noqa: E402
 from hindsight.skills.records import skills_table  # noqa: E402
-from hindsight.training.rl import compute_advantages  # noqa: E402
+from hindsight.training.batch import RolloutBatch  # noqa: E402
 from hindsight.training.rl_config import RLConfig  # noqa: E402
-from hindsight.training.rl_run import frozen_copy, rl_teacher  # noqa: E402
 from hindsight.training.rl_update import update_policy  # noqa: E402
 
 SPECS = [
@@ -72,20 +73,21 @@ def one_update(policy, reference, rollout, config: RLConfig, analyzer_tokens: in
     """Wall and process CPU seconds of one update (everything after the rollout) of ``config.algorithm``."""
     started, cpu_started = time.perf_counter(), time.process_time()
     samples = rollout.samples
-    advantages = compute_advantages(rollout.table, config)
-    old = [s.old_logprobs for s in rollout.samples]
-    teacher = [None] * len(samples)
-    if config.uses_skills:
-        analyzer = rl_teacher(config, policy, AnalyzerConfig(max_new_tokens=analyzer_tokens), {})
-        skills = skills_table(analyzer.write_skills(episodes_from_table(rollout.table)))
+    method = build_method(config, MethodContext(analyzer=AnalyzerConfig(max_new_tokens=analyzer_tokens), skill_bank={}))
+    method.start(policy)  # SEED: the policy itself writes the skills
+    batch = RolloutBatch(table=rollout.table, samples=samples, played=rollout.table)
+    batch.record_old_logprobs()
+    batch.advantages = method.advantages(batch, config, max(spec.max_steps for spec in SPECS))
+    if method.uses_skills:
+        skills = skills_table(method.teacher.write_skills(episodes_from_table(rollout.table)))
         skill_of = dict(zip(skills["episode_id"], skills["skill"]))
         # An untrained analyzer rarely writes valid JSON; score every episode under its raw
         # output anyway so the timing includes re-scoring the whole batch (the worst case).
         fallback = "take each object to its usual place before anything else"
         skill_of = {e: (s or fallback) for e, s in skill_of.items()}
-        teacher = skill_augmented_logprobs(policy.model, policy.tokenizer, samples, skill_of, config.mini_batch_size)
+        batch.teacher_logp = skill_augmented_logprobs(policy.model, policy.tokenizer, samples, skill_of, config.mini_batch_size)
     optimizer = torch.optim.AdamW(policy.model.parameters(), lr=config.learning_rate)
-    update_policy(policy, reference, optimizer, samples, advantages, old, teacher, config, torch.Generator().manual_seed(0))
+    update_policy(policy, reference, optimizer, batch, config, method, torch.Generator().manual_seed(0))
     return time.perf_counter() - started, time.process_time() - cpu_started
 
 

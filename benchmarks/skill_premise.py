@@ -46,7 +46,7 @@ def training_examples(bc_examples, episodes, skill_of_episode, held_out):
     import pandas as pd
 
     from hindsight.skills.compact import compact_analysis_prompt, written_skill
-    from hindsight.skills.injection import inject_skill
+    from hindsight.policy.skill_injection import inject_skill
 
     skill_bc = bc_examples.assign(
         prompt=[inject_skill(prompt, skill_of_episode[str(episode_id)])

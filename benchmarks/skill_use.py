@@ -5,7 +5,7 @@ useful only if the skill moves the policy's log-probs: up on the actions the ski
 down elsewhere. This takes the skill-conditioned behaviour-cloning examples of the newest
 Stage-1 mixture (``data/05_model_input/stage1_examples``: every expert step with its own
 episode's compact skill, written by the rule teacher) and compares, for the expert's action
-tokens, the log-prob with the skill block (``skills.injection``) and without it (the same
+tokens, the log-prob with the skill block (``policy.skill_injection``) and without it (the same
 prompt with the block removed):
 
 - ``listed`` steps: the expert's action is one of the skill's items (``do: a; b; c``);
@@ -41,7 +41,7 @@ without the action grammar, so none is forced (the premise check scores under it
 only the tokens it leaves a choice at).
 
 - ``--placement before_turn``: the skill block moves from right after the task line (the
-  paper's place, ``skills.injection``) to right before the turn line, next to where the
+  paper's place, ``policy.skill_injection``) to right before the turn line, next to where the
   action is written, in the fine-tuning mixture and in the measurement alike: does a small
   policy read the skill when it sits near the action?
 
@@ -79,8 +79,8 @@ def newest_version(directory: Path, name: str, command: str = "kedro run") -> Pa
 
 
 def placed(prompt: str, placement: str) -> str:
-    """The prompt with its skill block where ``placement`` says (``skills.injection``)."""
-    from hindsight.skills.injection import inject_skill, injected_skill, remove_skill
+    """The prompt with its skill block where ``placement`` says (``policy.skill_injection``)."""
+    from hindsight.policy.skill_injection import inject_skill, injected_skill, remove_skill
 
     skill = injected_skill(prompt)
     return prompt if skill is None else inject_skill(remove_skill(prompt), skill, placement)
@@ -108,7 +108,7 @@ def finetuned_listed(steps: int, placement: str):
     from hindsight.params import build
     from hindsight.policy.model import load_policy
     from hindsight.skills.compact import skill_lists_action
-    from hindsight.skills.injection import injected_skill
+    from hindsight.policy.skill_injection import injected_skill
     from hindsight.training.sft import SFTConfig, train_sft
 
     examples = pd.read_parquet(newest_version(MODEL_INPUT / "stage1_examples.parquet", "stage1_examples.parquet"))
@@ -141,7 +141,7 @@ def main() -> None:
 
     from hindsight.policy.encoding import encode_sample
     from hindsight.skills.compact import skill_lists_action
-    from hindsight.skills.injection import injected_skill, remove_skill
+    from hindsight.policy.skill_injection import injected_skill, remove_skill
     from hindsight.skills.premise import UNSURE_PROBABILITY
     from hindsight.training.distillation import response_logprobs
 

@@ -65,9 +65,11 @@ def main() -> None:
     from hindsight.evaluation.metrics import success_summary
     from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples, build_initial_policy, train_base_policy
     from hindsight.pipelines.ingestion.nodes import collect_expert_trajectories
+    from hindsight.params import as_dict
     from hindsight.state2state.stage import explore_training_games, train_on_goal_tasks
     from hindsight.state2state.task_set import build_task_set
-    from hindsight.training.rl_run import rl_setup, run_rl
+    from hindsight.config import rl_setup
+    from hindsight.methods.run import run_rl
 
     settings = benchmark_settings(args.set, args.threads, base=TWC_ONLY)
     project, training, s2s = settings["project"], settings["training"], settings["state2state"]
@@ -89,14 +91,23 @@ def main() -> None:
     timings["rl arm"] = time.perf_counter() - started
 
     started = time.perf_counter()
-    states = explore_training_games(base, project, s2s)
+    states = explore_training_games(
+        base, project.specs(), project.rollout_config(),
+        tasks_per_game=s2s.tasks_per_game, random_episodes=s2s.random_episodes, policy_episodes=s2s.policy_episodes,
+        seen_seed_offset=project.environment.seen_seed_offset, seed=project.seeds.rollouts,
+    )
     tasks = build_task_set(states, facts_per_goal=s2s.facts_per_goal, max_tasks=s2s.max_tasks, seed=project.seeds.rollouts)
     timings["exploration"] = time.perf_counter() - started
     started = time.perf_counter()
     goal_rl = dataclasses.replace(rl, updates=s2s_updates)  # the same update size and hyperparameters
     with tempfile.TemporaryDirectory() as checkpoints:
         stage = train_on_goal_tasks(
-            base, tasks, project, dataclasses.replace(s2s, rl=goal_rl, checkpoint_root=checkpoints)
+            base, tasks, project.specs(), project.rollout_config(), goal_rl,
+            heldout=project.heldout_config(s2s.heldout), seed=project.seeds.rollouts, checkpoint_root=checkpoints,
+            settings_fingerprint={
+                "project": as_dict(project),
+                "state2state": as_dict(dataclasses.replace(s2s, rl=goal_rl, checkpoint_root=checkpoints)),
+            },
         )
     policies["s2s"] = stage.policy
     real_rl = dataclasses.replace(rl, updates=args.updates - s2s_updates)

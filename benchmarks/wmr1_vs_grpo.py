@@ -62,12 +62,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     args = parser.parse_args()
 
+    from hindsight.config import rl_setup
     from hindsight.envs import make_env
+    from hindsight.methods.run import heldout_evaluator, run_rl
     from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples, build_initial_policy, train_base_policy
     from hindsight.pipelines.ingestion.nodes import collect_expert_trajectories
     from hindsight.pipelines.world_model.nodes import build_world_model, train_world_model, world_model_examples, world_model_simulator
     from hindsight.rollout.engine import run_rollouts
-    from hindsight.training.rl_run import heldout_evaluator, rl_setup, run_rl
     from hindsight.world_model.quality import heldout_quality
 
     settings = benchmark_settings(args.set, args.threads, base=SMALL_RUN)

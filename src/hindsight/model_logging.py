@@ -28,6 +28,10 @@ import time
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hindsight.policy import Policy
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +88,7 @@ def _model_card(name: str, steps: int):
     return ModelCard(MODEL_CARD.format(name=name, steps=steps))
 
 
-def log_policy_model(policy, name: str, step: int = 0) -> LoggedPolicy | None:
+def log_policy_model(policy: Policy, name: str, step: int = 0) -> LoggedPolicy | None:
     """Log ``policy`` (model + tokenizer) as an MLflow model of the active run.
 
     Args:

@@ -6,7 +6,9 @@
 the full key (``training.rl.updatez``) and the file the block comes from. Nothing else in
 the project reads parameter dictionaries.
 
-This module imports nothing of the project, so every library module may use it.
+This module imports nothing of the project, so every library module may use it. Which file
+a top-level key lives in is known to ``hindsight.config.files``, which registers that lookup
+here when it is imported (``register_file_lookup``).
 """
 
 from __future__ import annotations
@@ -14,21 +16,34 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from typing import Any, Mapping, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 
 T = TypeVar("T")
+
+_UNKNOWN_FILE = "conf/<env>/parameters*.yml"
+"""The source named in error messages while no file lookup is registered."""
+
+_file_of_key: Callable[[str], str] | None = None
 
 
 class ParameterError(ValueError):
     """A parameter block that does not match its settings dataclass."""
 
 
+def register_file_lookup(file_of_key: Callable[[str], str]) -> None:
+    """Set the function that names the parameters file of a top-level key (``training`` ->
+    ``conf/<env>/parameters_training.yml``), used in error messages.
+    ``hindsight.config.files`` registers ``file_of_key`` on import."""
+    global _file_of_key
+    _file_of_key = file_of_key
+
+
 def _source(where: str) -> str:
     """Which file a dotted parameter key is read from (``training.rl`` ->
     ``parameters_training.yml``), for error messages."""
-    from hindsight.config.files import file_of_key  # the registry; imported lazily (it imports the library)
-
-    return file_of_key(where.split(".")[0].split("[")[0])
+    if _file_of_key is None:
+        return _UNKNOWN_FILE
+    return _file_of_key(where.split(".")[0].split("[")[0])
 
 
 def _unknown_key_error(cls: type, where: str, unknown: list[str]) -> ParameterError:

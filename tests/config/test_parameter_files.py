@@ -3,7 +3,8 @@ in ``conf/base``, the dataclass defaults as values, so the defaults live in one 
 
 The RL settings (``RLConfig``) are listed in full once, in ``parameters_training.yml``; the
 other stages that run an RL loop (``empo``, ``state2state``) state only the keys whose
-values differ there (a partial block: the rest take that stage's own defaults)."""
+values differ there (a partial block: the rest take that stage's own defaults). Each
+built-in method's own settings (``training.rl.methods.<name>``) are listed in full there too."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 import yaml
 
 from hindsight.config import ProjectConfig, check_parameters, file_settings
+from hindsight.methods import method_class, method_names, method_settings
 from hindsight.params import ParameterError, as_dict, build
 from hindsight.training.rl_config import RLConfig
 
@@ -43,6 +45,26 @@ def _keys(value, cls, file_name: str | None = None) -> set[str]:
     return keys
 
 
+def _built_in_methods_with_settings() -> list[str]:
+    """The project's own methods that have settings (``hindsight.methods.<name>``)."""
+    return [
+        name for name in method_names()
+        if method_class(name).__module__.startswith("hindsight.methods.") and dataclasses.fields(method_class(name).Settings)
+    ]
+
+
+def _settings_dict(settings):
+    """``as_dict``, with each ``RLConfig``'s ``methods`` as every built-in method's whole
+    settings (its block's values over the method's defaults), so that a block restating the
+    defaults and no block compare equal."""
+    if isinstance(settings, RLConfig):
+        methods = {name: as_dict(method_settings(settings, name)) for name in _built_in_methods_with_settings()}
+        return {**as_dict(settings), "methods": methods}
+    if dataclasses.is_dataclass(settings) and not isinstance(settings, type):
+        return {field.name: _settings_dict(getattr(settings, field.name)) for field in dataclasses.fields(settings)}
+    return as_dict(settings)
+
+
 def _fields(cls, file_name: str | None = None) -> set[str]:
     keys = set()
     for field in dataclasses.fields(cls):
@@ -65,9 +87,19 @@ def test_base_file_keys_are_the_dataclass_fields_and_values_its_defaults(file_na
         assert set(content) == {block}, f"{file_name} must hold one block, '{block}'"
         values = content[block]
     assert _keys(values, settings_class, file_name) == _fields(settings_class, file_name), file_name
-    assert as_dict(build(settings_class, values, block or "")) == as_dict(settings_class()), (
+    assert _settings_dict(build(settings_class, values, block or "")) == _settings_dict(settings_class()), (
         f"{file_name} restates values other than the defaults of {settings_class.__name__}"
     )
+
+
+def test_the_training_file_lists_every_methods_settings_in_full():
+    """``training.rl.methods``: one block per built-in method with settings, holding exactly
+    its settings' fields (their values are checked to be the defaults above)."""
+    content = yaml.safe_load((CONF / "base" / LISTED_ONCE[RLConfig]).read_text())["training"]["rl"]["methods"]
+    expected = {
+        name: {field.name for field in dataclasses.fields(method_class(name).Settings)} for name in _built_in_methods_with_settings()
+    }
+    assert {name: set(block) for name, block in content.items()} == expected
 
 
 def test_every_base_parameters_file_has_a_dataclass():
@@ -133,7 +165,7 @@ def test_a_value_of_the_wrong_type_names_the_key_the_file_and_the_type(params, m
 
 
 def test_ints_pass_for_floats_and_null_for_optional_fields():
-    settings = check_parameters({"training": {"rl": {"learning_rate": 1, "gigpo_similarity_threshold": None}}})
+    settings = check_parameters({"training": {"rl": {"learning_rate": 1, "methods": {"gigpo": {"similarity_threshold": None}}}}})
     assert settings["training"].rl.learning_rate == 1
 
 

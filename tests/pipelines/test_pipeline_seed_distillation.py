@@ -1,5 +1,5 @@
 """SEED distillation through ``KedroSession`` with skills that exist: the "without on-policy
-skills" setting (``training.rl.skill_source=fixed_bank``), with the Stage-1 skills accepted
+skills" setting (``training.rl.methods.seed.skill_source=fixed_bank``), with the Stage-1 skills accepted
 without validation so that the bank covers the training tasks. The same session runs the
 scoring pipeline on those skills.
 
@@ -17,9 +17,9 @@ from hindsight.training.distillation import SCORES_COLUMNS
 
 RUNTIME_PARAMS = {
     "skills": {"validation": {"enabled": False}},
-    "training": {"rl": {"skill_source": "fixed_bank"}},
+    "training": {"rl": {"methods": {"seed": {"skill_source": "fixed_bank"}}}},
 }
-"""Nested like Kedro's own ``--params skills.validation.enabled=false,training.rl.skill_source=fixed_bank``."""
+"""Nested like Kedro's own ``--params skills.validation.enabled=false,training.rl.methods.seed.skill_source=fixed_bank``."""
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,8 @@ def distilled(trained_project):
 
 def test_runtime_params_are_merged_into_the_blocks(distilled):
     params = distilled.mlflow_run.data.params
-    assert params["training.rl.skill_source"] == "fixed_bank"
+    assert params["training.rl.methods.seed.skill_source"] == "fixed_bank"
+    assert params["training.rl.methods.seed.opd_coef"] == "0.01"  # the rest of SEED's settings still come from conf/base
     assert params["training.rl.updates"] == "2"  # the rest of training.rl still comes from conf/test
     assert params["skills.validation.enabled"] == "False"
     assert params["skills.validation.rollouts"] == "2"

@@ -25,11 +25,12 @@ from dataclasses import dataclass
 import pytest
 
 from hindsight.envs import make_env
+from hindsight.methods import build_method
+from hindsight.methods.run import frozen_copy
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.training.async_rollouts import RolloutWorkerError
 from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig
-from hindsight.training.rl_run import frozen_copy
 
 BUILDS = {"count": 0}
 """Environments built in this process (the worker's own copy of the module)."""
@@ -58,7 +59,9 @@ def run(policy, tasks, env_factory, **kwargs):
         async_rollouts=True, async_max_staleness=kwargs.pop("max_staleness", 0),
     )
     rollout = RolloutConfig(temperature=1.0, max_length=768, max_parallel=2, max_steps=3, progress=False)
-    return train_rl(copy.deepcopy(policy), frozen_copy(policy.model), tasks[:1], env_factory, rollout, config, seed=5, **kwargs)
+    return train_rl(
+        copy.deepcopy(policy), frozen_copy(policy.model), tasks[:1], env_factory, rollout, config, build_method(config), seed=5, **kwargs
+    )
 
 
 def test_worker_exception_surfaces_with_its_traceback(tiny_policy, twc_tasks):
@@ -90,13 +93,14 @@ CTRL_C_SCRIPT = """
 import faulthandler, logging, signal, sys, torch
 faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks for the threads' stacks if it hangs
 from hindsight.envs import EnvironmentSpec, make_env
+from hindsight.methods import build_method
+from hindsight.methods.run import frozen_copy
 from hindsight.policy.model import build_policy
 from hindsight.policy.tokenizer import train_tokenizer
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.rollout.tasks import make_tasks
 from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig
-from hindsight.training.rl_run import frozen_copy
 
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
 torch.set_num_threads(1)
@@ -105,7 +109,7 @@ tokenizer = train_tokenizer(["take the apple", "put the apple in the fridge", "l
 policy = build_policy("tiny", tokenizer, seed=0, device="cpu")
 config = RLConfig(algorithm="grpo", updates=1000, tasks_per_update=1, group_size=2, kl_coef=0.0, async_rollouts=True)
 rollout = RolloutConfig(temperature=1.0, max_length=512, max_parallel=2, progress=False)
-train_rl(policy, frozen_copy(policy.model), make_tasks(spec, "train", [0]), make_env, rollout, config, seed=0)
+train_rl(policy, frozen_copy(policy.model), make_tasks(spec, "train", [0]), make_env, rollout, config, build_method(config), seed=0)
 """
 
 

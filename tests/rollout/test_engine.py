@@ -14,7 +14,7 @@ from hindsight.rollout import RolloutConfig, planned_episode_ids, run_rollouts
 from hindsight.rollout.faults import ENV_CRASH
 from hindsight.rollout.live_episode import TABLE_COLUMNS
 from hindsight.rollout.stats import rollout_metrics
-from hindsight.skills.injection import SKILL_HEADER
+from hindsight.policy.skill_injection import SKILL_HEADER
 
 GROUP_SIZE = 3
 

@@ -26,7 +26,7 @@ from hindsight.skills.counterfactual import (
     unrelated_skill_examples,
 )
 from hindsight.skills.episode_views import episodes_from_table
-from hindsight.skills.injection import inject_skill
+from hindsight.policy.skill_injection import inject_skill
 
 
 def test_a_swap_replaces_the_listed_item_only():

@@ -18,7 +18,7 @@ from hindsight.pipelines.stage1.nodes import fit_stage1_teacher
 from hindsight.policy.encoding import StepSample
 from hindsight.policy.prompts import episode_prompts
 from hindsight.skills import episodes_from_table
-from hindsight.skills.injection import injected_skill, remove_skill
+from hindsight.policy.skill_injection import injected_skill, remove_skill
 from hindsight.skills.teacher_fit import FIT_KINDS, fit_mixture, teacher_fit_pairs
 from hindsight.training.sft import SFTConfig, train_sft
 

@@ -13,11 +13,11 @@ import pytest
 import torch
 
 from hindsight.envs import make_env
+from hindsight.methods import MethodContext, build_method
+from hindsight.methods.run import frozen_copy
 from hindsight.rollout.engine import RolloutConfig
-from hindsight.skills.skill_bank import SkillBankTeacher
 from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig
-from hindsight.training.rl_run import frozen_copy
 
 SKILL_BANK = {"twc": "Take each object you see, then put it in its usual place before looking around again."}
 WALL_CLOCK = ("charts/update_seconds",)
@@ -26,7 +26,7 @@ WALL_CLOCK = ("charts/update_seconds",)
 def rl_config(**changes) -> RLConfig:
     settings = dict(
         algorithm="seed", updates=2, tasks_per_update=2, group_size=2, learning_rate=1e-3, ppo_epochs=2,
-        mini_batch_size=8, skill_source="fixed_bank", eval_every=0, async_worker_threads=1,
+        mini_batch_size=8, methods={"seed": {"skill_source": "fixed_bank"}}, eval_every=0, async_worker_threads=1,
     )
     return RLConfig(**{**settings, **changes})
 
@@ -35,7 +35,7 @@ def run(policy, tasks, config: RLConfig, **kwargs):
     rollout = RolloutConfig(temperature=1.0, max_length=768, max_parallel=8, progress=False)
     return train_rl(
         copy.deepcopy(policy), frozen_copy(policy.model), tasks, make_env, rollout, config,
-        seed=3, teacher=SkillBankTeacher(SKILL_BANK), **kwargs,
+        build_method(config, MethodContext(skill_bank=SKILL_BANK)), seed=3, **kwargs,
     )
 
 

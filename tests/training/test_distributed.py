@@ -1,5 +1,5 @@
 """The data-parallel learner: ``torchrun --nproc-per-node 2`` (gloo, CPU) running the RL
-update and SFT through ``hindsight.training.distributed`` must end with the weights and
+update and SFT through ``hindsight.distributed`` must end with the weights and
 metrics of the same command run in one process (same samples, same seeds), within
 floating-point tolerance.
 
@@ -27,12 +27,13 @@ from hindsight.policy.constrained import ActionTrie
 from hindsight.policy.encoding import encode_ids, encode_prompt, encode_response
 from hindsight.policy.model import load_policy, save_policy
 from hindsight.training.distillation import response_logprobs, skill_augmented_logprobs
-from hindsight.training.distributed import launch, run_rl_update, run_sft, save_rollout_batch
+from hindsight.distributed import run_rl_update
+from hindsight.training.distributed import launch, run_sft, save_rollout_batch
 from hindsight.training.rl_config import RLConfig
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 RL_CONFIG = RLConfig(
-    algorithm="seed", kl_coef=0.0, opd_coef=0.5, learning_rate=1e-3, mini_batch_size=7,
+    algorithm="seed", kl_coef=0.0, methods={"seed": {"opd_coef": 0.5}}, learning_rate=1e-3, mini_batch_size=7,
     micro_batch_tokens=400, max_grad_norm=1e9,
 )
 """13 samples: mini-batches of 7 and 6, a few samples per micro-batch."""
@@ -43,7 +44,7 @@ SFT_SETTINGS = dict(
 
 
 def torchrun(*args: str) -> subprocess.CompletedProcess:
-    """Launch ``hindsight.training.distributed`` on 2 CPU processes (gloo)."""
+    """Launch ``hindsight.distributed`` on 2 CPU processes (gloo)."""
     env = {"PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
     return launch(args, 2, timeout_s=240, env=env)
 
@@ -198,10 +199,10 @@ def test_rl_loop_under_torchrun_shards_the_rollouts(start_dir, tmp_path):
     """The whole loop (conf/test, GRPO, one update of 2 tasks x 2 episodes): each rank plays
     one task group, rank 0 writes a history and rollout table that hold both, the groups a
     one-process run draws."""
+    from hindsight.config import rl_setup
     from hindsight.config.files import check_parameters
     from hindsight.rollout.tasks import sample_update_tasks, training_task_pool
     from hindsight.training.distributed import project_parameters
-    from hindsight.training.rl_run import rl_setup
 
     settings = check_parameters(project_parameters(CONF, "test", RL_OVERRIDES))
     seed, rl = settings["project"].seeds.rollouts, settings["training"].rl

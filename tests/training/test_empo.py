@@ -16,8 +16,9 @@ from hindsight.envs.expert_replay import replay_env_factory
 from hindsight.evaluation.semi_online import evaluate_semi_online, semi_online_metrics
 from hindsight.rollout.engine import RolloutConfig, run_rollouts
 from hindsight.rollout.tasks import make_tasks
-from hindsight.training.empo_run import EmpoSource, run_empo, semi_online_table
-from hindsight.training.rl import compute_advantages
+from hindsight.methods import build_method
+from hindsight.methods.empo_run import EmpoSource, run_empo, semi_online_table
+from hindsight.training.batch import RolloutBatch
 from hindsight.training.rl_config import RLConfig
 
 
@@ -31,7 +32,8 @@ def test_empo_advantage_of_a_known_table():
             "action_valid": [True, True, False, True], "source": ["rollout", "rollout", "patched", "rollout"],
         }
     )
-    advantages = compute_advantages(table, RLConfig(algorithm="empo", empo_gamma=0.5))
+    config = RLConfig(algorithm="empo", methods={"empo": {"gamma": 0.5}})
+    advantages = build_method(config).advantages(RolloutBatch(table=table, samples=[], played=table), config, max_steps=2)
     episode = 0.5 * math.sqrt(3.0)  # scores [2, 2, 1.55, 1.55]: +-0.225 / std(0.2598)
     step0 = 1 / math.sqrt(2)  # 1.5 vs 0.55 at step 0; 1 vs 1 at step 1
     expected = torch.tensor([episode + step0, episode, -episode - step0, -episode])
@@ -89,8 +91,8 @@ def test_grid_cell_replays_the_training_tasks_gold_episodes_and_evaluates_online
     from hindsight.config import AnalyzerConfig
     from hindsight.evaluation.heldout import HeldoutConfig
     from hindsight.experiments.grid import Cell, cell_rl_config
-    from hindsight.training.empo_run import empo_grid_setup
-    from hindsight.training.rl_run import RLSetup, run_rl
+    from hindsight.methods.empo_run import empo_grid_setup
+    from hindsight.methods.run import RLSetup, run_rl
 
     rollout = RolloutConfig(temperature=1.0, progress=False)
     heldout = HeldoutConfig(episodes_per_game=1, splits=("seen",), decodings={"sampled": 1.0}, random_floor=False)

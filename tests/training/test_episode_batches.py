@@ -7,15 +7,17 @@ from __future__ import annotations
 import copy
 import dataclasses
 
+import pandas as pd
 import pytest
 import torch
 
 from hindsight.envs import make_env
+from hindsight.methods import MethodContext, build_method
+from hindsight.methods.run import frozen_copy
 from hindsight.policy.encoding import collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.rollout import RolloutConfig, run_rollouts
-from hindsight.skills.injection import skill_block
-from hindsight.skills.skill_bank import SkillBankTeacher
+from hindsight.policy.skill_injection import skill_block
 from hindsight.training.distillation import response_logprobs, skill_augmented_logprobs
 from hindsight.training.episode_batches import (
     chain_logprobs,
@@ -24,9 +26,9 @@ from hindsight.training.episode_batches import (
     with_skill_ids,
 )
 from hindsight.training.minibatches import epoch_minibatches
+from hindsight.training.batch import RolloutBatch
 from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig
-from hindsight.training.rl_run import frozen_copy
 from hindsight.training.rl_update import micro_batch_loss_terms, update_policy
 
 SKILL = "do: take the object; put it where it belongs"
@@ -114,7 +116,7 @@ def test_the_skill_is_inserted_once_per_episode(rollout, warm_policy):
 
 def test_losses_and_gradients_equal_the_per_step_computation(rollout, warm_policy, tiny_policy):
     samples, tokenizer = rollout.samples, warm_policy.tokenizer
-    config = RLConfig(algorithm="seed", kl_coef=0.05, opd_coef=1.0)
+    config = RLConfig(algorithm="seed", kl_coef=0.05, methods={"seed": {"opd_coef": 1.0}})
     skills = {episode_id: SKILL for episode_id in rollout.table["episode_id"].unique()[::2]}
     teacher = skill_augmented_logprobs(warm_policy.model, tokenizer, samples, skills, 64)
     reference = response_logprobs(tiny_policy.model, samples, 64, tokenizer.pad_token_id)
@@ -124,7 +126,11 @@ def test_losses_and_gradients_equal_the_per_step_computation(rollout, warm_polic
 
     def terms_and_gradient(chunk):
         model = copy.deepcopy(warm_policy.model)
-        terms = micro_batch_loss_terms(model, chunk, tokenizer.pad_token_id, advantages, old, teacher, reference, config, "cpu")
+        batch = RolloutBatch(
+            table=pd.DataFrame(), samples=chunk, played=pd.DataFrame(), old_logp=old, teacher_logp=teacher, advantages=advantages
+        )
+        micro = batch.select(range(len(chunk)))
+        terms = micro_batch_loss_terms(model, micro, tokenizer.pad_token_id, reference, config, build_method(config), "cpu")
         sum(term.loss for term in terms).backward()
         gradient = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
         return {term.name: term for term in terms}, gradient
@@ -146,10 +152,11 @@ def test_an_update_on_whole_episodes(rollout, warm_policy):
     config = RLConfig(algorithm="grpo", kl_coef=0.0, mini_batch_size=1024)
     samples = rollout.samples
     advantages = torch.linspace(-1.0, 1.0, len(samples))
-    metrics = update_policy(
-        policy, None, optimizer, samples, advantages, [s.old_logprobs for s in samples], [None] * len(samples), config,
-        torch.Generator().manual_seed(0),
+    batch = RolloutBatch(
+        table=pd.DataFrame(), samples=samples, played=pd.DataFrame(),
+        old_logp=[s.old_logprobs for s in samples], teacher_logp=[None] * len(samples), advantages=advantages,
     )
+    metrics = update_policy(policy, None, optimizer, batch, config, build_method(config), torch.Generator().manual_seed(0))
     assert metrics["rollout/logprob_gap"] < 1e-5 and metrics["losses/ppo"] == metrics["losses/ppo"]
     assert all(not torch.equal(a, b.detach()) for a, b in zip(before, policy.model.parameters()))
 
@@ -175,13 +182,11 @@ def test_seed_trains_in_the_multiturn_layout(warm_policy, twc_tasks):
     before = [p.detach().clone() for p in policy.model.parameters()]
     config = RLConfig(
         algorithm="seed", updates=2, tasks_per_update=2, group_size=2, learning_rate=1e-3, mini_batch_size=8,
-        skill_source="fixed_bank", eval_every=0,
+        methods={"seed": {"skill_source": "fixed_bank"}}, eval_every=0,
     )
     rollout = RolloutConfig(temperature=1.0, max_length=768, max_parallel=4, max_steps=5, progress=False, layout="multiturn")
-    result = train_rl(
-        policy, frozen_copy(policy.model), twc_tasks, make_env, rollout, config, seed=1,
-        teacher=SkillBankTeacher({"twc": "do: take each object; put it in its usual place"}),
-    )
+    method = build_method(config, MethodContext(skill_bank={"twc": "do: take each object; put it in its usual place"}))
+    result = train_rl(policy, frozen_copy(policy.model), twc_tasks, make_env, rollout, config, method, seed=1)
     history = result.history
     assert history["update"].tolist() == [1, 2]
     assert (history["rollout/logprob_gap"] < 1e-5).all()

@@ -17,7 +17,7 @@ from hindsight.policy.encoding import collate, encode_sample
 from hindsight.policy.episode_context import EpisodeContext, header_text
 from hindsight.policy.prompts import PromptConfig
 from hindsight.rollout import RolloutConfig, run_rollouts
-from hindsight.skills.injection import inject_skill
+from hindsight.policy.skill_injection import inject_skill
 from hindsight.training.episode_batches import episode_chains
 from hindsight.training.episode_sft import (
     EpisodeSequence,

@@ -11,7 +11,7 @@ from hindsight.envs import make_env
 from hindsight.policy.encoding import StepSample, collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.rollout import RolloutConfig, run_rollouts
-from hindsight.skills.injection import inject_skill
+from hindsight.policy.skill_injection import inject_skill
 from hindsight.training.distillation import response_logprobs, skill_augmented_logprobs
 from hindsight.training.prefix_scoring import prefix_shared_logprobs, shared_prefix_lengths
 

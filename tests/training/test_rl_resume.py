@@ -15,12 +15,12 @@ import pytest
 import torch
 
 from hindsight.envs import make_env
+from hindsight.methods import MethodContext, build_method
+from hindsight.methods.run import frozen_copy
 from hindsight.rollout.engine import RolloutConfig
-from hindsight.skills.skill_bank import SkillBankTeacher
 from hindsight.training.checkpoint import latest_checkpoint, list_checkpoints, load_training_state
 from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig
-from hindsight.training.rl_run import frozen_copy
 
 WALL_CLOCK_COLUMNS = ["charts/update_seconds"]
 SKILL_BANK = {"twc": "Take each object you see, then put it in its usual place before looking around again."}
@@ -29,7 +29,7 @@ SKILL_BANK = {"twc": "Take each object you see, then put it in its usual place b
 def rl_config() -> RLConfig:
     return RLConfig(
         algorithm="seed", updates=3, tasks_per_update=2, group_size=2, learning_rate=1e-3, ppo_epochs=2,
-        mini_batch_size=8, skill_source="fixed_bank", eval_every=0, checkpoint_every=1,
+        mini_batch_size=8, methods={"seed": {"skill_source": "fixed_bank"}}, eval_every=0, checkpoint_every=1,
     )
 
 
@@ -38,9 +38,11 @@ def rollout_config() -> RolloutConfig:
 
 
 def run(policy, tasks, checkpoint_dir, stop_after_updates=None):
+    config = rl_config()
     return train_rl(
-        policy, frozen_copy(policy.model), tasks, make_env, rollout_config(), rl_config(),
-        seed=3, teacher=SkillBankTeacher(SKILL_BANK), checkpoint_dir=checkpoint_dir, stop_after_updates=stop_after_updates,
+        policy, frozen_copy(policy.model), tasks, make_env, rollout_config(), config,
+        build_method(config, MethodContext(skill_bank=SKILL_BANK)),
+        seed=3, checkpoint_dir=checkpoint_dir, stop_after_updates=stop_after_updates,
     )
 
 

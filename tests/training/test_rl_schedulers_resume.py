@@ -12,13 +12,14 @@ import pytest
 import torch
 
 from hindsight.envs import make_env
+from hindsight.methods import build_method
+from hindsight.methods.run import frozen_copy
 from hindsight.rollout.curriculum import PassRates
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.rollout.tasks import make_tasks
 from hindsight.training.checkpoint import latest_checkpoint, load_training_state
 from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig
-from hindsight.training.rl_run import frozen_copy
 
 CONFIG = RLConfig(
     algorithm="grpo", updates=3, tasks_per_update=3, group_size=2, learning_rate=1e-3, ppo_epochs=2, mini_batch_size=8,
@@ -35,7 +36,7 @@ def pool(twc_spec):
 
 
 def run(policy, pool, directory, stop_after_updates=None):
-    return train_rl(policy, frozen_copy(policy.model), pool, make_env, ROLLOUT, CONFIG, seed=7,
+    return train_rl(policy, frozen_copy(policy.model), pool, make_env, ROLLOUT, CONFIG, build_method(CONFIG), seed=7,
                     checkpoint_dir=directory, stop_after_updates=stop_after_updates)
 
 

@@ -13,17 +13,31 @@ from __future__ import annotations
 import copy
 import dataclasses
 
+import pandas as pd
 import pytest
 import torch
 
 from hindsight.policy.constrained import ActionTrie
 from hindsight.policy.encoding import StepSample, encode_ids, encode_prompt, encode_response
 from hindsight.training.distillation import response_logprobs, skill_augmented_logprobs
-from hindsight.training.rl import update_policy
+from hindsight.methods import build_method
+from hindsight.training.batch import RolloutBatch
 from hindsight.training.rl_config import RLConfig
+from hindsight.training.rl_update import update_policy
 
 SKILL = "Take the object first, then put it where it belongs."
-CONFIG = RLConfig(algorithm="seed", kl_coef=0.0, opd_coef=1.0, ppo_epochs=1, mini_batch_size=16, max_grad_norm=1e9)
+CONFIG = RLConfig(
+    algorithm="seed", kl_coef=0.0, methods={"seed": {"opd_coef": 1.0}}, ppo_epochs=1, mini_batch_size=16, max_grad_norm=1e9
+)
+GATE_BETA = build_method(CONFIG).settings.gate_beta
+
+
+def rollout_batch(samples, advantages, old, teacher) -> RolloutBatch:
+    """What ``update_policy`` trains on: the samples and their per-sample fields (no table)."""
+    return RolloutBatch(
+        table=pd.DataFrame(), samples=list(samples), played=pd.DataFrame(),
+        old_logp=list(old), teacher_logp=list(teacher), advantages=torch.tensor(advantages),
+    )
 
 
 def make_sample(tokenizer, example: dict, episode_id: str) -> StepSample:
@@ -56,7 +70,8 @@ def sgd_step(policy, samples, advantages, old, teacher, config=CONFIG):
     before = {name: p.detach().clone() for name, p in policy.model.named_parameters()}
     optimizer = torch.optim.SGD(policy.model.parameters(), lr=1.0)
     generator = torch.Generator().manual_seed(0)
-    metrics = update_policy(policy, None, optimizer, samples, torch.tensor(advantages), old, teacher, config, generator)
+    batch = rollout_batch(samples, advantages, old, teacher)
+    metrics = update_policy(policy, None, optimizer, batch, config, build_method(config), generator)
     delta = torch.cat([(p.detach() - before[name]).flatten() for name, p in policy.model.named_parameters()])
     return delta, metrics
 
@@ -85,9 +100,9 @@ def test_distillation_metrics_count_only_distilled_tokens_the_policy_chose(setti
     assert not chosen.all(), "the test needs a sample with forced tokens"
     gap = (teacher[0] - old[0])[chosen]  # the first (only) mini-batch sees the weights of the rollout
     assert "opd/teacher_gap_mean" not in metrics  # logged once, before the update (l_skill - l_old)
-    assert metrics["opd/gate_mean"] == pytest.approx(float(torch.sigmoid(CONFIG.gate_beta * gap).mean()), abs=1e-5)
+    assert metrics["opd/gate_mean"] == pytest.approx(float(torch.sigmoid(GATE_BETA * gap).mean()), abs=1e-5)
     assert metrics["opd/gate_active_ratio"] == pytest.approx(float((gap > 0).float().mean()), abs=1e-6)
-    assert metrics["losses/opd"] == pytest.approx(float((torch.sigmoid(CONFIG.gate_beta * gap) * gap).mean()), abs=1e-5)
+    assert metrics["losses/opd"] == pytest.approx(float((torch.sigmoid(GATE_BETA * gap) * gap).mean()), abs=1e-5)
 
 
 def test_a_zero_teacher_row_is_not_the_same_as_no_teacher(setting, warm_policy):
@@ -109,7 +124,7 @@ def test_distillation_metrics_average_only_the_mini_batches_that_distilled(setti
     one_per_batch = RLConfig(**{**CONFIG.__dict__, "mini_batch_size": 1})
     _, metrics = sgd_step(warm_policy, samples, [0.0, 0.0], old, teacher, config=one_per_batch)
     gap = (teacher[0] - old[0])[torch.tensor(samples[0].choice_positions)]
-    assert metrics["opd/gate_mean"] == pytest.approx(float(torch.sigmoid(CONFIG.gate_beta * gap).mean()), abs=1e-5)
+    assert metrics["opd/gate_mean"] == pytest.approx(float(torch.sigmoid(GATE_BETA * gap).mean()), abs=1e-5)
     assert metrics["losses/ppo"] == 0.0
 
 
@@ -145,7 +160,7 @@ def test_micro_batches_accumulate_the_same_gradient_as_one_pass(warm_policy, gol
         before = [p.detach().clone() for p in policy.model.parameters()]
         optimizer = torch.optim.SGD(policy.model.parameters(), lr=1.0)
         metrics = update_policy(
-            policy, reference, optimizer, samples, torch.tensor(advantages), old, teacher, config,
+            policy, reference, optimizer, rollout_batch(samples, advantages, old, teacher), config, build_method(config),
             torch.Generator().manual_seed(0),
         )
         delta = torch.cat([(p.detach() - b).flatten() for p, b in zip(policy.model.parameters(), before)])

@@ -11,12 +11,13 @@ import pytest
 import torch
 
 from hindsight.envs import make_env
+from hindsight.methods import build_method
+from hindsight.methods.run import frozen_copy
 from hindsight.policy.lora import LoraSettings
 from hindsight.policy.model import load_policy, save_policy
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig
-from hindsight.training.rl_run import frozen_copy
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +39,7 @@ def one_update(policy, tasks, rollout_dtype: str):
         kl_coef=0.0, checkpoint_every=1, rollout_merge_lora=True, rollout_dtype=rollout_dtype,
     )
     rollout = RolloutConfig(temperature=1.0, max_length=768, max_parallel=8, progress=False)
-    return train_rl(policy, frozen_copy(policy.model), tasks, make_env, rollout, config, seed=1).history.iloc[0]
+    return train_rl(policy, frozen_copy(policy.model), tasks, make_env, rollout, config, build_method(config), seed=1).history.iloc[0]
 
 
 def test_merged_rollouts_record_the_trainers_logprobs(lora_warm_policy, twc_tasks):

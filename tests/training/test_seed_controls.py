@@ -18,12 +18,13 @@ from hindsight.config import AnalyzerConfig, ExperimentsConfig
 from hindsight.envs import make_env
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.experiments.grid import Cell, cell_rl_config
+from hindsight.methods import MethodContext, build_method, method_settings
+from hindsight.methods.run import frozen_copy
 from hindsight.params import ParameterError, build
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.rollout.tasks import make_tasks
 from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig
-from hindsight.training.rl_run import frozen_copy, rl_teacher
 
 COOKING = EnvironmentSpec(
     "textworldexpress", "cookingworld", {"numLocations": 1, "numIngredients": 2, "numDistractorItems": 2, "includeDoors": 0},
@@ -34,13 +35,13 @@ CONTROLS = ("seed_ungated", "seed_unrelated_skill")
 
 
 def run_method(policy, tasks, name: str):
-    """One update of grid method ``name`` from a copy of ``policy``: (its settings, its metrics)."""
+    """One update of grid method ``name`` from a copy of ``policy``: (its method's settings, its metrics)."""
     _, config = cell_rl_config(BASE, Cell(method=name, seed=0, fraction=1.0))
     policy = copy.deepcopy(policy)
-    teacher = rl_teacher(config, policy, AnalyzerConfig(), None)  # the policy itself, as in the grid
+    method = build_method(config, MethodContext(analyzer=AnalyzerConfig()))  # the policy writes its skills, as in the grid
     rollout = RolloutConfig(temperature=1.0, max_length=768, max_parallel=8, progress=False)
-    result = train_rl(policy, frozen_copy(policy.model), tasks, make_env, rollout, config, seed=0, teacher=teacher)
-    return config, result.history.iloc[0]
+    result = train_rl(policy, frozen_copy(policy.model), tasks, make_env, rollout, config, method, seed=0)
+    return method.settings, result.history.iloc[0]
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +61,8 @@ def test_the_controls_play_and_analyse_what_seed_does(runs):
 
 
 def test_ungated_distillation_weighs_every_distilled_token_one(runs):
-    config, metrics = runs["seed_ungated"]
-    assert config.distill_gate == "ungated" and config.skill_assignment == "own"
+    settings, metrics = runs["seed_ungated"]
+    assert settings.distill_gate == "ungated" and settings.skill_assignment == "own"
     assert metrics["opd/gate_mean"] == 1.0
     assert metrics["opd/skill_unrelated_share"] == 0.0
     assert metrics["losses/opd"] != 0.0
@@ -72,8 +73,8 @@ def test_ungated_distillation_weighs_every_distilled_token_one(runs):
 
 
 def test_unrelated_skill_distils_every_episode_from_the_other_game(runs):
-    config, metrics = runs["seed_unrelated_skill"]
-    assert config.skill_assignment == "unrelated" and config.distill_gate == "sigmoid"
+    settings, metrics = runs["seed_unrelated_skill"]
+    assert settings.skill_assignment == "unrelated" and settings.distill_gate == "sigmoid"
     assert metrics["opd/skill_unrelated_share"] == 1.0 and metrics["opd/skill_reassigned_share"] == 1.0
     seed = runs["seed"][1]
     assert seed["opd/skill_unrelated_share"] == 0.0 and seed["opd/skill_reassigned_share"] == 0.0
@@ -86,12 +87,15 @@ def test_the_controls_are_grid_methods_of_the_full_preset():
     defaults = RLConfig()
     for name, (option, value) in {"seed_ungated": ("distill_gate", "ungated"), "seed_unrelated_skill": ("skill_assignment", "unrelated")}.items():
         start_from, config = cell_rl_config(defaults, Cell(method=name, seed=0, fraction=1.0))
-        assert start_from == "stage1" and config.algorithm == "seed" and getattr(config, option) == value
-        changed = {f for f in ("distill", "distill_gate", "skill_source", "skill_assignment") if getattr(config, f) != getattr(defaults, f)}
+        settings, default_settings = method_settings(config), method_settings(defaults, "seed")
+        assert start_from == "stage1" and config.algorithm == "seed" and getattr(settings, option) == value
+        changed = {
+            f for f in ("distill", "distill_gate", "skill_source", "skill_assignment") if getattr(settings, f) != getattr(default_settings, f)
+        }
         assert changed == {option}, name
 
 
 @pytest.mark.parametrize("key, value", [("distill_gate", "hard"), ("skill_assignment", "shuffled")])
 def test_a_bad_control_setting_names_the_setting_and_the_choices(key, value):
-    with pytest.raises((ParameterError, ValueError), match=f"training.rl.{key} must be one of"):
-        build(RLConfig, {key: value}, "training.rl")
+    with pytest.raises((ParameterError, ValueError), match=rf"training\.rl\.methods\.seed\b.*\b{key} must be one of \("):
+        method_settings(build(RLConfig, {"methods": {"seed": {key: value}}}, "training.rl"))

@@ -12,13 +12,14 @@ import torch
 
 from hindsight import algorithms
 from hindsight.envs import make_env
+from hindsight.methods import build_method
+from hindsight.methods.run import frozen_copy
 from hindsight.rollout.curriculum import PassRates, in_band
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.rollout.tasks import make_tasks
 from hindsight.training.checkpoint import latest_checkpoint, load_training_state
 from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig
-from hindsight.training.rl_run import frozen_copy
 from hindsight.training.stepo import collect_update_batch, informative_groups, stepo_step_weights
 
 
@@ -96,7 +97,7 @@ def calibrated_run(policy, pool, directory, stop_after_updates=None):
         algorithm="grpo", updates=2, tasks_per_update=3, group_size=2, learning_rate=1e-3, mini_batch_size=8,
         stepo_pass_rate_band=(0.0, 1.0), stepo_step_weights=True, checkpoint_every=1,
     )
-    return train_rl(policy, frozen_copy(policy.model), pool, make_env, ROLLOUT, config, seed=5,
+    return train_rl(policy, frozen_copy(policy.model), pool, make_env, ROLLOUT, config, build_method(config), seed=5,
                     checkpoint_dir=directory, stop_after_updates=stop_after_updates)
 
 
@@ -130,7 +131,7 @@ def test_an_update_with_no_informative_group_takes_no_step(tiny_policy, twc_spec
     )
     policy = copy.deepcopy(tiny_policy)
     before = {name: p.detach().clone() for name, p in policy.model.named_parameters()}
-    row = train_rl(policy, frozen_copy(policy.model), pool, make_env, ROLLOUT, config, seed=0).history.iloc[0]
+    row = train_rl(policy, frozen_copy(policy.model), pool, make_env, ROLLOUT, config, build_method(config), seed=0).history.iloc[0]
     assert (row["stepo/kept_groups"], row["stepo/dropped_groups"], row["stepo/extra_rounds"]) == (0, 4, 1)
     assert row["stepo/empty_update"] == 1 and row["losses/total"] == 0.0
     assert row["rollout/env_steps"] == 4 * 2  # every episode played counts in the budget

@@ -10,11 +10,11 @@ import torch
 from hindsight.data.expert import play_gold_episode
 from hindsight.envs import make_env
 from hindsight.envs.base import EnvironmentConfigError, EnvironmentSpec
-from hindsight.envs.world_model import RecordedTasks, WorldModelSettings, WorldModelSimulator
+from hindsight.world_model.environment import RecordedTasks, WorldModelSettings, WorldModelSimulator
 from hindsight.policy.model import build_policy
 from hindsight.policy.tokenizer import train_tokenizer
 from hindsight.training.sft import SFTConfig, train_sft
-from hindsight.training.wmr1 import wmr1_scores
+from hindsight.methods.wmr1 import wmr1_scores
 from hindsight.world_model.quality import heldout_quality
 from hindsight.world_model.transitions import SOLVED_MARKER, is_solved, transition_examples
 
@@ -118,12 +118,14 @@ def test_wmr1_scores_follow_the_reward_and_replays_cost_no_world_model_calls():
 
 
 def test_wmr1_without_a_world_model_says_which_pipeline_to_run():
+    from hindsight.methods import build_method
     from hindsight.rollout.engine import RolloutConfig
     from hindsight.training.rl import train_rl
     from hindsight.training.rl_config import RLConfig
 
+    config = RLConfig(algorithm="wmr1")
     with pytest.raises(ValueError, match="kedro run --pipeline wmr1"):
-        train_rl(None, None, [], make_env, RolloutConfig(), RLConfig(algorithm="wmr1"))
+        train_rl(None, None, [], make_env, RolloutConfig(), config, build_method(config))
 
 
 def test_imagined_turns_count_as_world_model_calls_not_as_length():
@@ -145,7 +147,7 @@ def test_imagined_turns_count_as_world_model_calls_not_as_length():
 
 
 def test_imagined_turns_are_off_by_default_and_bounded(gold_table, trained_world_model):
-    from hindsight.envs.world_model import IMAGINE_PREFIX
+    from hindsight.world_model.environment import IMAGINE_PREFIX
 
     world_model, _, _ = trained_world_model
     simulator = WorldModelSimulator(world_model, RecordedTasks(gold_table), WorldModelSettings(history=1, max_new_tokens=48, max_length=512))
@@ -180,21 +182,23 @@ def test_wmr1_training_keeps_imagined_turns_within_their_bound(gold_table, train
 
     from hindsight.rollout.engine import RolloutConfig
     from hindsight.rollout.tasks import make_tasks
+    from hindsight.methods import MethodContext, build_method
+    from hindsight.methods.run import frozen_copy
+    from hindsight.methods.wmr1 import imagined_turns
     from hindsight.training.rl import train_rl
     from hindsight.training.rl_config import RLConfig
-    from hindsight.training.rl_run import frozen_copy
-    from hindsight.training.wmr1 import imagined_turns
 
-    with pytest.raises(ValueError, match="wmr1_imagined_turns"):
-        RLConfig(wmr1_imagined_turns=-1)
+    with pytest.raises(ValueError, match=r"training\.rl\.methods\.wmr1\b.*\bimagined_turns must be >= 0"):
+        build_method(RLConfig(algorithm="wmr1", methods={"wmr1": {"imagined_turns": -1}}))
     world_model, _, _ = trained_world_model
     simulator = WorldModelSimulator(world_model, RecordedTasks(gold_table), WorldModelSettings(history=1, max_new_tokens=48, max_length=512))
     tasks = make_tasks(SPEC, "train", sorted(int(seed) for seed in gold_table["seed"].unique()))
     config = RLConfig(algorithm="wmr1", updates=1, tasks_per_update=3, group_size=2, mini_batch_size=32, learning_rate=1e-3,
-                      wmr1_imagined_turns=1, wmr1_replay=False)
+                      methods={"wmr1": {"imagined_turns": 1, "replay": False}})
     rollout = RolloutConfig(temperature=1.0, max_steps=8, max_length=768, progress=False)
     policy = copy.deepcopy(tiny_policy)
-    result = train_rl(policy, frozen_copy(tiny_policy.model), tasks, make_env, rollout, config, world_model=simulator)
+    method = build_method(config, MethodContext(world_model=simulator))
+    result = train_rl(policy, frozen_copy(tiny_policy.model), tasks, make_env, rollout, config, method)
     table = result.last_rollout.sort_values(["episode_id", "step"]).reset_index(drop=True)
     imagined = imagined_turns(table)
     assert imagined.any(), "the policy never chose an offered imagined turn"

@@ -4,17 +4,24 @@
   analyzer) and the seeds derived from the one run seed;
 - ``stages``: ``parameters_<stage>.yml``, one block per stage, in run order;
 - ``experiments``: ``parameters_experiments.yml``, the experiment grid and its presets;
-- ``files``: which file holds which block, and the check that runs before every run.
+- ``files``: which file holds which block, and the check that runs before every run;
+- ``rl``: an RL run's games, task pool and rollout settings from the above.
 
 Kedro hands nodes parameter dictionaries; each pipeline's ``read_settings`` node turns its
 block into its dataclass (``hindsight.params.build``) and the stage's nodes take that object.
+
+This package only composes: settings read by library code live next to that code
+(``AnalyzerConfig``: ``hindsight.skills.analyzers``; ``RLConfig``, ``SFTConfig``, ``PromptConfig``,
+...) and are re-exported or nested here. No library package below imports ``hindsight.config``
+(the layers contract in ``pyproject.toml``, ``[tool.importlinter]``).
 """
 
 from hindsight.config.empo import EmpoConfig
 from hindsight.config.experiments import ExperimentsConfig, GridPreset, GridSettings
 from hindsight.config.files import STAGE_FILES, check_parameters, file_of_key, file_settings, project_settings
 from hindsight.config.pretrained import PretrainedModelConfig
-from hindsight.config.project import AnalyzerConfig, EnvironmentConfig, GameConfig, ProjectConfig, RolloutSettings, Seeds
+from hindsight.config.project import EnvironmentConfig, GameConfig, ProjectConfig, RolloutSettings, Seeds
+from hindsight.config.rl import rl_setup
 from hindsight.config.stages import (
     BehaviourCloningConfig,
     EvaluationConfig,
@@ -31,6 +38,7 @@ from hindsight.config.stages import (
 )
 from hindsight.config.state2state import State2StateConfig
 from hindsight.config.world_model import WorldModelConfig
+from hindsight.skills.analyzers import AnalyzerConfig
 
 __all__ = [
     "STAGE_FILES",
@@ -63,4 +71,5 @@ __all__ = [
     "file_of_key",
     "file_settings",
     "project_settings",
+    "rl_setup",
 ]

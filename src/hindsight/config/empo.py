@@ -1,46 +1,6 @@
 """``parameters_empo.yml``: EMPO, expert trajectories as the environment (``kedro run
---pipeline empo``; ALGORITHMS.md section 3, ``hindsight.envs.expert_replay``)."""
+--pipeline empo``); the settings live beside the run they configure (``methods.empo_run``)."""
 
-from __future__ import annotations
+from hindsight.methods.empo_run import EmpoConfig
 
-from dataclasses import dataclass, field
-
-from hindsight.training.rl_config import RLConfig
-
-
-def _empo_rl() -> RLConfig:
-    return RLConfig(algorithm="empo", eval_every=2)
-
-
-@dataclass
-class EmpoConfig:
-    """The transition source (which trajectories, how patching works), held-out semi-online
-    evaluation, and the RL settings of the EMPO run."""
-
-    successful_only: bool = True
-    """Replay only episodes with a won step (failed demonstrations are not expert behaviour)."""
-    heldout_fraction: float = 0.25
-    """Share of the train-fold expert trajectories held out for semi-online evaluation
-    (shuffled with the run's seed; dev/test-fold trajectories are always held out)."""
-    patch_threshold: int = 2
-    """Mismatches the Patch Module repairs per trajectory; the next one ends it (paper: 2)."""
-    include_thought: bool = True
-    """A patch puts the expert's thought (where the trajectory has one) before its action
-    in the history."""
-    max_candidates: int = 12
-    """Decoder candidates of a step whose trajectory recorded no valid actions: the
-    expert action plus the task type's other observed actions."""
-    checkpoint_root: str = "data/06_models/empo_checkpoints"
-    """Checkpoints live under a fingerprint of the run's settings and starting weights."""
-    rl: RLConfig = field(default_factory=_empo_rl)
-    """RL settings; ``algorithm`` must be empo; ``eval_every``: semi-online evaluation period."""
-
-    def __post_init__(self) -> None:
-        if self.rl.algorithm != "empo":
-            raise ValueError(f"empo.rl.algorithm must be 'empo', got {self.rl.algorithm!r}")
-        if not 0 <= self.heldout_fraction < 1:
-            raise ValueError(f"empo.heldout_fraction must be in [0, 1), got {self.heldout_fraction}")
-        if self.patch_threshold < 0:
-            raise ValueError(f"empo.patch_threshold must be >= 0, got {self.patch_threshold}")
-        if self.max_candidates < 1:
-            raise ValueError(f"empo.max_candidates must be >= 1, got {self.max_candidates}")
+__all__ = ["EmpoConfig"]

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field, fields
 
 from hindsight.config.stages import HeldoutPlay, TrainingConfig
 from hindsight.experiments.methods import METHODS
-from hindsight.training.rl_config import RLConfig
+from hindsight.methods.registry import check_method_settings
+from hindsight.training.rl_config import RLConfig, with_overrides
 
 
 @dataclass
@@ -35,6 +36,7 @@ class GridPreset:
         unknown = sorted(set(self.rl) - known)
         if unknown:
             raise ValueError(f"experiments preset rl overrides: unknown key(s) {unknown}; known: {sorted(known)}")
+        check_method_settings(with_overrides(RLConfig(), self.rl), "experiments preset rl")
 
 
 ALL_METHODS = [name for name, method in METHODS.items() if method.default_grid]

@@ -26,7 +26,7 @@ from hindsight.config.stages import (
     TrainingConfig,
 )
 from hindsight.config.world_model import WorldModelConfig
-from hindsight.params import ParameterError, build
+from hindsight.params import ParameterError, build, register_file_lookup
 
 STAGE_FILES: dict[str, type] = {
     "ingestion": IngestionConfig,
@@ -52,6 +52,9 @@ def file_of_key(top_level_key: str) -> str:
     if top_level_key in STAGE_FILES:
         return f"conf/<env>/parameters_{top_level_key}.yml"
     return f"conf/<env>/{SHARED_FILE}"
+
+
+register_file_lookup(file_of_key)  # ParameterError messages name the file of the key
 
 
 def file_settings() -> dict[str, tuple[str | None, type]]:

@@ -16,6 +16,7 @@ from hindsight.envs.reward import RewardConfig
 from hindsight.evaluation.heldout import HeldoutConfig
 from hindsight.policy.prompts import PromptConfig
 from hindsight.rollout.engine import RolloutConfig
+from hindsight.skills.analyzers import AnalyzerConfig
 
 if TYPE_CHECKING:
     from hindsight.config.stages import HeldoutPlay
@@ -105,46 +106,6 @@ class RolloutSettings:
     """stepwise: a prompt per step with a history window (the SEED paper's); multiturn: each
     episode one growing token sequence, KV cache kept across turns, trained with one
     forward pass per episode."""
-
-
-ANALYZER_LANGUAGES = ("compact", "json")
-
-
-@dataclass
-class AnalyzerConfig:
-    """How the policy writes a hindsight skill (the RL loop, and a policy teacher)."""
-
-    language: str = "compact"
-    """The skill language. ``compact``: ``do: a; b`` / ``avoid: a; b`` written under a grammar
-    from the episode's own actions (``skills.compact``; every analysis parses). ``json``: the
-    paper's JSON summary + skill, free text (or ``structured``), for a policy that can write it."""
-    concrete: bool = True
-    """Compact skills name the episode's actions as played (``take carrot``) rather than
-    abstract roles (``take <object>``)."""
-    max_templates: int = 7
-    """Most actions in one compact skill."""
-    max_new_tokens: int = 96
-    """JSON language: token limit of one analysis (below the rule miner's 170-380-token
-    targets; use at least the target length with a policy that can write skills)."""
-    structured: bool = False
-    """JSON language: fill only the two strings of a fixed JSON frame (``skills.structured``)."""
-    max_prompt_chars: int = 2400
-    """JSON language: cap on the analysis prompt (the compact prompt shows the whole episode,
-    one short line per action)."""
-
-    def __post_init__(self) -> None:
-        for name in ("structured", "concrete"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"analyzer.{name} must be true or false, got {getattr(self, name)!r}")
-        if self.language not in ANALYZER_LANGUAGES:
-            raise ValueError(f"analyzer.language must be one of {', '.join(ANALYZER_LANGUAGES)}, got {self.language!r}")
-        if self.max_templates < 1:
-            raise ValueError(f"analyzer.max_templates must be positive, got {self.max_templates}")
-
-    @property
-    def compact(self) -> bool:
-        """Whether skills are written in the compact language."""
-        return self.language == "compact"
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hindsight.envs.base import SPLITS
+from hindsight.methods.registry import check_method_settings
 from hindsight.policy.lora import LoraSettings
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.sft import SFTConfig
@@ -296,11 +297,12 @@ class TrainingConfig:
     heldout: HeldoutPlay = field(default_factory=lambda: HeldoutPlay(episodes_per_game=8, decodings={"sampled": 0.4}))
     """Held-out evaluation during training (every ``rl.eval_every`` updates)."""
     rl: RLConfig = field(default_factory=RLConfig)
-    """The algorithm and its hyperparameters."""
+    """The core loop's settings, the method (``rl.algorithm``) and its own (``rl.methods``)."""
 
     def __post_init__(self) -> None:
         if self.start_from not in ("stage1", "base"):
             raise ValueError(f"training.start_from must be 'stage1' or 'base', got {self.start_from!r}")
+        check_method_settings(self.rl)
 
 
 @dataclass

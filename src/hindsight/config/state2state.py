@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hindsight.config.stages import HeldoutPlay
+from hindsight.methods.registry import build_method, check_method_settings
 from hindsight.training.rl_config import RLConfig
 
 
@@ -49,7 +50,8 @@ class State2StateConfig:
                 raise ValueError(f"state2state.{name} must be a non-negative integer, got {value!r}")
         if self.random_episodes + self.policy_episodes == 0:
             raise ValueError("state2state: random_episodes and policy_episodes are both 0: nothing explores")
-        if self.rl.uses_skills:
+        check_method_settings(self.rl, "state2state.rl")
+        if build_method(self.rl).uses_skills:
             raise ValueError(
                 f"state2state.rl.algorithm={self.rl.algorithm!r} distils from skills; goal tasks have none: use grpo or gigpo"
             )

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from hindsight.config.stages import PolicyConfig
-from hindsight.envs.world_model import WorldModelSettings
+from hindsight.world_model.environment import WorldModelSettings
 from hindsight.training.sft import SFTConfig
 
 

@@ -165,9 +165,21 @@ def _episode_rows(
     assume_success: bool,
     source: str,
 ) -> list[dict[str, Any]]:
+    """The trajectory rows of one conversation record (module docstring), each with a
+    ``_label`` naming its record and turn for later messages."""
     where = f"{origin}, {label}"
     turns, meta = _turns_of(record, where)
     normalized = [_normalize_turn(turn, f"{where}, turn {number}") for number, turn in enumerate(turns)]
+    first_action = _first_action_turn(normalized, meta, where)
+    episode = _episode_fields(meta, where, index, stem, source, normalized, first_action)
+    success = _outcome(meta, where, assume_success)
+    turns_played = _played_turns(normalized, first_action, where)
+    return _step_rows(episode, turns_played, success, label, reward)
+
+
+def _first_action_turn(normalized: list[tuple[str, str]], meta: dict[str, Any], where: str) -> int:
+    """The number of the first assistant turn with an ``Action: ...`` line (the first step);
+    an episode without one has no steps, which is an error."""
     first_action = next(
         (number for number, (role, text) in enumerate(normalized) if role == "assistant" and _ACTION_LINE.search(text)),
         None,
@@ -183,6 +195,20 @@ def _episode_rows(
             f"{where}, field {field!r}: no assistant turn has an 'Action: ...' line, so the "
             "episode has no actions."
         )
+    return first_action
+
+
+def _episode_fields(
+    meta: dict[str, Any],
+    where: str,
+    index: int,
+    stem: str,
+    source: str,
+    normalized: list[tuple[str, str]],
+    first_action: int,
+) -> EpisodeFields:
+    """The fields every row of the episode shares: split, ids, task type and task, read from
+    the record's optional fields (module docstring) and the turns before the first step."""
     split = _optional_text(meta, "split", where) or "train"
     if split not in SPLITS:
         raise TrajectoryValidationError(f"{where}, field 'split': {split!r} must be one of {list(SPLITS)}.")
@@ -194,10 +220,8 @@ def _episode_rows(
         or (_ID_SUFFIX.sub("", explicit_id) if explicit_id else "")
         or EXTERNAL_ENV
     )
-    preamble_user_texts = [text for role, text in normalized[:first_action] if role == "user"]
     task = _task_text(_optional_text(meta, "task", where), normalized[:first_action])
-    success = _outcome(meta, where, assume_success)
-    episode = EpisodeFields(
+    return EpisodeFields(
         episode_id=f"{EXTERNAL_ENV}/{stem}/{episode_key}",
         group_id=f"{EXTERNAL_ENV}/{task_type}/{split}/{stem}:{episode_key}",
         env=EXTERNAL_ENV,
@@ -208,6 +232,13 @@ def _episode_rows(
         source=source,
         policy_version=-1,
     )
+
+
+def _played_turns(normalized: list[tuple[str, str]], first_action: int, where: str) -> list[tuple[int, str, str]]:
+    """The steps from the first one on, as (turn number, assistant text, observation: the last
+    user turn before it); every assistant turn from the first step on must have an
+    ``Action: ...`` line."""
+    preamble_user_texts = [text for role, text in normalized[:first_action] if role == "user"]
     turns_played: list[tuple[int, str, str]] = []  # (turn number, assistant text, observation)
     last_user_text = preamble_user_texts[-1] if preamble_user_texts else ""
     for number in range(first_action, len(normalized)):
@@ -222,6 +253,14 @@ def _episode_rows(
                 f"{where}, turn {number}, field 'value': assistant turn without an 'Action: ...' line."
             )
         turns_played.append((number, text, last_user_text.strip()))
+    return turns_played
+
+
+def _step_rows(
+    episode: EpisodeFields, turns_played: list[tuple[int, str, str]], success: bool, label: str, reward: RewardConfig
+) -> list[dict[str, Any]]:
+    """One trajectory row per played turn (valid actions unknown, every action valid; the last
+    step wins when the episode succeeded), each with its ``_label``."""
     rows: list[dict[str, Any]] = []
     for position, (number, text, observation) in enumerate(turns_played):
         last = position == len(turns_played) - 1

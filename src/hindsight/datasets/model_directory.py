@@ -22,11 +22,14 @@ dtype) and for an input that most runs do not use (nothing is read into memory).
 from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kedro.io.core import AbstractVersionedDataset, DatasetError, Version, VersionNotFoundError
 
 from hindsight.atomic import atomic_directory
+
+if TYPE_CHECKING:
+    from hindsight.policy import Policy
 
 
 class ModelDirectoryDataset(AbstractVersionedDataset):
@@ -84,7 +87,7 @@ class ModelDirectoryDataset(AbstractVersionedDataset):
             return directory
         return load_policy(directory, **self._load_args)
 
-    def _save(self, policy) -> None:
+    def _save(self, policy: Policy) -> None:
         from hindsight.policy.model import save_policy
 
         with atomic_directory(self._get_save_path()) as staging:

@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 import pandas as pd
 
 from hindsight.envs.base import EnvironmentSpec
+from hindsight.policy import Policy
 from hindsight.rollout.engine import RolloutConfig, run_rollouts
 from hindsight.rollout.tasks import TaskRef, split_tasks
 from hindsight.rollout.random_agent import run_random_agent
@@ -56,7 +57,7 @@ def heldout_tasks(specs: Sequence[EnvironmentSpec], config: HeldoutConfig) -> di
 
 
 def evaluate_agents(
-    policy,
+    policy: Policy,
     specs: Sequence[EnvironmentSpec],
     env_factory: Callable,
     rollout_config: RolloutConfig,

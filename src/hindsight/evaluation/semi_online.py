@@ -15,6 +15,7 @@ import pandas as pd
 
 from hindsight.data.outcomes import episode_outcomes
 from hindsight.envs.expert_replay import ReplaySet, replay_env_factory
+from hindsight.policy import Policy
 from hindsight.rollout.engine import RolloutConfig, run_rollouts
 from hindsight.rollout.tasks import make_tasks
 
@@ -65,7 +66,7 @@ def empo_rollout_metrics(table: pd.DataFrame) -> dict[str, float]:
     }
 
 
-def evaluate_semi_online(policy, replay: ReplaySet, rollout: RolloutConfig, *, split: str = "test") -> dict[str, float]:
+def evaluate_semi_online(policy: Policy, replay: ReplaySet, rollout: RolloutConfig, *, split: str = "test") -> dict[str, float]:
     """Semi-online success and progress of ``policy`` on every trajectory of ``replay``'s fold
     ``split`` (one episode each, stopping at the first mismatch).
 

@@ -13,7 +13,6 @@ processes may share one cache folder and split the cells between them (``run_gri
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import logging
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from hindsight.experiments.methods import METHODS
-from hindsight.training.rl_config import RLConfig
+from hindsight.training.rl_config import RLConfig, with_overrides
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +72,7 @@ def cell_rl_config(base: RLConfig, cell: Cell) -> tuple[str, RLConfig]:
     """(start_from, RL settings) of one cell: the grid's base settings + the method's
     overrides + the cell's task fraction (its seed is the run's seed)."""
     method = METHODS[cell.method]
-    return method.start_from, dataclasses.replace(base, **method.rl, task_fraction=cell.fraction)
+    return method.start_from, with_overrides(base, {**method.rl, "task_fraction": cell.fraction})
 
 
 EXECUTION_ONLY_SETTINGS = frozenset({"progress", "micro_batch_tokens"})

@@ -25,7 +25,7 @@ A method is a starting checkpoint and a set of overrides of the RL settings:
     seed_unrelated_skill_distill_weight_1
                       its control: the unrelated skill, also at weight 1
     empo              EMPO from the base policy: the training tasks' gold episodes replayed
-                      as the environment (``training.empo_run.empo_grid_setup``)
+                      as the environment (``methods.empo_run.empo_grid_setup``)
     wmr1              WM-R1 from the Stage-1 checkpoint: GRPO inside the learned world model
                       (the catalog's ``world_model``: ``kedro run --pipeline world_model``)
     grpo_stepo        GRPO + STEPO: 1/T_i step weights, zero-variance filter with refill,
@@ -61,9 +61,15 @@ class Method:
     """stage1, base (both trained by the experiments pipeline) or state2state (the catalog's
     State2State checkpoint, ``experiments.starts``)."""
     rl: dict[str, Any] = field(default_factory=dict)
-    """Overrides of ``training.rl``."""
+    """Overrides of ``training.rl`` (``rl_config.with_overrides``: a method's own settings
+    under ``methods.<name>``)."""
     default_grid: bool = True
     """Whether the default presets list it (``config.experiments``)."""
+
+
+def _seed(**settings: Any) -> dict[str, Any]:
+    """Overrides that pick SEED with these of its own settings (``methods.seed``)."""
+    return {"algorithm": "seed", "methods": {"seed": settings}}
 
 
 METHOD_LIST = (
@@ -72,14 +78,14 @@ METHOD_LIST = (
     Method("opid", "OPID", "stage1", {"algorithm": "opid"}),
     Method("seed", "SEED", "stage1", {"algorithm": "seed"}),
     Method("seed_no_stage1", "SEED w/o Stage 1", "base", {"algorithm": "seed"}),
-    Method("seed_no_distill", "SEED w/o distillation", "stage1", {"algorithm": "seed", "distill": False}),
-    Method("seed_fixed_bank", "SEED w/o on-policy skills", "stage1", {"algorithm": "seed", "skill_source": "fixed_bank"}),
-    Method("seed_ungated", "SEED, ungated distillation", "stage1", {"algorithm": "seed", "distill_gate": "ungated"}),
-    Method("seed_unrelated_skill", "SEED, unrelated skill", "stage1", {"algorithm": "seed", "skill_assignment": "unrelated"}),
-    Method("seed_distill_weight_1", "SEED, distillation weight 1", "stage1", {"algorithm": "seed", "opd_coef": 1.0}, default_grid=False),
+    Method("seed_no_distill", "SEED w/o distillation", "stage1", _seed(distill=False)),
+    Method("seed_fixed_bank", "SEED w/o on-policy skills", "stage1", _seed(skill_source="fixed_bank")),
+    Method("seed_ungated", "SEED, ungated distillation", "stage1", _seed(distill_gate="ungated")),
+    Method("seed_unrelated_skill", "SEED, unrelated skill", "stage1", _seed(skill_assignment="unrelated")),
+    Method("seed_distill_weight_1", "SEED, distillation weight 1", "stage1", _seed(opd_coef=1.0), default_grid=False),
     Method(
         "seed_unrelated_skill_distill_weight_1", "SEED, unrelated skill, distillation weight 1", "stage1",
-        {"algorithm": "seed", "skill_assignment": "unrelated", "opd_coef": 1.0}, default_grid=False,
+        _seed(skill_assignment="unrelated", opd_coef=1.0), default_grid=False,
     ),
     Method("empo", "EMPO", "base", {"algorithm": "empo"}, default_grid=False),
     Method("wmr1", "WM-R1", "stage1", {"algorithm": "wmr1"}, default_grid=False),

@@ -104,7 +104,7 @@ def catalog_models_for(methods: Sequence[str], found: dict[str, Any], where: str
 @dataclass
 class GridStarts:
     """What the grid's cells start from: a policy per ``Method.start_from`` and, when a
-    ``wmr1`` cell is listed, the world-model environment (``envs.world_model.WorldModelSimulator``)."""
+    ``wmr1`` cell is listed, the world-model environment (``world_model.environment.WorldModelSimulator``)."""
 
     policies: dict[str, Any] = field(default_factory=dict)
     world_model: Any = None

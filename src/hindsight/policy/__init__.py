@@ -1,5 +1,5 @@
-"""The policy: model + tokenizer building/loading, prompts, the step sample and its encoding,
-batched generation, log-probs.
+"""The policy: model + tokenizer building/loading, prompts (and the episode skill injected into
+them, ``skill_injection``), the step sample and its encoding, batched generation, log-probs.
 
 Names are imported lazily (``from hindsight.policy import Policy`` works), so that a module
 needing only ``hindsight.policy.prompts`` does not pay for importing transformers.

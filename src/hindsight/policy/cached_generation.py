@@ -48,6 +48,7 @@ from hindsight.policy.episode_context import EpisodeContext, encode_text, segmen
 from hindsight.policy.generation import Generation, SamplingConfig, _model_max_length, _response_text, _Row, decode_step
 from hindsight.policy.generation import _sample_constrained, _sample_free
 from hindsight.policy.logprobs import accepts_logits_to_keep
+from hindsight.policy.model import Policy
 from hindsight.policy.prompts import PromptConfig
 
 logger = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ def begin_turns(
 
 
 def generate_turn(
-    policy,
+    policy: Policy,
     contexts: Sequence[EpisodeContext],
     observations: Sequence[str],
     valid_actions: Sequence[Sequence[str]],

@@ -37,6 +37,7 @@ from hindsight.policy.batching import token_budget_chunks
 from hindsight.policy.cached_generation import BufferLayer
 from hindsight.policy.constrained import ActionTrie
 from hindsight.policy.generation import SamplingConfig, _model_max_length, _prefill, _Row, _sample_constrained, decode_step
+from hindsight.policy.model import Policy
 
 CPU_BATCH_TOKENS = 2048
 """Padded prompt tokens per prefill chunk on CPU (as ``generation.SamplingConfig.max_batch_tokens``)."""
@@ -48,7 +49,7 @@ DECODE_ROOM = 64
 class ChoiceRounds:
     """Greedy constrained choices, round after round, over one KV cache per prompt."""
 
-    def __init__(self, policy, prompt_ids: Sequence[Sequence[int]], max_batch_tokens: int | None = None) -> None:
+    def __init__(self, policy: Policy, prompt_ids: Sequence[Sequence[int]], max_batch_tokens: int | None = None) -> None:
         """Read every prompt once.
 
         Args:

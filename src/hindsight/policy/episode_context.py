@@ -29,7 +29,7 @@ from typing import Any, Sequence
 
 from hindsight.policy.encoding import truncate_prompt
 from hindsight.policy.prompts import TASK_PREFIX, TURN_LINE, PromptConfig, one_line
-from hindsight.skills.injection import inject_skill
+from hindsight.policy.skill_injection import inject_skill
 
 logger = logging.getLogger(__name__)
 

@@ -46,6 +46,7 @@ from hindsight.policy.constrained import (
 from hindsight.policy.batching import token_budget_chunks
 from hindsight.policy.encoding import StepSample, collate, encode_prompt, truncate_prompt
 from hindsight.policy.logprobs import accepts_logits_to_keep
+from hindsight.policy.model import Policy
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +123,7 @@ class _Row:
 
 
 def generate(
-    policy,
+    policy: Policy,
     prompts: Sequence[str] | None = None,
     *,
     config: SamplingConfig | None = None,
@@ -300,7 +301,7 @@ def _sample_free(rows, live, logits, tokens, config, generator, eos_id, stops) -
 
 
 def generate_text(
-    policy,
+    policy: Policy,
     prompts: Sequence[str],
     max_new_tokens: int = 256,
     temperature: float = 0.0,

@@ -257,7 +257,7 @@ def _attach_adapter(policy: Policy, adapter_dir: Path, trainable: bool) -> Polic
     return policy
 
 
-def save_policy(policy, tokenizer_or_directory, directory: str | Path | None = None) -> Path:
+def save_policy(policy: Policy | PreTrainedModel, tokenizer_or_directory, directory: str | Path | None = None) -> Path:
     """Write a policy as an HF directory with ``save_pretrained``.
 
     Call as ``save_policy(policy, directory)`` or ``save_policy(model, tokenizer, directory)``.

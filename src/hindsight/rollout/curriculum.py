@@ -9,6 +9,9 @@ reading, and the README says so.
   the estimate, each later group moves it by ``smoothing`` towards that group's rate. It is
   part of the RL checkpoint (``state_dict`` / ``load_state_dict``), so a resumed run draws
   the same tasks as an uninterrupted one.
+The draws are ``TaskDraw`` objects with one interface (``draw``, ``summary``), chosen from
+the settings by ``task_draw``:
+
 - ``uniform``: ``rollout.tasks.sample_update_tasks``, the plain loop's draw.
 - ``calibrated`` (STEPO): only tasks whose estimate lies strictly inside ``(low, high)``;
   a task never played counts as inside (nothing is known yet). Estimates only change when
@@ -197,46 +200,95 @@ def curriculum_draw(
     return [task for name in BUCKETS for task in drawn[name]], metrics
 
 
-def draw_update_tasks(
-    pool: Sequence[TaskRef],
-    rates: PassRates,
-    count: int,
-    config,
-    seed: int,
-    update: int,
-    *,
-    round_index: int = 0,
-    exclude: Iterable[str] = (),
-) -> tuple[list[TaskRef], dict[str, float]]:
-    """The tasks of one rollout round of one update, by the run's scheduler.
+class TaskDraw:
+    """Which tasks a rollout round plays: the uniform draw (the plain loop's); the subclasses
+    read the pass-rate estimates."""
 
-    Args:
-        pool: The training tasks.
-        rates: The current estimates.
-        count: How many tasks.
-        config: ``RLConfig`` (``curriculum``, ``stepo_pass_rate_band`` and their settings).
-        seed: The run's seed.
-        update: The update index.
-        round_index: 0 for the update's first round; STEPO's refill rounds count up.
-        exclude: ``group_id`` of tasks already played in this update.
+    name = "uniform"
 
-    Returns:
-        (the tasks, the scheduler's metrics). Round 0 of the uniform scheduler is exactly
-        ``sample_update_tasks(pool, count, seed, update)``.
-    """
-    excluded = set(exclude)
-    candidates = [task for task in pool if task.group_id not in excluded]
-    if not config.curriculum and config.stepo_pass_rate_band is None:
+    def draw(
+        self, pool: Sequence[TaskRef], rates: PassRates, count: int, seed: int, update: int,
+        *, round_index: int = 0, exclude: Iterable[str] = (),
+    ) -> tuple[list[TaskRef], dict[str, float]]:
+        """``count`` tasks of ``pool`` not in ``exclude`` (``group_id``), and the draw's metrics.
+
+        Args:
+            pool: The training tasks.
+            rates: The current estimates.
+            count: How many tasks.
+            seed: The run's seed.
+            update: The update index.
+            round_index: 0 for the update's first round; STEPO's refill rounds count up.
+            exclude: ``group_id`` of tasks already played in this update.
+
+        Round 0 of the uniform draw is exactly ``sample_update_tasks(pool, count, seed, update)``.
+        """
+        excluded = set(exclude)
         if round_index == 0 and not excluded:
             return sample_update_tasks(pool, count, seed, update), {}
-        rng = random.Random((seed * 1_000_003 + update) * 1_009 + round_index)
-        return rng.sample(candidates, min(count, len(candidates))), {}
-    rng = random.Random((seed * 1_000_003 + update) * 1_009 + round_index)
-    if config.curriculum:
+        candidates = [task for task in pool if task.group_id not in excluded]
+        return round_rng(seed, update, round_index).sample(candidates, min(count, len(candidates))), {}
+
+    def summary(self, rates: PassRates) -> dict[str, float]:
+        """What the draw reports of the estimates after an update (nothing: it reads none)."""
+        return {}
+
+
+class PassRateBand(TaskDraw):
+    """STEPO pass-rate calibration (``calibrated_draw``)."""
+
+    name = "pass_rate_band"
+
+    def __init__(self, band: tuple[float, float]) -> None:
+        self.band = (float(band[0]), float(band[1]))
+
+    def draw(self, pool, rates, count, seed, update, *, round_index=0, exclude=()):
+        excluded = set(exclude)
+        candidates = [task for task in pool if task.group_id not in excluded]
+        return calibrated_draw(candidates, rates, count, self.band, round_rng(seed, update, round_index))
+
+    def summary(self, rates: PassRates) -> dict[str, float]:
+        return rates.summary()
+
+
+class Curriculum(TaskDraw):
+    """The curriculum's buckets (``curriculum_draw``)."""
+
+    name = "curriculum"
+
+    def __init__(self, infeasible_share: float, replay_share: float, hard_threshold: float) -> None:
+        self.infeasible_share, self.replay_share, self.hard_threshold = infeasible_share, replay_share, hard_threshold
+
+    def draw(self, pool, rates, count, seed, update, *, round_index=0, exclude=()):
+        excluded = set(exclude)
+        candidates = [task for task in pool if task.group_id not in excluded]
         return curriculum_draw(
-            candidates, rates, count, rng,
-            infeasible_share=config.curriculum_infeasible_share,
-            replay_share=config.curriculum_replay_share,
-            hard_threshold=config.curriculum_hard_threshold,
+            candidates, rates, count, round_rng(seed, update, round_index),
+            infeasible_share=self.infeasible_share, replay_share=self.replay_share, hard_threshold=self.hard_threshold,
         )
-    return calibrated_draw(candidates, rates, count, tuple(config.stepo_pass_rate_band), rng)
+
+    def summary(self, rates: PassRates) -> dict[str, float]:
+        return rates.summary()
+
+
+def round_rng(seed: int, update: int, round_index: int) -> random.Random:
+    """The random stream of one rollout round's draw."""
+    return random.Random((seed * 1_000_003 + update) * 1_009 + round_index)
+
+
+def task_draw(config) -> TaskDraw:
+    """The draw ``RLConfig`` asks for: ``curriculum``, ``stepo_pass_rate_band`` or uniform."""
+    if config.curriculum:
+        return Curriculum(config.curriculum_infeasible_share, config.curriculum_replay_share, config.curriculum_hard_threshold)
+    if config.stepo_pass_rate_band is not None:
+        return PassRateBand(tuple(config.stepo_pass_rate_band))
+    return TaskDraw()
+
+
+def draw_update_tasks(
+    pool: Sequence[TaskRef], rates: PassRates, count: int, config, seed: int, update: int,
+    *, round_index: int = 0, exclude: Iterable[str] = (),
+) -> tuple[list[TaskRef], dict[str, float]]:
+    """The tasks of one rollout round by the draw ``config`` (``RLConfig``) asks for
+    (``task_draw(config).draw``)."""
+    return task_draw(config).draw(pool, rates, count, seed, update, round_index=round_index, exclude=exclude)

@@ -47,6 +47,7 @@ import torch
 from tqdm.auto import tqdm
 
 from hindsight.envs.base import EnvironmentCrashedError
+from hindsight.policy import Policy
 from hindsight.policy.encoding import StepSample
 from hindsight.policy.episode_context import LAYOUTS
 from hindsight.policy.generation import SamplingConfig, generate
@@ -137,7 +138,7 @@ class _Timer:
 
 
 def run_rollouts(
-    policy,
+    policy: Policy,
     env_factory: EnvFactory | None,
     tasks: Sequence[Any],
     config: RolloutConfig | None = None,
@@ -174,10 +175,7 @@ def run_rollouts(
     """
     config = config or RolloutConfig()
     task_refs = as_task_refs(tasks)
-    if config.group_size < 1:
-        raise ValueError(f"RolloutConfig.group_size must be >= 1, got {config.group_size}.")
-    if env_pool is None and env_factory is None:
-        raise ValueError("run_rollouts: give an env_factory or an env_pool.")
+    _check_rollout_arguments(config, env_factory, env_pool)
     pool = env_pool or EnvPool(env_factory, max_size=config.max_parallel)
     queue = deque(episode_plan(task_refs, config.group_size, config.seed, policy_version, source))
     model = policy.model
@@ -196,12 +194,37 @@ def run_rollouts(
     wall = time.perf_counter() - started
     faults.check_some_finished(len(finished))
 
+    table, samples = _finished_table(finished, faults, timer)
+    stats = _result_stats(table, faults, timer, wall)
+    _log_result(stats)
+    return RolloutResult(table=table, samples=samples, stats=stats, faults=faults)
+
+
+def _check_rollout_arguments(config: RolloutConfig, env_factory: EnvFactory | None, env_pool: EnvPool | None) -> None:
+    """Reject a group size below 1 and a call with neither an environment factory nor a pool."""
+    if config.group_size < 1:
+        raise ValueError(f"RolloutConfig.group_size must be >= 1, got {config.group_size}.")
+    if env_pool is None and env_factory is None:
+        raise ValueError("run_rollouts: give an env_factory or an env_pool.")
+
+
+def _finished_table(
+    finished: list[tuple[int, Episode, list[StepSample]]], faults: RolloutFaults, timer: _Timer
+) -> tuple[pd.DataFrame, list[StepSample]]:
+    """The finished episodes in plan order as the step table (fault and engine metrics in its
+    ``attrs``) and the step samples, one per table row in the same order."""
     finished.sort(key=lambda item: item[0])
     rows = [row for _, episode, _ in finished for row in episode.rows]
     samples = [sample for _, _, episode_samples in finished for sample in episode_samples]
     table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
     table.attrs[FAULTS_ATTR] = faults.metrics()
     table.attrs[ENGINE_ATTR] = {"rollout/context_reprefills": float(timer.context_reprefills)}
+    return table, samples
+
+
+def _result_stats(table: pd.DataFrame, faults: RolloutFaults, timer: _Timer, wall: float) -> dict[str, float]:
+    """``RolloutResult.stats``: the table's rollout stats, the fault counts and the timings
+    and throughputs of the run (``wall`` seconds in all)."""
     stats = rollout_stats(table)
     stats.update(faults.stats())
     stats.update(
@@ -215,6 +238,11 @@ def run_rollouts(
         truncated_prompts=float(timer.truncated_prompts),
         context_reprefills=float(timer.context_reprefills),
     )
+    return stats
+
+
+def _log_result(stats: dict[str, float]) -> None:
+    """One log line summing up a rollout."""
     logger.info(
         "Rollouts: %d episodes, success %.3f, %.1f steps/episode, %.1f env steps/s, %.0f tokens/s.",
         stats["episodes"],
@@ -223,7 +251,6 @@ def run_rollouts(
         stats["env_steps_per_s"],
         stats["generated_tokens_per_s"],
     )
-    return RolloutResult(table=table, samples=samples, stats=stats, faults=faults)
 
 
 def planned_episode_ids(
@@ -245,7 +272,7 @@ def planned_episode_ids(
     return [episode_id for _, _, episode_id in plan]
 
 
-def _play(policy, pool, queue, config, skills, source, policy_version, timer, faults) -> list:
+def _play(policy: Policy, pool, queue, config, skills, source, policy_version: int, timer, faults) -> list:
     """The turn loop (see the module docstring); returns (order, episode, samples) triples."""
     sampling = config.sampling()
     generator = torch.Generator().manual_seed(config.seed)

@@ -7,7 +7,7 @@ the trajectory table of the data contract plus ``response_logprobs``; rows built
 
 - the prompt of step t is ``prompts.build_prompt`` over the task text, the earlier
   (observation, action) pairs, the current observation, its valid actions and the pinned
-  facts, with the episode's skill injected when it has one (``skills.injection``);
+  facts, with the episode's skill injected when it has one (``policy.skill_injection``);
   without a skill it equals what ``prompts.episode_prompts`` rebuilds from the table rows;
 - ``reward`` is the environment's own step reward (``envs.reward.step_reward(won_now,
   action_valid)`` under the ``RewardConfig`` the environment was built with), recorded as
@@ -32,7 +32,7 @@ from hindsight.data.schema import ROLLOUT_COLUMNS
 from hindsight.envs.base import TextEnvironment
 from hindsight.policy.prompts import PromptConfig, build_prompt, update_pinned_facts
 from hindsight.rollout.tasks import TaskRef
-from hindsight.skills.injection import inject_skill
+from hindsight.policy.skill_injection import inject_skill
 
 logger = logging.getLogger(__name__)
 

@@ -12,6 +12,7 @@ from typing import Sequence
 
 import torch
 
+from hindsight.policy import Policy
 from hindsight.policy.cached_generation import generate_turn
 from hindsight.policy.episode_context import EpisodeContext
 from hindsight.policy.generation import Generation, SamplingConfig
@@ -20,7 +21,7 @@ from hindsight.rollout.live_episode import Episode
 
 
 def multiturn_generations(
-    policy,
+    policy: Policy,
     episodes: Sequence[Episode],
     prompt: PromptConfig,
     sampling: SamplingConfig,

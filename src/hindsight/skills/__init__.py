@@ -1,6 +1,7 @@
 """Hindsight skills (ALGORITHMS.md section 1): teachers that write a skill for each finished
-episode, robust parsing of their JSON, the validation filter, skill injection into prompts,
-and the analyzer's SFT set.
+episode, robust parsing of their JSON, the validation filter, and the analyzer's SFT set.
+Skill injection into prompts is prompt building and lives in ``hindsight.policy.skill_injection``
+(its names are re-exported here).
 
 Files: ``episode_views.py`` (read-only episodes from the trajectory table),
 ``analysis_prompt.py`` (the prompt a teacher answers, the JSON target), ``parsing.py``
@@ -9,14 +10,16 @@ Files: ``episode_views.py`` (read-only episodes from the trajectory table),
 offline default teacher), ``http_teacher.py`` (OpenAI-compatible endpoint),
 ``policy_teacher.py`` (the policy as analyzer), ``skill_bank.py`` (the fixed Stage-1 bank
 as a teacher, for the ablation), ``structured.py`` (analyzer decoding inside a fixed JSON
-frame), ``injection.py`` (``inject_skill`` and its inverses), ``validation.py`` (the filter, the
-validated Skills table), ``sft_set.py`` (analyzer SFT examples), ``assignment.py`` (which skill an
-episode is re-scored with: its own, or an unrelated one for the control).
+frame), ``analyzers.py`` (``AnalyzerConfig``, the analyzer settings, and the teacher they name),
+``validation.py`` (the filter, the validated Skills table), ``sft_set.py`` (analyzer SFT
+examples), ``assignment.py`` (which skill an episode is re-scored with: its own, or an
+unrelated one for the control).
 """
 
 from hindsight.skills.analysis_prompt import build_analysis_prompt, skill_target_json
+from hindsight.skills.analyzers import AnalyzerConfig
 from hindsight.skills.episode_views import EpisodeView, StepView, episodes_from_table
-from hindsight.skills.injection import inject_skill, injected_skill, remove_skill, skill_block
+from hindsight.policy.skill_injection import inject_skill, injected_skill, remove_skill, skill_block
 from hindsight.skills.parsing import parse_skill_json
 from hindsight.skills.records import SkillRecord, parse_rate, record_from_output, skills_table
 from hindsight.skills.sft_set import analyzer_sft_examples
@@ -28,6 +31,7 @@ from hindsight.skills.teachers import Teacher, episode_analysis_prompt
 from hindsight.skills.validation import ValidationOutcome, skill_passes_validation, validated_skills_table
 
 __all__ = [
+    "AnalyzerConfig",
     "EpisodeView",
     "OpenAICompatibleTeacher",
     "PolicyTeacher",

@@ -1,7 +1,8 @@
 """Who writes a skill, in the language the ``analyzer`` settings name.
 
-One place turns ``AnalyzerConfig`` into a teacher, so the skills stage (Stage 1) and the RL
-loop (Stage 2) write skills the same way:
+``AnalyzerConfig`` is those settings (the ``analyzer`` block of ``parameters.yml``; the field
+of ``hindsight.config.ProjectConfig``). One place turns it into a teacher, so the skills
+stage (Stage 1) and the RL loop (Stage 2) write skills the same way:
 
 - ``rule_teacher``: the offline rule teacher of the language (the compact rule teacher, or
   the rule miner's JSON skills);
@@ -11,12 +12,53 @@ loop (Stage 2) write skills the same way:
 
 from __future__ import annotations
 
-from hindsight.config import AnalyzerConfig
+from dataclasses import dataclass
+
+from hindsight.policy import Policy
 from hindsight.skills.compact import CompactRuleTeacher
 from hindsight.skills.compact_decoding import CompactPolicyTeacher
 from hindsight.skills.policy_teacher import PolicyTeacher, policy_analyzer
 from hindsight.skills.rule_miner import RuleMinerTeacher
 from hindsight.skills.teachers import Teacher
+
+ANALYZER_LANGUAGES = ("compact", "json")
+
+
+@dataclass
+class AnalyzerConfig:
+    """How the policy writes a hindsight skill (the RL loop, and a policy teacher)."""
+
+    language: str = "compact"
+    """The skill language. ``compact``: ``do: a; b`` / ``avoid: a; b`` written under a grammar
+    from the episode's own actions (``skills.compact``; every analysis parses). ``json``: the
+    paper's JSON summary + skill, free text (or ``structured``), for a policy that can write it."""
+    concrete: bool = True
+    """Compact skills name the episode's actions as played (``take carrot``) rather than
+    abstract roles (``take <object>``)."""
+    max_templates: int = 7
+    """Most actions in one compact skill."""
+    max_new_tokens: int = 96
+    """JSON language: token limit of one analysis (below the rule miner's 170-380-token
+    targets; use at least the target length with a policy that can write skills)."""
+    structured: bool = False
+    """JSON language: fill only the two strings of a fixed JSON frame (``skills.structured``)."""
+    max_prompt_chars: int = 2400
+    """JSON language: cap on the analysis prompt (the compact prompt shows the whole episode,
+    one short line per action)."""
+
+    def __post_init__(self) -> None:
+        for name in ("structured", "concrete"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"analyzer.{name} must be true or false, got {getattr(self, name)!r}")
+        if self.language not in ANALYZER_LANGUAGES:
+            raise ValueError(f"analyzer.language must be one of {', '.join(ANALYZER_LANGUAGES)}, got {self.language!r}")
+        if self.max_templates < 1:
+            raise ValueError(f"analyzer.max_templates must be positive, got {self.max_templates}")
+
+    @property
+    def compact(self) -> bool:
+        """Whether skills are written in the compact language."""
+        return self.language == "compact"
 
 
 def rule_teacher(analyzer: AnalyzerConfig) -> Teacher:
@@ -26,7 +68,7 @@ def rule_teacher(analyzer: AnalyzerConfig) -> Teacher:
     return RuleMinerTeacher()
 
 
-def policy_teacher(policy, analyzer: AnalyzerConfig, max_length: int | None = None) -> Teacher:
+def policy_teacher(policy: Policy, analyzer: AnalyzerConfig, max_length: int | None = None) -> Teacher:
     """The policy as its own analyzer, greedy, in ``analyzer.language``.
 
     Args:

@@ -27,6 +27,7 @@ from typing import Callable, Sequence
 
 import torch
 
+from hindsight.policy import Policy
 from hindsight.policy.choice_rounds import ChoiceRounds
 from hindsight.policy.constrained import ActionTrie
 from hindsight.policy.encoding import encode_prompt
@@ -51,7 +52,7 @@ END_OF_SKILL = ""
 """The END option: no text, so its response is EOS alone."""
 
 
-def _choose(policy, prompt_ids: list[list[int]], options: list[list[str]], max_length: int | None) -> list[tuple[str, list[int]]]:
+def _choose(policy: Policy, prompt_ids: list[list[int]], options: list[list[str]], max_length: int | None) -> list[tuple[str, list[int]]]:
     """Greedy constrained choice among each row's ``options``: (option, its ids without EOS)."""
     config = SamplingConfig(temperature=0.0, constrained=True, max_length=max_length)
     generations = generate(
@@ -65,7 +66,7 @@ def _choose(policy, prompt_ids: list[list[int]], options: list[list[str]], max_l
 
 
 def _round_chooser(
-    policy, prompt_ids: list[list[int]], most_new_tokens: int, max_length: int | None, reuse_cache: bool
+    policy: Policy, prompt_ids: list[list[int]], most_new_tokens: int, max_length: int | None, reuse_cache: bool
 ) -> Callable[[list[int], list[list[str]]], list[tuple[str, list[int]]]]:
     """``choose(rows, options)``: one greedy constrained choice per row, appended to its
     continuation: over one KV cache per prompt (``ChoiceRounds``) when no continuation can
@@ -84,7 +85,7 @@ def _round_chooser(
 
 
 def grammar_skill_outputs(
-    policy,
+    policy: Policy,
     prompts: Sequence[str],
     vocabulary: Sequence[str] | Sequence[Sequence[str]],
     max_templates: int = MAX_TEMPLATES,
@@ -169,7 +170,7 @@ class CompactPolicyTeacher(Teacher):
     name = "compact_policy"
 
     def __init__(
-        self, policy, *, concrete: bool = True, max_templates: int = MAX_TEMPLATES, max_length: int | None = None
+        self, policy: Policy, *, concrete: bool = True, max_templates: int = MAX_TEMPLATES, max_length: int | None = None
     ) -> None:
         """Wrap the policy.
 

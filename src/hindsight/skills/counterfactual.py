@@ -52,7 +52,7 @@ from hindsight.skills.action_roles import is_information_action, parse_action_st
 from hindsight.skills.assignment import unrelated_sources
 from hindsight.skills.compact import DO_HEAD, concrete_action, parse_compact_skill, render_skill
 from hindsight.skills.episode_views import EpisodeView
-from hindsight.skills.injection import inject_skill
+from hindsight.policy.skill_injection import inject_skill
 from hindsight.training.episode_sft import skill_conditioned
 
 COUNTERFACTUAL_KIND = "skill_swap"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Callable, Sequence
 
+from hindsight.policy import Policy
 from hindsight.policy.generation import generate_text
 from hindsight.skills.analysis_prompt import DEFAULT_MAX_CHARS
 from hindsight.skills.episode_views import EpisodeView
@@ -22,7 +23,7 @@ from hindsight.skills.teachers import Teacher, episode_analysis_prompt
 logger = logging.getLogger(__name__)
 
 
-def policy_analyzer(policy, max_new_tokens: int, structured: bool = False) -> Callable[[list[str]], list[str]]:
+def policy_analyzer(policy: Policy, max_new_tokens: int, structured: bool = False) -> Callable[[list[str]], list[str]]:
     """The policy's greedy analyses as a batched generate function.
 
     Args:

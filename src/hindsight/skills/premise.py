@@ -33,13 +33,14 @@ from typing import TYPE_CHECKING, Sequence
 
 import pandas as pd
 
+from hindsight.policy import Policy
 from hindsight.policy.encoding import StepSample
 from hindsight.skills.compact import skill_lists_action
 from hindsight.skills.episode_views import EpisodeView
 from hindsight.skills.records import parse_skill_json
 
 if TYPE_CHECKING:
-    from hindsight.config import AnalyzerConfig
+    from hindsight.skills.analyzers import AnalyzerConfig
 
 PREMISE_COLUMNS = (
     "episode_id", "task_type", "success", "skill_source", "skill", "tokens", "gap_mean", "positive_share",
@@ -50,7 +51,7 @@ UNSURE_PROBABILITY = 0.5
 ANALYZER_EVAL_COLUMNS = ("episode_id", "target", "written", "parse_ok", "exact")
 
 
-def analyzer_outputs(policy, prompts: Sequence[str], templates: Sequence[Sequence[str]], analyzer: AnalyzerConfig) -> list[str]:
+def analyzer_outputs(policy: Policy, prompts: Sequence[str], templates: Sequence[Sequence[str]], analyzer: AnalyzerConfig) -> list[str]:
     """Greedy analyses of ``prompts`` as the RL loop writes them (JSON texts, one per prompt)."""
     if not prompts:
         return []
@@ -66,7 +67,7 @@ def analyzer_outputs(policy, prompts: Sequence[str], templates: Sequence[Sequenc
     return list(policy_analyzer(policy, analyzer.max_new_tokens, analyzer.structured)(list(prompts)))
 
 
-def evaluate_analyzer(policy, examples: pd.DataFrame, analyzer: AnalyzerConfig) -> pd.DataFrame:
+def evaluate_analyzer(policy: Policy, examples: pd.DataFrame, analyzer: AnalyzerConfig) -> pd.DataFrame:
     """The analyzer on the held-out rows of an analyzer SFT set (``skills.sft_set``).
 
     Args:
@@ -92,7 +93,7 @@ def evaluate_analyzer(policy, examples: pd.DataFrame, analyzer: AnalyzerConfig) 
 
 
 def step_token_logprobs(
-    policy, samples: Sequence[StepSample], skill_of_episode: dict[str, str], batch_size: int = 16
+    policy: Policy, samples: Sequence[StepSample], skill_of_episode: dict[str, str], batch_size: int = 16
 ) -> dict[tuple[str, int], list[tuple[float, float]]]:
     """``(l_plain, l_skill)`` of every non-forced response token, per (episode, step) with a skill."""
     from hindsight.training.distillation import response_logprobs, skill_augmented_logprobs
@@ -109,7 +110,7 @@ def step_token_logprobs(
 
 
 def step_teacher_gaps(
-    policy, samples: Sequence[StepSample], skill_of_episode: dict[str, str], batch_size: int = 16
+    policy: Policy, samples: Sequence[StepSample], skill_of_episode: dict[str, str], batch_size: int = 16
 ) -> dict[tuple[str, int], list[float]]:
     """``l_skill - l_plain`` of every non-forced response token, per (episode, step) with a skill."""
     return {
@@ -118,7 +119,7 @@ def step_teacher_gaps(
     }
 
 
-def teacher_gaps(policy, samples: Sequence[StepSample], skill_of_episode: dict[str, str], batch_size: int = 16) -> dict[str, list[float]]:
+def teacher_gaps(policy: Policy, samples: Sequence[StepSample], skill_of_episode: dict[str, str], batch_size: int = 16) -> dict[str, list[float]]:
     """``l_skill - l_plain`` of every non-forced response token, per episode with a skill."""
     gaps: dict[str, list[float]] = {}
     for (episode_id, _), values in step_teacher_gaps(policy, samples, skill_of_episode, batch_size).items():
@@ -159,7 +160,7 @@ def episode_premise_row(
 
 
 def premise_table(
-    policy, episodes: Sequence[EpisodeView], samples: Sequence[StepSample], skills_by_source: dict[str, dict[str, str]]
+    policy: Policy, episodes: Sequence[EpisodeView], samples: Sequence[StepSample], skills_by_source: dict[str, dict[str, str]]
 ) -> pd.DataFrame:
     """Per episode and skill source, the mean teacher gap over its non-forced action tokens.
 

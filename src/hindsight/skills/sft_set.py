@@ -18,17 +18,14 @@ from __future__ import annotations
 
 import logging
 import random
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from hindsight.skills.analysis_prompt import skill_target_json
+from hindsight.skills.analyzers import AnalyzerConfig
 from hindsight.skills.compact import compact_analysis_prompt, episode_templates, written_skill
 from hindsight.skills.episode_views import EpisodeView, episodes_from_table
 from hindsight.skills.teachers import episode_analysis_prompt
-
-if TYPE_CHECKING:  # the settings package imports the rollout engine, which imports skills
-    from hindsight.config import AnalyzerConfig
 
 logger = logging.getLogger(__name__)
 
@@ -96,8 +93,6 @@ def analyzer_sft_examples(
         ValueError: A column is missing, or a skill's episode is not in ``trajectories``.
     """
     if analyzer is None:
-        from hindsight.config import AnalyzerConfig
-
         analyzer = AnalyzerConfig()
     missing = [column for column in ("episode_id", "summary", "skill", "accepted", "parse_ok") if column not in skills]
     if missing:

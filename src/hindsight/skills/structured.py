@@ -25,6 +25,7 @@ from typing import Sequence
 
 import torch
 
+from hindsight.policy import Policy
 from hindsight.policy.encoding import encode_prompt
 from hindsight.policy.generation import SamplingConfig, generate
 
@@ -45,7 +46,7 @@ def _field_config(max_new_tokens: int, max_length: int | None) -> SamplingConfig
 
 
 def structured_skill_outputs(
-    policy,
+    policy: Policy,
     prompts: Sequence[str],
     summary_tokens: int = 32,
     skill_tokens: int = 64,

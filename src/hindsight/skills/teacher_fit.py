@@ -33,7 +33,7 @@ import pandas as pd
 
 from hindsight.policy.encoding import StepSample
 from hindsight.skills.episode_views import EpisodeView
-from hindsight.skills.injection import inject_skill
+from hindsight.policy.skill_injection import inject_skill
 
 FIT_KINDS = ("fit_plain", "fit_skill", "fit_unrelated")
 """The example kinds of a fit step: without a skill, with its episode's skill, with an

@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from hindsight.envs.base import EnvironmentSpec, StepResult, TextEnvironment
+from hindsight.policy import Policy
 from hindsight.rollout.engine import RolloutConfig, run_rollouts
 from hindsight.rollout.random_agent import run_random_agent
 from hindsight.rollout.tasks import TaskRef
@@ -101,7 +102,7 @@ def explore_states(
     base_factory: Callable,
     *,
     random_episodes: int,
-    policy=None,
+    policy: Policy | None = None,
     policy_episodes: int = 0,
     rollout: RolloutConfig | None = None,
     seed: int = 0,

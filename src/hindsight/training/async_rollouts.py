@@ -233,13 +233,3 @@ class AsyncRollouts:
             channel.cancel_join_thread()  # unread messages must not block the learner's exit
             channel.close()
         logger.info("Rollout worker (pid %s) stopped with exit code %s", process.pid, process.exitcode)
-
-
-def rollout_producer(
-    policy, env_factory: Callable, pool, rollout_config: RolloutConfig, config: RLConfig, seed: int,
-    start_update: int, end_update: int,
-) -> SyncRollouts | AsyncRollouts:
-    """The producer ``training.rl.async_rollouts`` selects (use it as a context manager)."""
-    if config.async_rollouts:
-        return AsyncRollouts(policy, env_factory, pool, rollout_config, config, seed, start_update, end_update)
-    return SyncRollouts(policy, env_factory, pool, rollout_config, config, seed)

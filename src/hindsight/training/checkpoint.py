@@ -20,12 +20,15 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from hindsight.atomic import atomic_directory
+
+if TYPE_CHECKING:
+    from hindsight.policy import Policy
 
 CHECKPOINT_PATTERN = re.compile(r"^update_(\d{6})$")
 
@@ -64,7 +67,7 @@ def restore_rng_state(state: dict[str, Any], generators: dict[str, torch.Generat
 def save_checkpoint(
     root: str | Path,
     update: int,
-    policy,
+    policy: Policy,
     optimizer: torch.optim.Optimizer,
     scheduler=None,
     generators: dict[str, torch.Generator] | None = None,
@@ -160,7 +163,7 @@ class ResumedRun:
     """The per-task pass-rate estimates (``rollout.curriculum.PassRates.state_dict``)."""
 
 
-def resume_rl(checkpoint_dir: str | Path | None, policy, optimizer, generators: dict[str, torch.Generator]) -> ResumedRun | None:
+def resume_rl(checkpoint_dir: str | Path | None, policy: Policy, optimizer, generators: dict[str, torch.Generator]) -> ResumedRun | None:
     """Restore the newest checkpoint of an RL run into ``policy`` (in place), ``optimizer``
     and the RNGs; None when there is none.
 
@@ -190,7 +193,7 @@ def resume_rl(checkpoint_dir: str | Path | None, policy, optimizer, generators: 
     )
 
 
-def save_rl_checkpoint(checkpoint_dir: str | Path, run: ResumedRun, policy, optimizer, generators: dict[str, torch.Generator]) -> Path:
+def save_rl_checkpoint(checkpoint_dir: str | Path, run: ResumedRun, policy: Policy, optimizer, generators: dict[str, torch.Generator]) -> Path:
     """Checkpoint an RL run after update ``run.update`` (what ``resume_rl`` reads back)."""
     extra = {"history": run.history, "last_skills": run.last_skills, "last_rollout": run.last_rollout, "task_stats": run.task_stats}
     return save_checkpoint(checkpoint_dir, run.update, policy, optimizer, generators=generators, extra=extra)

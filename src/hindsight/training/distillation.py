@@ -16,7 +16,7 @@ import torch
 from hindsight.policy.batching import length_sorted_chunks
 from hindsight.policy.encoding import StepSample, collate
 from hindsight.policy.logprobs import token_logprobs
-from hindsight.skills.injection import inject_skill
+from hindsight.policy.skill_injection import inject_skill
 from hindsight.training.episode_batches import episode_response_logprobs, is_multiturn, with_skill_ids
 from hindsight.training.prefix_scoring import prefix_shared_logprobs, shared_prefix_lengths
 

@@ -1,47 +1,23 @@
-"""The learner under ``torchrun``: SFT and the RL update as data-parallel jobs (DDP; gloo on
-CPU, NCCL on GPU), launched by a user or by a Kedro node, reading and writing plain files.
-
-    torchrun --nproc-per-node 2 -m hindsight.training.distributed sft \\
-        --policy data/06_models/base_policy --examples examples.parquet --out out/ [--settings sft.yml]
-    torchrun --nproc-per-node 2 -m hindsight.training.distributed rl-update \\
-        --policy data/06_models/stage1_policy --batch rollout_batch.pt --out out/
-    torchrun --nproc-per-node 2 -m hindsight.training.distributed rl \\
-        --policy data/06_models/stage1_policy --env local --out out/ [--params training.rl.updates=8]
-
-``rl``: the whole RL loop (``rl_run.run_rl``) with the project's parameters (``conf/base``
-merged with ``--env``, then ``--params key=value`` overrides, checked like a Kedro run's):
-each rank plays its share of every update's task groups, the update runs on the gathered
-batch (``rl_parallel``). Checkpoints (``--checkpoints``) are written by rank 0 and resumed
-by every rank. ``--out`` gets ``policy/``, ``history.parquet`` and ``last_rollout.parquet``.
+"""The learner's data-parallel jobs (DDP; gloo on CPU, NCCL on GPU), reading and writing
+plain files: SFT on a parquet of examples (``run_sft``), the rollout-batch file of one RL
+update (``save_rollout_batch`` / ``load_rollout_batch``), the project's parameters as a Kedro
+run sees them (``project_parameters``), and ``launch``, which starts the command line
+(``hindsight.distributed``: ``sft``, ``rl-update``, ``rl``) under ``torchrun`` and waits.
 
 ``sft``: every rank loads the policy and the examples (columns ``prompt``, ``response``) and
 runs ``train_sft`` on its stripe of every batch; ``--settings`` is a YAML mapping of
 ``SFTConfig`` fields (the ``sft`` block of a parameters file), plus, for multi-turn examples
 (a ``header`` column: behaviour cloning with ``rollout.layout: multiturn``), ``turns``: the
 ``TurnBudget`` fields of the rollout settings (``max_length``, ``max_new_tokens``,
-``constrained``).
-
-``rl-update``: one RL update (``update_policy``) on a saved rollout batch, a ``torch.save``
-file written by ``save_rollout_batch``: the step samples, their advantages, sampling-time and
-teacher log-probs, the RL settings and the mini-batch seed. Without a reference the KL term
-is off (``kl_coef`` 0).
-
-Rank 0 alone writes ``--out``: ``policy/`` (``save_policy``) and ``history.parquet`` (sft) or
-``metrics.json`` (rl-update; ``charts/update_seconds`` is the update's wall time). Started
-without torchrun, the same command runs in one process, which is the reference the
-data-parallel run must match (tests/training/test_distributed.py).
+``constrained``). Rank 0 alone writes ``--out``: ``policy/`` and ``history.parquet``.
 """
-
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import os
 import random
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Sequence
 
@@ -55,7 +31,6 @@ from hindsight.policy.model import load_policy, save_policy
 from hindsight.training.data_parallel import DataParallel
 from hindsight.training.episode_sft import TurnBudget
 from hindsight.training.rl_config import RLConfig
-from hindsight.training.rl_update import update_policy
 from hindsight.training.sft import SFTConfig, train_sft
 
 logger = logging.getLogger(__name__)
@@ -102,7 +77,8 @@ def load_rollout_batch(path: str | Path) -> dict:
     return batch
 
 
-def _seed_everything(seed: int) -> None:
+def seed_everything(seed: int) -> None:
+    """Python's and torch's global RNGs."""
     random.seed(seed)
     torch.manual_seed(seed)
 
@@ -121,38 +97,12 @@ def run_sft(policy_dir: Path, examples_path: Path, out: Path, settings_path: Pat
             raise ValueError(f"Examples file '{examples_path}' has no column '{column}'.")
     device = parallel.device if parallel is not None else None
     policy = load_policy(policy_dir, device=device)
-    _seed_everything(seed)
+    seed_everything(seed)
     history = train_sft(policy, examples, config, seed=seed, parallel=parallel, turns=budget)
     if parallel is None or parallel.is_writer:
         out.mkdir(parents=True, exist_ok=True)
         save_policy(policy, out / "policy")
         history.to_parquet(out / "history.parquet")
-
-
-def run_rl_update(policy_dir: Path, batch_path: Path, out: Path, parallel: DataParallel | None) -> dict[str, float]:
-    """The ``rl-update`` command (module docstring); returns the update's metrics."""
-    batch = load_rollout_batch(batch_path)
-    config: RLConfig = batch["rl"]
-    if config.kl_coef:
-        logger.warning("rl-update has no reference model: the KL term is left out (kl_coef %s -> 0)", config.kl_coef)
-        config.kl_coef = 0.0
-    device = parallel.device if parallel is not None else None
-    policy = load_policy(policy_dir, device=device)
-    _seed_everything(batch["seed"])
-    optimizer = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=config.learning_rate)
-    generator = torch.Generator().manual_seed(batch["seed"])
-    started = time.perf_counter()
-    metrics = update_policy(
-        policy, None, optimizer, batch["samples"], batch["advantages"], batch["old_logp"], batch["teacher_logp"],
-        config, generator, parallel=parallel,
-    )
-    metrics["charts/update_seconds"] = time.perf_counter() - started
-    policy.version += 1
-    if parallel is None or parallel.is_writer:
-        out.mkdir(parents=True, exist_ok=True)
-        save_policy(policy, out / "policy")
-        (out / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
-    return metrics
 
 
 def project_parameters(conf_source: Path, env: str | None, overrides: Sequence[str]) -> dict:
@@ -174,79 +124,16 @@ def project_parameters(conf_source: Path, env: str | None, overrides: Sequence[s
     return parameters
 
 
-def run_rl_job(
-    policy_dir: Path, parameters: dict, out: Path, checkpoints: Path | None, parallel: DataParallel | None
-) -> pd.DataFrame:
-    """The ``rl`` command (module docstring); returns the per-update history."""
-    from hindsight.config.files import check_parameters
-    from hindsight.training.rl_run import rl_setup, run_rl
-
-    settings = check_parameters(parameters)
-    project, training = settings["project"], settings["training"]
-    setup = rl_setup(project, training)
-    device = parallel.device if parallel is not None else None
-    start = load_policy(policy_dir, device=device)
-    result = run_rl(start, training.rl, setup, checkpoints, seed=project.seeds.rollouts, parallel=parallel)
-    result.policy.version = start.version + training.rl.updates
-    if parallel is None or parallel.is_writer:
-        out.mkdir(parents=True, exist_ok=True)
-        save_policy(result.policy, out / "policy")
-        result.history.to_parquet(out / "history.parquet")
-        result.last_rollout.to_parquet(out / "last_rollout.parquet")
-    return result.history
-
-
 def launch(arguments: Sequence[str], processes: int, *, timeout_s: float | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    """Run this module under ``torchrun`` on this machine (``--standalone``, ``processes``
+    """Run the learner's command line (``hindsight.distributed``) under ``torchrun`` on this machine (``--standalone``, ``processes``
     ranks) and wait: what a Kedro node calls, then reading rank 0's files from ``--out``.
 
     Raises:
         RuntimeError: torchrun failed; the message holds the end of its output.
     """
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(processes),
-               "-m", "hindsight.training.distributed", *map(str, arguments)]
+               "-m", "hindsight.distributed", *map(str, arguments)]
     result = subprocess.run(command, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout_s)
     if result.returncode != 0:
         raise RuntimeError(f"torchrun exited with {result.returncode}: {result.stdout[-2000:]}{result.stderr[-4000:]}")
     return result
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="hindsight.training.distributed", description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    sft = commands.add_parser("sft", help="supervised fine-tuning on a parquet of (prompt, response) examples")
-    sft.add_argument("--policy", type=Path, required=True, help="HF model (or LoRA adapter) directory to start from")
-    sft.add_argument("--examples", type=Path, required=True, help="parquet with columns prompt, response")
-    sft.add_argument("--settings", type=Path, default=None, help="YAML mapping of SFTConfig fields")
-    sft.add_argument("--seed", type=int, default=0)
-    sft.add_argument("--out", type=Path, required=True)
-    update = commands.add_parser("rl-update", help="one RL update on a saved rollout batch")
-    update.add_argument("--policy", type=Path, required=True)
-    update.add_argument("--batch", type=Path, required=True, help="file written by save_rollout_batch")
-    update.add_argument("--out", type=Path, required=True)
-    loop = commands.add_parser("rl", help="the RL loop with the project's parameters, rollouts sharded across ranks")
-    loop.add_argument("--policy", type=Path, required=True, help="the starting policy (also the KL reference)")
-    loop.add_argument("--conf", type=Path, default=Path("conf"), help="the project's conf directory")
-    loop.add_argument("--env", default=None, help="configuration environment over base (e.g. local, test)")
-    loop.add_argument("--params", action="append", default=[], help="key.path=value override (repeatable)")
-    loop.add_argument("--checkpoints", type=Path, default=None, help="checkpoint directory (resumed when present)")
-    loop.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    parallel = DataParallel.from_environment()
-    try:
-        if args.command == "sft":
-            run_sft(args.policy, args.examples, args.out, args.settings, args.seed, parallel)
-        elif args.command == "rl":
-            run_rl_job(args.policy, project_parameters(args.conf, args.env, args.params), args.out, args.checkpoints, parallel)
-        else:
-            run_rl_update(args.policy, args.batch, args.out, parallel)
-        if parallel is not None:
-            parallel.barrier()  # rank 0's files are complete when every rank returns
-    finally:
-        if parallel is not None:
-            torch.distributed.destroy_process_group()
-
-
-if __name__ == "__main__":
-    main()

@@ -28,7 +28,7 @@ from hindsight.policy.batching import token_budget_chunks
 from hindsight.policy.encoding import StepSample, truncate_prompt
 from hindsight.policy.episode_context import encode_text
 from hindsight.policy.logprobs import accepts_logits_to_keep
-from hindsight.skills.injection import skill_block
+from hindsight.policy.skill_injection import skill_block
 
 logger = logging.getLogger(__name__)
 

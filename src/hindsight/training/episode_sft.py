@@ -41,7 +41,7 @@ from hindsight.policy.constrained import ActionTrie
 from hindsight.policy.encoding import StepSample, encode_response, encode_sample
 from hindsight.policy.episode_context import EpisodeContext, encode_text, header_text, segment_text
 from hindsight.policy.prompts import PromptConfig
-from hindsight.skills.injection import inject_skill
+from hindsight.policy.skill_injection import inject_skill
 from hindsight.training.episode_batches import chain_logprobs, episode_chains
 
 logger = logging.getLogger(__name__)

@@ -63,3 +63,21 @@ def epoch_minibatches(episode_ids: Sequence[str], size: int, generator: torch.Ge
     if episodic:
         return episodic_minibatches(episode_ids, size, generator)
     return plain_minibatches(len(episode_ids), size, generator)
+
+
+class MinibatchOrder:
+    """How an epoch is cut into mini-batches: shuffled samples, or whole episodes when
+    ``episodic`` (ODYSSE) or when the samples are whole-episode sequences (multi-turn layout,
+    where an episode is one forward pass)."""
+
+    def __init__(self, episodic: bool = False) -> None:
+        self.episodic = episodic
+        self.name = "episodic" if episodic else "shuffled"
+
+    def split(self, episode_ids: Sequence[str], size: int, generator: torch.Generator, *, multiturn: bool = False) -> list[list[int]]:
+        """The mini-batches of one epoch (``epoch_minibatches``)."""
+        return epoch_minibatches(episode_ids, size, generator, episodic=self.episodic or multiturn)
+
+    def metrics(self, minibatches: int, epochs: int) -> dict[str, float]:
+        """ODYSSE's ``odysse/minibatches_per_epoch``; nothing for the plain shuffle."""
+        return {"odysse/minibatches_per_epoch": minibatches / max(epochs, 1)} if self.episodic else {}

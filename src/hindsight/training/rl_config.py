@@ -1,30 +1,36 @@
-"""Settings of the RL loop (SEED, GRPO, GiGPO, OPID, EMPO): one documented dataclass.
+"""Settings of the core RL loop (``training.rl.train_rl``): one documented dataclass.
 
-Defaults follow ALGORITHMS.md (paper settings) wherever they carry over to a tiny CPU
-policy; the learning rate, the number of updates and the batch size are scaled to the
-embedded default; ``conf/base/parameters_training.yml`` restates these defaults. The run's
-seed and the analyzer settings come from the shared settings (``hindsight.config``).
+What every method shares lives here: the batch (tasks, group size), the PPO update, the
+KL to the reference, checkpoints, evaluation, the rollout weights, and the schedulers that
+choose tasks, keep groups and order mini-batches (STEPO, the curriculum, ODYSSE,
+asynchronous rollouts). A method's own settings live in its module
+(``hindsight.methods.<name>.Settings``) and are given under ``methods.<name>``; the
+method is picked by ``algorithm`` (``hindsight.methods.registry``).
+
+Defaults follow the papers wherever they carry over to a tiny CPU policy; the learning
+rate, the number of updates and the batch size are scaled to the embedded default;
+``conf/base/parameters_training.yml`` restates these defaults.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from hindsight.algorithms.losses import DISTILL_GATES
-from hindsight.skills.assignment import SKILL_ASSIGNMENTS
-
-ALGORITHMS = ("seed", "grpo", "gigpo", "opid", "empo", "wmr1")
-SKILL_SOURCES = ("on_policy", "fixed_bank")
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
 class RLConfig:
-    """Every knob of one RL run; one line of documentation under each."""
+    """Every knob of the core loop; one line of documentation under each."""
 
     algorithm: str = "seed"
-    """seed (PPO + gated on-policy distillation), grpo, gigpo, opid, empo (expert
-    trajectories as the environment: ``kedro run --pipeline empo``) or wmr1 (GRPO inside a
-    learned world model: ``kedro run --pipeline wmr1``)."""
+    """The RL method (``hindsight.methods``): seed, grpo, gigpo, opid, empo (expert
+    trajectories as the environment: ``kedro run --pipeline empo``), wmr1 (GRPO inside a
+    learned world model: ``kedro run --pipeline wmr1``), or any registered method."""
+    methods: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Each method's own settings, by method name (``methods.seed.opd_coef``); a method
+    not named here runs with its defaults. Keys are checked against the method's
+    ``Settings`` when the parameters are read."""
     updates: int = 4
     """Number of RL updates (rollout -> analyze -> score -> update)."""
     tasks_per_update: int = 8
@@ -56,35 +62,6 @@ class RLConfig:
     and the step term (the official code's mean_std_norm / mean_norm)."""
     kl_coef: float = 0.01
     """Weight of the low-variance KL to the reference (Stage-1) policy."""
-    opd_coef: float = 0.01
-    """Weight of the gated on-policy distillation loss (SEED)."""
-    gate_beta: float = 5.0
-    """Sharpness of the distillation gate sigmoid(beta * gap)."""
-    distill_gate: str = "sigmoid"
-    """SEED's distillation gate: sigmoid (g = sigmoid(gate_beta * gap)) or ungated (the
-    control: g = 1 on every distilled token, naive on-policy self-distillation; the
-    ``opd/gate_*`` metrics then read 1)."""
-    opid_weight: float = 0.001
-    """OPID: weight of (l_skill - l_old) folded into the token advantage."""
-    gigpo_step_weight: float = 1.0
-    """GiGPO: weight of the step-level (anchor-group) advantage."""
-    gigpo_gamma: float = 0.95
-    """GiGPO: discount of the step return."""
-    gigpo_similarity_threshold: float | None = None
-    """GiGPO: None = exact anchor matching; else difflib ratio for fuzzy anchor groups."""
-    empo_gamma: float = 0.5
-    """EMPO: discount of the step return, which breaks at mismatched steps (released script: 0.5)."""
-    empo_step_weight: float = 1.0
-    """EMPO: weight of the step-level advantage (same task, same step index); the episode term weighs 1."""
-    skill_source: str = "on_policy"
-    """SEED skills: on_policy (the current policy writes them) or fixed_bank (ablation)."""
-    skill_assignment: str = "own"
-    """Which skill an episode is re-scored (distilled) with: own (the one written for it) or
-    unrelated (the control: the skills are written as usual, then each episode with a skill
-    gets one written for an episode of another task type in the batch, where there is one,
-    ``skills.assignment``; logged as ``opd/skill_unrelated_share``). SEED and OPID."""
-    distill: bool = True
-    """SEED: False drops the distillation loss (ablation: plain GRPO from Stage 1)."""
     max_grad_norm: float = 1.0
     """Gradient clipping norm."""
     eval_every: int = 0
@@ -123,15 +100,6 @@ class RLConfig:
     """Weight of the newest group's success rate in a task's pass-rate estimate (EMA)."""
     odysse_episode_minibatches: bool = False
     """ODYSSE sampler: every step sample of one episode goes into the same mini-batch."""
-    wmr1_replay: bool = True
-    """WM-R1: an all-failure group swaps one rollout for a stored success of its task."""
-    wmr1_imagined_turns: int = 0
-    """WM-R1 imagined turns, at most this many before each committed action (0: off; other
-    algorithms ignore it). Our reading of "the policy may ask the world model what happens if
-    I do X (bounded count)": the world-model environment also offers ``imagine: <a>`` for each
-    valid action; choosing it shows the world model's prediction for ``a`` without playing it
-    (``envs.world_model``). Such a turn is a step sample trained like any other; it counts in
-    the episode's step limit and in its world-model calls (R_wm), not in its length (R_len)."""
     async_rollouts: bool = False
     """Generate rollouts in a second process (``training.async_rollouts``) while the learner
     trains, with decoupled PPO on stale samples; False: the synchronous loop."""
@@ -145,20 +113,10 @@ class RLConfig:
     """Async: upper bound of the decoupled-PPO weight pi_prox / pi_behav (None: no cap)."""
 
     def __post_init__(self) -> None:
-        if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"training.rl.algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
-        if self.skill_source not in SKILL_SOURCES:
-            raise ValueError(f"training.rl.skill_source must be one of {SKILL_SOURCES}, got {self.skill_source!r}")
-        if self.distill_gate not in DISTILL_GATES:
-            raise ValueError(f"training.rl.distill_gate must be one of {DISTILL_GATES}, got {self.distill_gate!r}")
-        if self.skill_assignment not in SKILL_ASSIGNMENTS:
-            raise ValueError(f"training.rl.skill_assignment must be one of {SKILL_ASSIGNMENTS}, got {self.skill_assignment!r}")
         if not 0 < self.task_fraction <= 1:
             raise ValueError(f"training.rl.task_fraction must be in (0, 1], got {self.task_fraction}")
         if self.rollout_dtype not in ("float32", "bfloat16", "auto"):
             raise ValueError(f"training.rl.rollout_dtype must be float32, bfloat16 or auto, got {self.rollout_dtype!r}")
-        if self.wmr1_imagined_turns < 0:
-            raise ValueError(f"training.rl.wmr1_imagined_turns must be >= 0 (0: off), got {self.wmr1_imagined_turns}")
         if self.micro_batch_tokens is not None and self.micro_batch_tokens < 1:
             raise ValueError(f"training.rl.micro_batch_tokens must be a positive token count or null, got {self.micro_batch_tokens}")
         self._check_task_schedule()
@@ -190,11 +148,11 @@ class RLConfig:
     def _check_async(self) -> None:
         """The asynchronous-rollout settings (``training.async_rollouts``)."""
         if self.async_rollouts and (
-            self.curriculum or self.stepo_pass_rate_band is not None or self.stepo_filter_zero_variance or self.algorithm == "wmr1"
+            self.curriculum or self.stepo_pass_rate_band is not None or self.stepo_filter_zero_variance
         ):
             raise ValueError(
                 "training.rl.async_rollouts draws every update's tasks in advance: it does not combine with "
-                "curriculum, stepo_pass_rate_band, stepo_filter_zero_variance or algorithm wmr1"
+                "curriculum, stepo_pass_rate_band or stepo_filter_zero_variance"
             )
         if self.async_max_staleness < 0 or self.async_worker_threads < 1:
             raise ValueError(
@@ -202,7 +160,12 @@ class RLConfig:
                 f"{self.async_max_staleness} and {self.async_worker_threads}"
             )
 
-    @property
-    def uses_skills(self) -> bool:
-        """Whether updates need skills and skill-augmented log-probs."""
-        return self.algorithm == "opid" or (self.algorithm == "seed" and self.distill)
+
+def with_overrides(base: RLConfig, overrides: dict[str, Any]) -> RLConfig:
+    """``base`` with ``overrides`` applied; a ``methods`` override is merged method by method
+    and key by key (``{"methods": {"seed": {"opd_coef": 1.0}}}`` keeps SEED's other settings)."""
+    overrides = dict(overrides)
+    methods = {name: dict(values or {}) for name, values in base.methods.items()}
+    for name, values in (overrides.pop("methods", None) or {}).items():
+        methods[name] = {**methods.get(name, {}), **(values or {})}
+    return dataclasses.replace(base, **overrides, methods=methods)

@@ -11,14 +11,15 @@ mini-batch under DDP, so all ranks take the same optimizer step and keep the sam
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Sequence
 
 import pandas as pd
 import torch
 
-from hindsight.policy.encoding import StepSample
 from hindsight.rollout.stats import FAULTS_ATTR
 from hindsight.rollout.tasks import TaskRef
+from hindsight.training.batch import RolloutBatch
 from hindsight.training.data_parallel import DataParallel
 
 RATE_SUFFIX = "_rate"
@@ -36,31 +37,25 @@ def shard_tasks(parallel: DataParallel, tasks: Sequence[TaskRef]) -> list[TaskRe
     return [task for task in tasks if task.group_id in mine]
 
 
-def gather_update_batch(
-    parallel: DataParallel,
-    table: pd.DataFrame,
-    samples: Sequence[StepSample],
-    advantages: torch.Tensor,
-    old_logp: Sequence[torch.Tensor],
-    teacher_logp: Sequence[torch.Tensor | None],
-    skills: pd.DataFrame,
-) -> tuple[pd.DataFrame, list[StepSample], torch.Tensor, list[torch.Tensor], list[torch.Tensor | None], pd.DataFrame]:
-    """Every rank's rollout table, samples, advantages, log-probs and skills, concatenated in
+def gather_update_batch(parallel: DataParallel, batch: RolloutBatch) -> RolloutBatch:
+    """Every rank's rollout table, samples, log-probs, advantages and skills, concatenated in
     rank order, on every rank; the table keeps the summed fault counts in its attrs (rates
     averaged over the ranks)."""
-    faults = parallel.sum_metrics(table.attrs.get(FAULTS_ATTR, {}))
+    faults = parallel.sum_metrics(batch.table.attrs.get(FAULTS_ATTR, {}))
     faults = {key: value / parallel.world_size if key.endswith(RATE_SUFFIX) else value for key, value in faults.items()}
-    tables = parallel.gather([table])
-    skill_tables = [frame for frame in parallel.gather([skills]) if len(frame)]
-    whole = pd.concat(tables, ignore_index=True)
+    whole = pd.concat(parallel.gather([batch.table]), ignore_index=True)
     whole.attrs[FAULTS_ATTR] = faults
-    return (
-        whole,
-        parallel.gather(samples),
-        torch.cat(parallel.gather([advantages])),
-        parallel.gather(old_logp),
-        parallel.gather(teacher_logp),
-        pd.concat(skill_tables, ignore_index=True) if skill_tables else skills,
+    skills = batch.skills if batch.skills is not None else pd.DataFrame()
+    skill_tables = [frame for frame in parallel.gather([skills]) if len(frame)]
+    return dataclasses.replace(
+        batch,
+        table=whole,
+        played=whole,
+        samples=parallel.gather(batch.samples),
+        advantages=torch.cat(parallel.gather([batch.advantages])),
+        old_logp=parallel.gather(batch.old_logp),
+        teacher_logp=parallel.gather(batch.teacher_logp),
+        skills=pd.concat(skill_tables, ignore_index=True) if skill_tables else batch.skills,
     )
 
 

@@ -1,6 +1,7 @@
-"""One RL update of the policy: PPO epochs over mini-batches of step samples, each loss
-term (PPO clip, gated on-policy distillation, or ungated with ``distill_gate: ungated``, KL
-to the reference) a named ``LossTerm`` (ALGORITHMS.md section 1, step 5).
+"""One RL update of the policy: PPO epochs over mini-batches of a ``RolloutBatch``, each
+loss term a named ``LossTerm``: PPO clip (or decoupled PPO on stale samples), the method's
+own terms (``Method.extra_loss_terms``: SEED's gated distillation) and the KL to the
+reference.
 
 Token tensors are response-aligned: with left padding the response of every sample ends at
 the last column, so the last R columns of a [B, L] batch hold the responses, right-aligned.
@@ -14,35 +15,25 @@ import contextlib
 import functools
 import logging
 import math
-from dataclasses import dataclass
 from typing import Sequence
 
 import torch
 
 from hindsight import algorithms
+from hindsight.policy import Policy
 from hindsight.policy.encoding import StepSample, collate
 from hindsight.policy.logprobs import token_logprobs
-from hindsight.training.distillation import response_logprobs
+from hindsight.training.batch import MicroBatch, RolloutBatch
 from hindsight.training.data_parallel import DataParallel, micro_batch_plan
+from hindsight.training.distillation import response_logprobs
 from hindsight.training.episode_batches import chain_micro_batch_plan, is_multiturn, right_aligned_logprobs
-from hindsight.training.minibatches import epoch_minibatches
+from hindsight.training.minibatches import MinibatchOrder
+from hindsight.training.loss_terms import LossTerm
+from hindsight.training.method import Method
 from hindsight.training.rl_config import RLConfig
 
+
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class LossTerm:
-    """One term of the loss in one micro-batch."""
-
-    name: str
-    """ppo, opd or kl (its coefficient: 1, ``opd_coef``, ``kl_coef``)."""
-    loss: torch.Tensor
-    """The term aggregated over its own tokens (``config.loss_agg``)."""
-    mask: torch.Tensor
-    """[B, R] the tokens it was aggregated over (every response, or the distilled ones)."""
-    metrics: dict[str, float]
-    """Its diagnostics (``ppo/clipfrac``, ``opd/gate_mean``, ...)."""
 
 
 def _pad_right_aligned(rows: Sequence[torch.Tensor], width: int) -> torch.Tensor:
@@ -54,21 +45,14 @@ def _pad_right_aligned(rows: Sequence[torch.Tensor], width: int) -> torch.Tensor
 
 
 def micro_batch_loss_terms(
-    model,
-    chunk: Sequence[StepSample],
-    pad: int,
-    advantage: torch.Tensor,
-    old_rows: Sequence[torch.Tensor],
-    teacher_rows: Sequence[torch.Tensor | None],
-    reference_rows: Sequence[torch.Tensor] | None,
-    config: RLConfig,
-    device,
-    proximal_rows: Sequence[torch.Tensor] | None = None,
+    model, micro: MicroBatch, pad: int, reference_rows: Sequence[torch.Tensor] | None, config: RLConfig, method: Method, device
 ) -> list[LossTerm]:
     """The loss terms of one micro-batch, each aggregated over its own tokens: ppo always,
-    opd when SEED distils and some sample has a teacher, kl when a reference is given.
-    With ``proximal_rows`` (asynchronous rollouts) the ppo term is decoupled PPO:
-    ``old_rows`` are the behaviour log-probs, the clip is centred on the proximal ones."""
+    then the method's own (SEED's distillation where some sample has a teacher), kl when a
+    reference is given. With ``micro.proximal_logp`` (asynchronous rollouts) the ppo term is
+    decoupled PPO: ``old_logp`` are the behaviour log-probs, the clip is centred on the
+    proximal ones."""
+    chunk = micro.samples
     if is_multiturn(chunk):  # one forward pass per episode (training.episode_batches)
         logp, mask, width = right_aligned_logprobs(model, chunk, pad)
     else:
@@ -76,42 +60,31 @@ def micro_batch_loss_terms(
         width = tokens.response_width
         logp = token_logprobs(model, tokens)[:, -width:].float().cpu()
         mask = tokens.choice_mask[:, -width:].float().cpu()  # response tokens the policy chose (no forced ones)
-    old = _pad_right_aligned(old_rows, width)
-    has_teacher = torch.tensor([row is not None for row in teacher_rows], dtype=torch.float32)
+    old = _pad_right_aligned(micro.old_logp, width)
+    has_teacher = torch.tensor([row is not None for row in micro.teacher_logp], dtype=torch.float32)
     teacher = _pad_right_aligned(
-        [row if row is not None else torch.zeros(len(sample.response_ids)) for row, sample in zip(teacher_rows, chunk)],
+        [row if row is not None else torch.zeros(len(sample.response_ids)) for row, sample in zip(micro.teacher_logp, chunk)],
         width,
     )
     distill_mask = mask * has_teacher[:, None]
-    if config.algorithm == "opid":
-        advantage = algorithms.opid_advantages(advantage, teacher, old, distill_mask, weight=config.opid_weight)
-    terms = []
-    if proximal_rows is None:
-        loss, ppo_metrics = algorithms.ppo_clip_loss(
-            logp, old, advantage, mask,
-            clip_low=config.clip_low, clip_high=config.clip_high, dual_clip=config.dual_clip, agg=config.loss_agg,
-        )
+    advantage = method.token_advantages(micro.advantages, teacher, old, distill_mask)
+    clip = {"clip_low": config.clip_low, "clip_high": config.clip_high, "dual_clip": config.dual_clip, "agg": config.loss_agg}
+    if micro.proximal_logp is None:
+        loss, ppo_metrics = algorithms.ppo_clip_loss(logp, old, advantage, mask, **clip)
     else:
         loss, ppo_metrics = algorithms.decoupled_ppo_loss(
-            logp, _pad_right_aligned(proximal_rows, width), old, advantage, mask,
-            clip_low=config.clip_low, clip_high=config.clip_high, dual_clip=config.dual_clip,
-            behaviour_weight_cap=config.async_behaviour_weight_cap, agg=config.loss_agg,
+            logp, _pad_right_aligned(micro.proximal_logp, width), old, advantage, mask,
+            behaviour_weight_cap=config.async_behaviour_weight_cap, **clip,
         )
     ppo_metrics = {f"ppo/{k}": float(v) for k, v in ppo_metrics.items()}
     # |l - l_old|: before the first optimizer step l is the old policy recomputed by the trainer
     ppo_metrics["rollout/logprob_gap"] = float(algorithms.masked_mean((logp - old).abs().detach(), mask))
-    terms.append(LossTerm("ppo", loss, mask, ppo_metrics))
-    if config.algorithm == "seed" and config.distill and distill_mask.sum() > 0:
-        opd, opd_metrics = algorithms.opd_loss(
-            logp, teacher, distill_mask, gate_beta=config.gate_beta, agg=config.loss_agg, gate=config.distill_gate
-        )
-        # the gap is logged once, before the update, as l_skill - l_old (training.rl.distillation_targets)
-        gate_metrics = {f"opd/{k}": float(v) for k, v in opd_metrics.items() if k != "teacher_gap_mean"}
-        terms.append(LossTerm("opd", opd, distill_mask, gate_metrics))
+    terms = [LossTerm("ppo", loss, mask, ppo_metrics)]
+    terms += method.extra_loss_terms(logp, teacher, distill_mask, config.loss_agg)
     if reference_rows is not None:
         reference = _pad_right_aligned(reference_rows, width)
         kl = algorithms.aggregate_loss(algorithms.kl_low_var(logp, reference), mask, config.loss_agg)
-        terms.append(LossTerm("kl", kl, mask, {}))
+        terms.append(LossTerm("kl", kl, mask, {}, coefficient=config.kl_coef))
     return terms
 
 
@@ -143,24 +116,23 @@ class ReferenceLogprobs:
 
 
 def update_policy(
-    policy,
+    policy: Policy,
     reference_model,
     optimizer: torch.optim.Optimizer,
-    samples: Sequence[StepSample],
-    advantages: torch.Tensor,
-    old_logp: Sequence[torch.Tensor],
-    teacher_logp: Sequence[torch.Tensor | None],
+    batch: RolloutBatch,
     config: RLConfig,
+    method: Method,
     generator: torch.Generator,
     parallel: DataParallel | None = None,
-    proximal_logp: Sequence[torch.Tensor] | None = None,
+    minibatches: MinibatchOrder | None = None,
 ) -> dict[str, float]:
-    """PPO epochs over mini-batches; returns the mean of every logged metric over the
-    mini-batches that logged it (the opd metrics only over those with distilled tokens),
-    ``rollout/logprob_gap`` (mean |l - l_old| over the chosen tokens of the first
-    mini-batch, before any step: the recorded sampling-time log-probs against the trainer's
-    recomputation, about 0 on CPU), and ``faults/skipped_updates``: mini-batches whose loss or gradient was not finite,
-    skipped without a step (the weights and the optimizer state stay as they were).
+    """PPO epochs over mini-batches of ``batch``; returns the mean of every logged metric
+    over the mini-batches that logged it (the method's metrics only over those where its
+    term had tokens), ``rollout/logprob_gap`` (mean |l - l_old| over the chosen tokens of the
+    first mini-batch, before any step: the recorded sampling-time log-probs against the
+    trainer's recomputation, about 0 on CPU), and ``faults/skipped_updates``: mini-batches
+    whose loss or gradient was not finite, skipped without a step (the weights and the
+    optimizer state stay as they were).
 
     A mini-batch is one optimizer step. Its forward/backward passes run over micro-batches
     of at most ``config.micro_batch_tokens`` padded tokens (samples sorted by length), each
@@ -169,97 +141,111 @@ def update_policy(
     gradient while the activation memory is bounded by the budget, not the batch size.
 
     With ``parallel`` (one process of a ``torchrun`` learner, every rank given the same
-    samples and generator state) each rank runs its stripe of every mini-batch under DDP;
-    the step equals the one-process step up to float rounding (``data_parallel``).
-    ``proximal_logp`` (asynchronous rollouts): per sample, the log-probs of the learner's
-    version before this update; ``old_logp`` are then the behaviour log-probs and the ppo
-    term is ``algorithms.decoupled_ppo_loss``.
+    batch and generator state) each rank runs its stripe of every mini-batch under DDP;
+    the step equals the one-process step up to float rounding (``data_parallel``). With
+    ``batch.proximal_logp`` (asynchronous rollouts) ``batch.old_logp`` are the behaviour
+    log-probs and the ppo term is ``algorithms.decoupled_ppo_loss``. ``minibatches`` cuts
+    each epoch (default: as ``config.odysse_episode_minibatches`` asks).
     """
-    model, pad = policy.model, policy.tokenizer.pad_token_id
-    coefficient = {"ppo": 1.0, "opd": config.opd_coef, "kl": config.kl_coef}
-    reference = ReferenceLogprobs(reference_model, samples, config, pad, lazy=parallel is not None) if config.kl_coef else None
-    lengths = [len(sample.input_ids) for sample in samples]
+    model = policy.model
+    pad = policy.tokenizer.pad_token_id
+    reference = ReferenceLogprobs(reference_model, batch.samples, config, pad, lazy=parallel is not None) if config.kl_coef else None
     replica = parallel.wrap(model) if parallel is not None else model  # what the gradients flow through
-    scale = parallel.gradient_scale if parallel is not None else 1.0
-    multiturn = is_multiturn(samples)
+    multiturn = is_multiturn(batch.samples)
+    minibatches = minibatches or MinibatchOrder(config.odysse_episode_minibatches)
     model.train()
     sums: dict[str, float] = {}
     counts: dict[str, int] = {}
     skipped = 0
-    episode_ids = [sample.episode_id for sample in samples]
     minibatch_count = 0
     for epoch in range(config.ppo_epochs):
         # plain shuffle, or whole episodes per mini-batch (``training.minibatches``): ODYSSE, and
         # always in the multi-turn layout, where an episode is one forward pass (``training.episode_batches``)
-        batches = epoch_minibatches(
-            episode_ids, config.mini_batch_size, generator, episodic=config.odysse_episode_minibatches or multiturn
-        )
+        batches = minibatches.split(batch.episode_ids, config.mini_batch_size, generator, multiturn=multiturn)
         minibatch_count += len(batches)
         for batch_number, members in enumerate(batches):
-            index = sorted(members, key=lambda i: lengths[i])
-            plan = (
-                chain_micro_batch_plan(parallel, samples, index, config.micro_batch_tokens)
-                if multiturn
-                else micro_batch_plan(parallel, index, lengths, config.micro_batch_tokens)
-            )
-            totals = _aggregation_totals(samples, index, teacher_logp, config)
-            optimizer.zero_grad(set_to_none=True)
-            losses: dict[str, float] = {}
-            weighted: dict[str, float] = {}
-            for number, (micro, weight) in enumerate(plan):
-                with parallel.synchronised(replica, number == len(plan) - 1) if parallel else contextlib.nullcontext():
-                    terms = micro_batch_loss_terms(
-                        replica, [samples[i] for i in micro], pad, advantages[micro],
-                        [old_logp[i] for i in micro], [teacher_logp[i] for i in micro],
-                        reference.rows(micro) if reference is not None else None,
-                        config, policy.device,
-                        [proximal_logp[i] for i in micro] if proximal_logp is not None else None,
-                    )
-                    total = torch.zeros(())
-                    for term in terms:
-                        share = weight * algorithms.aggregation_count(term.mask, config.loss_agg) / max(totals[term.name], 1.0)
-                        total = total + coefficient[term.name] * share * term.loss
-                        losses[term.name] = losses.get(term.name, 0.0) + share * float(term.loss.detach())
-                        for key, value in term.metrics.items():  # token-weighted mean over the micro-batches
-                            weighted[key] = weighted.get(key, 0.0) + share * value
-                    (total * scale).backward()
-            if parallel is not None:  # each rank holds its part of every sum
-                weighted, losses = parallel.sum_metrics(weighted), parallel.sum_metrics(losses)
-            metrics = dict(weighted)
+            metrics = minibatch_step(policy, replica, optimizer, batch, members, reference, config, method, parallel)
+            if metrics is None:
+                skipped += 1
+                continue
             if epoch or batch_number:  # only the first mini-batch still sees the weights that sampled
                 metrics.pop("rollout/logprob_gap", None)
-            metrics["losses/ppo"] = losses["ppo"]
-            if "opd" in losses:
-                metrics["losses/opd"] = losses["opd"]
-            if "kl" in losses:
-                metrics["kl/ref"] = losses["kl"]
-            metrics["losses/total"] = sum(coefficient[name] * value for name, value in losses.items())
-            metrics["losses/grad_norm"] = float(
-                torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], config.max_grad_norm)
-            )
-            if not (math.isfinite(metrics["losses/total"]) and math.isfinite(metrics["losses/grad_norm"])):
-                # a NaN or inf loss or gradient: no step (weights and optimizer state unchanged)
-                optimizer.zero_grad(set_to_none=True)
-                skipped += 1
-                logger.warning("RL mini-batch skipped: loss %s, gradient norm %s", metrics["losses/total"], metrics["losses/grad_norm"])
-                continue
-            optimizer.step()
             for key, value in metrics.items():
                 sums[key] = sums.get(key, 0.0) + value
                 counts[key] = counts.get(key, 0) + 1
     model.eval()
     result = {**{key: value / counts[key] for key, value in sums.items()}, "faults/skipped_updates": float(skipped)}
-    if config.odysse_episode_minibatches:
-        result["odysse/minibatches_per_epoch"] = minibatch_count / max(config.ppo_epochs, 1)
-    return result
+    return {**result, **minibatches.metrics(minibatch_count, config.ppo_epochs)}
 
 
-def _aggregation_totals(
-    samples: Sequence[StepSample], index: Sequence[int], teacher_logp: Sequence[torch.Tensor | None], config: RLConfig
-) -> dict[str, float]:
-    """Each loss term's aggregation count over the whole mini-batch: its masks are every
-    response (ppo, kl) or the responses with a teacher (opd), forced tokens left out, one
-    row per sample."""
+def minibatch_step(
+    policy: Policy, replica, optimizer: torch.optim.Optimizer, batch: RolloutBatch, members: Sequence[int],
+    reference: "ReferenceLogprobs | None", config: RLConfig, method: Method, parallel: DataParallel | None,
+) -> dict[str, float] | None:
+    """One optimizer step on the samples ``members``, accumulated over micro-batches through
+    ``replica`` (the model, or its DDP wrapper); its metrics, or None when the loss or the
+    gradient was not finite (no step taken)."""
+    model = policy.model
+    scale = parallel.gradient_scale if parallel is not None else 1.0
+    lengths = [len(sample.input_ids) for sample in batch.samples]
+    index = sorted(members, key=lambda i: lengths[i])
+    plan = (
+        chain_micro_batch_plan(parallel, batch.samples, index, config.micro_batch_tokens)
+        if is_multiturn(batch.samples)
+        else micro_batch_plan(parallel, index, lengths, config.micro_batch_tokens)
+    )
+    totals = _aggregation_totals(batch, index, config)
+    optimizer.zero_grad(set_to_none=True)
+    losses: dict[str, float] = {}
+    coefficients: dict[str, float] = {}
+    weighted: dict[str, float] = {}
+    for number, (micro, weight) in enumerate(plan):
+        with parallel.synchronised(replica, number == len(plan) - 1) if parallel else contextlib.nullcontext():
+            terms = micro_batch_loss_terms(
+                replica, batch.select(micro), policy.tokenizer.pad_token_id,
+                reference.rows(micro) if reference is not None else None, config, method, policy.device,
+            )
+            total = torch.zeros(())
+            for term in terms:
+                share = weight * algorithms.aggregation_count(term.mask, config.loss_agg) / max(totals[term.rows], 1.0)
+                total = total + term.coefficient * share * term.loss
+                losses[term.name] = losses.get(term.name, 0.0) + share * float(term.loss.detach())
+                coefficients[term.name] = term.coefficient
+                for key, value in term.metrics.items():  # token-weighted mean over the micro-batches
+                    weighted[key] = weighted.get(key, 0.0) + share * value
+            (total * scale).backward()
+    if parallel is not None:  # each rank holds its part of every sum
+        weighted, losses = parallel.sum_metrics(weighted), parallel.sum_metrics(losses)
+        coefficients = _coefficients_over_ranks(parallel, coefficients)
+    metrics = dict(weighted)
+    for name, value in losses.items():
+        metrics["kl/ref" if name == "kl" else f"losses/{name}"] = value
+    metrics["losses/total"] = sum(coefficients[name] * value for name, value in losses.items())
+    metrics["losses/grad_norm"] = float(
+        torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], config.max_grad_norm)
+    )
+    if not (math.isfinite(metrics["losses/total"]) and math.isfinite(metrics["losses/grad_norm"])):
+        optimizer.zero_grad(set_to_none=True)  # a NaN or inf loss or gradient: weights and optimizer state unchanged
+        logger.warning("RL mini-batch skipped: loss %s, gradient norm %s", metrics["losses/total"], metrics["losses/grad_norm"])
+        return None
+    optimizer.step()
+    return metrics
+
+
+def _coefficients_over_ranks(parallel: DataParallel, coefficients: dict[str, float]) -> dict[str, float]:
+    """Each term's coefficient on every rank, also for a term only some ranks computed
+    (SEED's distillation, on the ranks whose stripes hold distilled samples): the mean over
+    the ranks that have it (one value per term, so the mean is that value)."""
+    sums = parallel.sum_metrics(coefficients)
+    counts = parallel.sum_metrics({name: 1.0 for name in coefficients})
+    return {name: sums[name] / counts[name] for name in sums}
+
+
+def _aggregation_totals(batch: RolloutBatch, index: Sequence[int], config: RLConfig) -> dict[str, float]:
+    """Each loss term's aggregation count over the whole mini-batch, by the samples it
+    covers (``loss_terms.ROWS``): every response, or the responses with a teacher; forced
+    tokens left out, one row per sample."""
+    samples = batch.samples
 
     def count(rows: list[int]) -> float:
         mask = torch.zeros(len(rows), max((len(samples[i].response_ids) for i in rows), default=0))
@@ -267,5 +253,4 @@ def _aggregation_totals(
             mask[row, : len(samples[i].response_ids)] = torch.tensor(samples[i].choice_positions, dtype=torch.float32)
         return algorithms.aggregation_count(mask, config.loss_agg)
 
-    every = count(list(index))
-    return {"ppo": every, "kl": every, "opd": count([i for i in index if teacher_logp[i] is not None])}
+    return {"all": count(list(index)), "distilled": count([i for i in index if batch.teacher_logp[i] is not None])}

@@ -26,11 +26,12 @@ import math
 import random
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import pandas as pd
 import torch
 
+from hindsight.policy import Policy
 from hindsight.policy.encoding import StepSample, collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.policy.model import has_native_bf16
@@ -142,7 +143,7 @@ def _micro_batch_nll(model, units: Sequence[StepSample | EpisodeSequence], pad_t
 
 
 def train_sft(
-    policy,
+    policy: Policy,
     examples: pd.DataFrame,
     config: SFTConfig,
     log_metrics: Callable[[dict, int], None] | None = None,
@@ -171,6 +172,74 @@ def train_sft(
     """
     if examples.empty:
         raise ValueError("SFT got no examples")
+    run = _prepare_run(policy, examples, config, seed, parallel, turns)
+    run.model.train()
+
+    history: list[dict] = []
+    batches: list[list[int]] = []
+    started = time.perf_counter()
+    window = _LogWindow(start=started)
+    step = 0
+    while step < run.total_steps:
+        lr = _scheduled_lr(step, started, run, config, parallel)
+        for group in run.optimizer.param_groups:
+            group["lr"] = lr
+        _optimizer_step(run, batches, window, config, parallel)
+        step += 1
+        elapsed = time.perf_counter() - started
+        out_of_time = _out_of_time(elapsed, config, parallel)
+        if step % config.log_every == 0 or step == run.total_steps or out_of_time:
+            _log_window(window, history, step, run.total_steps, lr, elapsed, log_metrics, parallel)
+        if out_of_time:
+            logger.info("SFT stopped by its time budget after %d of %d steps", step, run.total_steps)
+            break
+    run.model.eval()
+    return pd.DataFrame(history, columns=list(SFT_HISTORY_COLUMNS))
+
+
+@dataclass
+class _SFTRun:
+    """What one SFT run fixes before its first step: the model, the encoded examples and
+    their lengths, the step counts, the optimizer, the example-order RNG and the precision."""
+
+    model: Any
+    tokenizer: Any
+    encoded: list[StepSample | EpisodeSequence]
+    lengths: list[int]
+    padded_lengths: list[int]
+    """The lengths the micro-batch budget counts (padded to ``pad_multiple`` under bf16)."""
+    total_steps: int
+    warmup: int
+    trainable: list[torch.nn.Parameter]
+    optimizer: torch.optim.Optimizer
+    rng: random.Random
+    device: torch.device
+    use_bf16: bool
+    pad_multiple: int | None
+    replica: Any
+    """What the gradients flow through (the DDP wrapper under ``parallel``, else the model)."""
+    scale: float
+
+
+@dataclass
+class _LogWindow:
+    """Sums over the optimizer steps since the last logged one."""
+
+    start: float
+    tokens: int = 0
+    loss: float = 0.0
+    micro: int = 0
+
+    def reset(self, now: float) -> None:
+        """Start a new window at ``now``."""
+        self.tokens, self.start, self.loss, self.micro = 0, now, 0.0, 0
+
+
+def _prepare_run(
+    policy: Policy, examples: pd.DataFrame, config: SFTConfig, seed: int, parallel: DataParallel | None, turns: TurnBudget | None
+) -> _SFTRun:
+    """Encode the examples, derive the step counts, build the optimizer and choose the
+    precision of the run."""
     model, tokenizer = policy.model, policy.tokenizer
     encoded = encode_examples(tokenizer, examples, config.max_length, turns)
     lengths = [len(sample.input_ids) for sample in encoded]
@@ -188,71 +257,98 @@ def train_sft(
     padded_lengths = [-(-length // pad_multiple) * pad_multiple for length in lengths] if pad_multiple else lengths
     replica = parallel.wrap(model) if parallel is not None else model  # what the gradients flow through
     scale = parallel.gradient_scale if parallel is not None else 1.0
-    model.train()
+    return _SFTRun(
+        model=model, tokenizer=tokenizer, encoded=encoded, lengths=lengths, padded_lengths=padded_lengths,
+        total_steps=total_steps, warmup=warmup, trainable=trainable, optimizer=optimizer, rng=rng, device=device,
+        use_bf16=use_bf16, pad_multiple=pad_multiple, replica=replica, scale=scale,
+    )
 
-    history, batches = [], []
-    started = time.perf_counter()
-    window_tokens, window_start, window_loss, window_micro = 0, started, 0.0, 0
-    step = 0
-    lr = config.learning_rate
-    while step < total_steps:
-        # Schedule progress is the larger of the step and the time-budget fractions, so a run
-        # cut by its time budget still anneals to the end of its cosine.
-        progress_step = step
-        if config.time_budget_s:
-            elapsed_fraction = (time.perf_counter() - started) / config.time_budget_s
-            progress_step = max(step, int(elapsed_fraction * total_steps))
-            if parallel is not None:  # one clock decides for every rank
-                progress_step = parallel.same(progress_step)
-        lr = config.learning_rate * cosine_schedule(progress_step, total_steps, warmup, config.min_lr_ratio)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        optimizer.zero_grad(set_to_none=True)
-        for _ in range(config.grad_accum_steps):
-            if not batches:
-                batches = _length_bucketed_batches(lengths, config.batch_size, rng)
-            members = batches.pop()
-            response_tokens = sum(_loss_tokens(encoded[i]) for i in members)
-            loss_value = 0.0
-            for group in _by_layout(encoded, members):
-                order = sorted(group, key=lambda i: padded_lengths[i])
-                plan = micro_batch_plan(parallel, order, padded_lengths, config.micro_batch_tokens)
-                for number, (part, weight) in enumerate(plan):
-                    units = [encoded[i] for i in part]
-                    with parallel.synchronised(replica, number == len(plan) - 1) if parallel else contextlib.nullcontext():
-                        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_bf16):
-                            loss, count, tokens = _micro_batch_nll(replica, units, tokenizer.pad_token_id, pad_multiple, device)
-                        share = weight * count / max(response_tokens, 1)  # token-mean over the whole batch
-                        (loss * share * scale / config.grad_accum_steps).backward()
-                    window_tokens += int(weight * tokens)
-                    loss_value += float(loss.item()) * share
-            window_loss += loss_value
-            window_micro += 1
-        torch.nn.utils.clip_grad_norm_(trainable, config.max_grad_norm)
-        optimizer.step()
-        step += 1
-        elapsed = time.perf_counter() - started
-        out_of_time = config.time_budget_s is not None and elapsed >= config.time_budget_s
-        if parallel is not None and config.time_budget_s is not None:
-            out_of_time = parallel.same(out_of_time)
-        if step % config.log_every == 0 or step == total_steps or out_of_time:
-            now = time.perf_counter()
-            if parallel is not None:  # each rank holds its part of the window's sums
-                sums = parallel.sum_metrics({"loss": window_loss, "tokens": float(window_tokens)})
-                window_loss, window_tokens = sums["loss"], int(sums["tokens"])
-            metrics = {
-                "loss": window_loss / max(window_micro, 1),
-                "lr": lr,
-                "tokens_per_s": window_tokens / max(now - window_start, 1e-9),
-                "elapsed_s": elapsed,
-            }
-            history.append({"step": step, **metrics})
-            if log_metrics and (parallel is None or parallel.is_writer):
-                log_metrics(metrics, step)
-            logger.info("sft step %d/%d loss %.4f lr %.2e %.0f tok/s", step, total_steps, metrics["loss"], metrics["lr"], metrics["tokens_per_s"])
-            window_tokens, window_start, window_loss, window_micro = 0, now, 0.0, 0
-        if out_of_time:
-            logger.info("SFT stopped by its time budget after %d of %d steps", step, total_steps)
-            break
-    model.eval()
-    return pd.DataFrame(history, columns=list(SFT_HISTORY_COLUMNS))
+
+def _scheduled_lr(step: int, started: float, run: _SFTRun, config: SFTConfig, parallel: DataParallel | None) -> float:
+    """The learning rate of the next optimizer step."""
+    # Schedule progress is the larger of the step and the time-budget fractions, so a run
+    # cut by its time budget still anneals to the end of its cosine.
+    progress_step = step
+    if config.time_budget_s:
+        elapsed_fraction = (time.perf_counter() - started) / config.time_budget_s
+        progress_step = max(step, int(elapsed_fraction * run.total_steps))
+        if parallel is not None:  # one clock decides for every rank
+            progress_step = parallel.same(progress_step)
+    return config.learning_rate * cosine_schedule(progress_step, run.total_steps, run.warmup, config.min_lr_ratio)
+
+
+def _optimizer_step(
+    run: _SFTRun, batches: list[list[int]], window: _LogWindow, config: SFTConfig, parallel: DataParallel | None
+) -> None:
+    """One optimizer step over ``grad_accum_steps`` batches, taken from ``batches`` (refilled
+    with a fresh length-bucketed epoch order when empty); adds to ``window``'s sums."""
+    run.optimizer.zero_grad(set_to_none=True)
+    for _ in range(config.grad_accum_steps):
+        if not batches:
+            batches.extend(_length_bucketed_batches(run.lengths, config.batch_size, run.rng))
+        members = batches.pop()
+        loss_value = _batch_backward(run, members, window, config, parallel)
+        window.loss += loss_value
+        window.micro += 1
+    torch.nn.utils.clip_grad_norm_(run.trainable, config.max_grad_norm)
+    run.optimizer.step()
+
+
+def _batch_backward(
+    run: _SFTRun, members: list[int], window: _LogWindow, config: SFTConfig, parallel: DataParallel | None
+) -> float:
+    """Forward and backward passes of one batch as micro-batches (gradients accumulated, each
+    weighted to a token mean over the whole batch); adds the real tokens to ``window`` and
+    returns the batch's loss."""
+    response_tokens = sum(_loss_tokens(run.encoded[i]) for i in members)
+    loss_value = 0.0
+    for group in _by_layout(run.encoded, members):
+        order = sorted(group, key=lambda i: run.padded_lengths[i])
+        plan = micro_batch_plan(parallel, order, run.padded_lengths, config.micro_batch_tokens)
+        for number, (part, weight) in enumerate(plan):
+            units = [run.encoded[i] for i in part]
+            with parallel.synchronised(run.replica, number == len(plan) - 1) if parallel else contextlib.nullcontext():
+                with torch.autocast(device_type=run.device.type, dtype=torch.bfloat16, enabled=run.use_bf16):
+                    loss, count, tokens = _micro_batch_nll(run.replica, units, run.tokenizer.pad_token_id, run.pad_multiple, run.device)
+                share = weight * count / max(response_tokens, 1)  # token-mean over the whole batch
+                (loss * share * run.scale / config.grad_accum_steps).backward()
+            window.tokens += int(weight * tokens)
+            loss_value += float(loss.item()) * share
+    return loss_value
+
+
+def _out_of_time(elapsed: float, config: SFTConfig, parallel: DataParallel | None) -> bool:
+    """Whether the time budget is spent (one rank's clock decides for all under ``parallel``)."""
+    out_of_time = config.time_budget_s is not None and elapsed >= config.time_budget_s
+    if parallel is not None and config.time_budget_s is not None:
+        out_of_time = parallel.same(out_of_time)
+    return out_of_time
+
+
+def _log_window(
+    window: _LogWindow,
+    history: list[dict],
+    step: int,
+    total_steps: int,
+    lr: float,
+    elapsed: float,
+    log_metrics: Callable[[dict, int], None] | None,
+    parallel: DataParallel | None,
+) -> None:
+    """Record the window's metrics in ``history``, hand them to ``log_metrics`` (the writer
+    rank only) and the log, and start a new window."""
+    now = time.perf_counter()
+    if parallel is not None:  # each rank holds its part of the window's sums
+        sums = parallel.sum_metrics({"loss": window.loss, "tokens": float(window.tokens)})
+        window.loss, window.tokens = sums["loss"], int(sums["tokens"])
+    metrics = {
+        "loss": window.loss / max(window.micro, 1),
+        "lr": lr,
+        "tokens_per_s": window.tokens / max(now - window.start, 1e-9),
+        "elapsed_s": elapsed,
+    }
+    history.append({"step": step, **metrics})
+    if log_metrics and (parallel is None or parallel.is_writer):
+        log_metrics(metrics, step)
+    logger.info("sft step %d/%d loss %.4f lr %.2e %.0f tok/s", step, total_steps, metrics["loss"], metrics["lr"], metrics["tokens_per_s"])
+    window.reset(now)

@@ -1,5 +1,7 @@
-"""The rollout side of one RL update with STEPO (EvoCUA-1.5; ALGORITHMS.md section 5): which
-tasks are played, which groups are kept, and the step-sample weights.
+"""The rollout side of one RL update and STEPO's schedulers (EvoCUA-1.5): which groups are
+kept (``GroupFilter``: every group; ``ZeroVarianceFilter``) and how step samples weigh
+(``SampleWeights``: equally; ``EpisodeBalance``); which tasks are played is the task draw's
+(``rollout.curriculum.TaskDraw``).
 
 The details of STEPO are not public; this is our reading (the README says so):
 
@@ -24,7 +26,6 @@ The details of STEPO are not public; this is our reading (the README says so):
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import pandas as pd
@@ -32,31 +33,13 @@ import torch
 
 from hindsight import algorithms
 from hindsight.data.outcomes import episode_outcomes
-from hindsight.policy.encoding import StepSample
-from hindsight.rollout.curriculum import PassRates, draw_update_tasks
+from hindsight.policy import Policy
+from hindsight.rollout.curriculum import PassRates, TaskDraw, task_draw
 from hindsight.rollout.engine import RolloutConfig, RolloutResult, run_rollouts
 from hindsight.rollout.stats import FAULTS_ATTR
 from hindsight.rollout.tasks import TaskRef
+from hindsight.training.batch import RolloutBatch
 from hindsight.training.rl_config import RLConfig
-
-
-@dataclass
-class UpdateBatch:
-    """What one update trains on, and everything it played."""
-
-    table: pd.DataFrame
-    """The kept step rows (the training batch), in play order."""
-    samples: list[StepSample]
-    """One per row of ``table``."""
-    played: pd.DataFrame
-    """Every step row played in this update (rollout metrics, pass rates, last rollout)."""
-    metrics: dict[str, float] = field(default_factory=dict)
-    """``stepo/...``, ``curriculum/...`` and ``tasks/...`` figures of the update."""
-    recorded: pd.DataFrame | None = None
-    """What the run keeps as its last rollout when not ``played`` (WM-R1: the batch trained
-    on, with its replayed stored successes)."""
-    simulated: bool = False
-    """Played inside a world model: none of its steps is an environment step."""
 
 
 def round_seed(seed: int, update: int, round_index: int) -> int:
@@ -65,8 +48,55 @@ def round_seed(seed: int, update: int, round_index: int) -> int:
     return base if round_index == 0 else base * 1_009 + round_index
 
 
+class GroupFilter:
+    """Which played groups an update trains on: this base keeps every one (the plain loop:
+    one rollout round)."""
+
+    name = "every_group"
+    extra_rounds = 0
+    """Rollout rounds it may add to refill the batch."""
+    shardable = True
+    """Whether ranks of a ``torchrun`` learner may each filter their own share."""
+
+    def keep(self, table: pd.DataFrame, wanted: int) -> tuple[list[str], int]:
+        """(the groups of ``table`` to keep, at most ``wanted``, in order; how many it dropped)."""
+        return list(dict.fromkeys(table["group_id"])), 0
+
+    def metrics(self, kept: int, dropped: int, rounds: int, kept_rows: int, played_rows: int) -> dict[str, float]:
+        """Its figures of one update."""
+        return {}
+
+
+class ZeroVarianceFilter(GroupFilter):
+    """STEPO's policy-aware filter: drop groups whose returns are all equal, refill over at
+    most ``max_rounds`` extra rounds (module docstring)."""
+
+    name = "zero_variance"
+    shardable = False
+
+    def __init__(self, max_rounds: int) -> None:
+        self.extra_rounds = max_rounds
+
+    def keep(self, table: pd.DataFrame, wanted: int) -> tuple[list[str], int]:
+        informative, constant = informative_groups(table)
+        return informative[:wanted], len(constant)
+
+    def metrics(self, kept: int, dropped: int, rounds: int, kept_rows: int, played_rows: int) -> dict[str, float]:
+        return {
+            "stepo/kept_groups": float(kept),
+            "stepo/dropped_groups": float(dropped),
+            "stepo/extra_rounds": float(rounds - 1),
+            "stepo/kept_sample_ratio": kept_rows / max(played_rows, 1),
+        }
+
+
+def group_filter(config: RLConfig) -> GroupFilter:
+    """The group filter ``RLConfig`` asks for (``stepo_filter_zero_variance``)."""
+    return ZeroVarianceFilter(config.stepo_filter_max_rounds) if config.stepo_filter_zero_variance else GroupFilter()
+
+
 def collect_update_batch(
-    policy,
+    policy: Policy,
     env_factory: Callable,
     pool: Sequence[TaskRef],
     rates: PassRates,
@@ -75,61 +105,61 @@ def collect_update_batch(
     seed: int,
     update: int,
     *,
+    tasks: TaskDraw | None = None,
+    groups: GroupFilter | None = None,
     shard: Callable[[list[TaskRef]], list[TaskRef]] | None = None,
     source: str = "rollout",
-) -> UpdateBatch:
-    """Draw the update's tasks, play them, and (with filtering) drop zero-variance groups
-    and refill over at most ``config.stepo_filter_max_rounds`` extra rounds.
+) -> RolloutBatch:
+    """Draw the update's tasks (``tasks``), play them, and keep the groups ``groups`` keeps,
+    refilling over at most ``groups.extra_rounds`` extra rounds (default: both as ``config``
+    asks, ``Schedule.from_settings``).
 
     Without filtering this is the plain loop's rollout: one round, every group kept.
     ``shard`` keeps the tasks this process plays (one rank of a ``torchrun`` learner, which
     allows no filtering: ranks must agree on the kept groups). ``source`` is the rows'
     ``source`` (``world_model`` for WM-R1).
     """
-    if shard is not None and config.stepo_filter_zero_variance:
+    tasks = tasks or task_draw(config)
+    groups = groups or group_filter(config)
+    if shard is not None and not groups.shardable:
         raise ValueError("training.rl.stepo_filter_zero_variance is not supported under torchrun (ranks would keep different groups)")
     results: list[RolloutResult] = []
     kept: list[str] = []
     played: set[str] = set()
     metrics: dict[str, float] = {}
     dropped = 0
-    for round_index in range(1 + (config.stepo_filter_max_rounds if config.stepo_filter_zero_variance else 0)):
-        count = config.tasks_per_update - len(kept)
-        tasks, draw_metrics = draw_update_tasks(pool, rates, count, config, seed, update, round_index=round_index, exclude=played)
+    for round_index in range(1 + groups.extra_rounds):
+        drawn, draw_metrics = tasks.draw(
+            pool, rates, config.tasks_per_update - len(kept), seed, update, round_index=round_index, exclude=played
+        )
         if round_index == 0:
             metrics.update(draw_metrics)
-        if not tasks:
+        if not drawn:
             break
         if shard is not None:
-            tasks = shard(tasks)
+            drawn = shard(drawn)
         settings = dataclasses.replace(rollout_config, group_size=config.group_size, seed=round_seed(seed, update, round_index))
-        result = run_rollouts(policy, env_factory, tasks, settings, policy_version=update, source=source)
+        result = run_rollouts(policy, env_factory, drawn, settings, policy_version=update, source=source)
         results.append(result)
-        played |= {task.group_id for task in tasks}
-        if not config.stepo_filter_zero_variance:
-            kept = list(dict.fromkeys(result.table["group_id"]))
-            break
-        informative, constant = informative_groups(result.table)
-        dropped += len(constant)
-        kept += informative[: config.tasks_per_update - len(kept)]
+        played |= {task.group_id for task in drawn}
+        new, constant = groups.keep(result.table, config.tasks_per_update - len(kept))
+        kept, dropped = kept + new, dropped + constant
         if len(kept) >= config.tasks_per_update:
             break
-    if len(results) == 1 and not config.stepo_filter_zero_variance:
-        table, samples, everything = results[0].table, results[0].samples, results[0].table
-    else:
-        everything = merged_table(results)
-        samples_all = [sample for result in results for sample in result.samples]
-        keep = everything["group_id"].isin(set(kept)).to_numpy()
-        table = everything[keep].reset_index(drop=True)
-        samples = [sample for sample, flag in zip(samples_all, keep) if flag]
-    if config.stepo_filter_zero_variance:
-        metrics.update({
-            "stepo/kept_groups": float(len(kept)),
-            "stepo/dropped_groups": float(dropped),
-            "stepo/extra_rounds": float(len(results) - 1),
-            "stepo/kept_sample_ratio": len(table) / max(len(everything), 1),
-        })
-    return UpdateBatch(table=table, samples=samples, played=everything, metrics=metrics)
+    table, samples, everything = _kept_rows(results, kept)
+    metrics.update(groups.metrics(len(kept), dropped, len(results), len(table), len(everything)))
+    return RolloutBatch(table=table, samples=samples, played=everything, metrics=metrics)
+
+
+def _kept_rows(results: Sequence[RolloutResult], kept: Sequence[str]) -> tuple[pd.DataFrame, list, pd.DataFrame]:
+    """(the kept rows, their samples, every row played): one round that kept every group
+    is passed on as it is."""
+    if len(results) == 1 and set(kept) == set(results[0].table["group_id"]):
+        return results[0].table, results[0].samples, results[0].table
+    everything = merged_table(results)
+    samples_all = [sample for result in results for sample in result.samples]
+    keep = everything["group_id"].isin(set(kept)).to_numpy()
+    return everything[keep].reset_index(drop=True), [sample for sample, flag in zip(samples_all, keep) if flag], everything
 
 
 def informative_groups(table: pd.DataFrame) -> tuple[list[str], list[str]]:
@@ -162,3 +192,32 @@ def stepo_step_weights(episode_ids: Sequence[str]) -> tuple[torch.Tensor, dict[s
     weights = algorithms.stepo_trajectory_weights(list(episode_ids))
     weights = weights * (len(weights) / weights.sum())
     return weights, {"stepo/step_weight_min": float(weights.min()), "stepo/step_weight_max": float(weights.max())}
+
+
+class SampleWeights:
+    """How step samples weigh in the PPO term: this base leaves every one at 1."""
+
+    name = "none"
+
+    def weigh(self, batch: RolloutBatch) -> dict[str, float]:
+        """Fold the weights into ``batch.advantages``; return their metrics."""
+        return {}
+
+
+class EpisodeBalance(SampleWeights):
+    """STEPO's step-level balance: ``1 / T_i`` per step sample, rescaled to mean 1, folded
+    into the advantage (module docstring)."""
+
+    name = "episode_balance"
+
+    def weigh(self, batch: RolloutBatch) -> dict[str, float]:
+        if not len(batch):
+            return {}
+        weights, metrics = stepo_step_weights(batch.episode_ids)
+        batch.advantages = batch.advantages * weights  # = weighting each sample's PPO term
+        return metrics
+
+
+def sample_weights(config: RLConfig) -> SampleWeights:
+    """The sample weighting ``RLConfig`` asks for (``stepo_step_weights``)."""
+    return EpisodeBalance() if config.stepo_step_weights else SampleWeights()

@@ -13,6 +13,7 @@ import math
 import pandas as pd
 import torch
 
+from hindsight.policy import Policy
 from hindsight.policy.encoding import collate, encode_sample
 from hindsight.policy.logprobs import response_logits
 from hindsight.policy.generation import generate_text
@@ -21,7 +22,7 @@ QUALITY_COLUMNS = ["episode_id", "step", "task_type", "terminal", "response", "p
 
 
 @torch.no_grad()
-def token_accuracies(world_model, prompts: list[str], responses: list[str], *, max_length: int, batch_size: int = 16) -> list[float]:
+def token_accuracies(world_model: Policy, prompts: list[str], responses: list[str], *, max_length: int, batch_size: int = 16) -> list[float]:
     """Per example, the share of its response tokens that are the model's argmax prediction."""
     model, tokenizer = world_model.model, world_model.tokenizer
     device = next(model.parameters()).device
@@ -41,7 +42,7 @@ def token_accuracies(world_model, prompts: list[str], responses: list[str], *, m
 
 
 def heldout_quality(
-    world_model, examples: pd.DataFrame, *, max_new_tokens: int, max_length: int, max_examples: int
+    world_model: Policy, examples: pd.DataFrame, *, max_new_tokens: int, max_length: int, max_examples: int
 ) -> tuple[pd.DataFrame, dict[str, float]]:
     """Score the world model on (at most ``max_examples`` of) the held-out examples.
 

@@ -17,7 +17,7 @@ The table does not hold the observation after an episode's last step; the last s
 won episode gets the response ``SOLVED_MARKER`` instead, and the last step of an episode
 that was not won gives no example (what followed it is unknown). So the same model judges
 success: a world-model episode is won when the model answers ``SOLVED_MARKER`` (a rule on
-the model's own output; see ``hindsight.envs.world_model``).
+the model's own output; see ``hindsight.world_model.environment``).
 
 Held-out examples are whole episodes (a stable hash of the episode id), so that no
 held-out transition's history was seen in training.

@@ -12,6 +12,7 @@ import pandas as pd
 from hindsight import tracking
 from hindsight.data.outcomes import episode_outcomes
 from hindsight.config import BehaviourCloningConfig, ProjectConfig
+from hindsight.policy import Policy
 from hindsight.policy.model import build_policy, count_parameters, load_policy
 from hindsight.policy.prompts import episode_prompts
 from hindsight.policy.tokenizer import train_tokenizer
@@ -130,7 +131,7 @@ def log_prefixed(prefix: str):
     return lambda metrics, step: tracking.log_metrics({f"{prefix}/{k}": v for k, v in metrics.items()}, step=step)
 
 
-def train_base_policy(policy, examples: pd.DataFrame, project: ProjectConfig, settings: BehaviourCloningConfig):
+def train_base_policy(policy: Policy, examples: pd.DataFrame, project: ProjectConfig, settings: BehaviourCloningConfig):
     """Behaviour cloning: the base policy, and its loss history (multi-turn examples are
     built into sequences by the rollout's context rule, ``TurnBudget``)."""
     history = train_sft(

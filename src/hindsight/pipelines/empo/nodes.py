@@ -1,4 +1,4 @@
-"""Nodes of the EMPO pipeline: a thin layer over ``hindsight.training.empo_run``."""
+"""Nodes of the EMPO pipeline: a thin layer over ``hindsight.methods.empo_run``."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ import pandas as pd
 from hindsight import tracking
 from hindsight.config import EmpoConfig, ProjectConfig
 from hindsight.params import as_dict
-from hindsight.training.empo_run import EmpoSource, run_empo, semi_online_table
-from hindsight.training.rl_run import checkpoint_directory
+from hindsight.policy import Policy
+from hindsight.methods.empo_run import EmpoSource, run_empo, semi_online_table
+from hindsight.methods.run import checkpoint_directory
 
 logger = logging.getLogger(__name__)
 
 
-def train_with_empo(base_policy, trajectories: pd.DataFrame, project: ProjectConfig, empo: EmpoConfig):
+def train_with_empo(base_policy: Policy, trajectories: pd.DataFrame, project: ProjectConfig, empo: EmpoConfig):
     """Train the behaviour-cloned policy with EMPO on the ingested expert trajectories.
 
     The ``source == "expert"`` episodes of ``trajectories`` (environment gold episodes and

@@ -12,23 +12,24 @@ from hindsight.envs import make_env
 from hindsight.evaluation.heldout import evaluate_agents
 from hindsight.evaluation.metrics import success_summary
 from hindsight.evaluation.report import markdown_table, success_plot
+from hindsight.policy import Policy
 
 logger = logging.getLogger(__name__)
 
 
-def _evaluate(policy, label: str, include_random: bool, project: ProjectConfig, evaluation: EvaluationConfig) -> pd.DataFrame:
+def _evaluate(policy: Policy, label: str, include_random: bool, project: ProjectConfig, evaluation: EvaluationConfig) -> pd.DataFrame:
     heldout = project.heldout_config(evaluation.heldout, random_floor=evaluation.random_floor)
     return evaluate_agents(
         policy, project.specs(), make_env, project.rollout_config(), heldout, policy_label=label, include_random=include_random
     )
 
 
-def evaluate_stage1_policy(policy, project: ProjectConfig, evaluation: EvaluationConfig) -> pd.DataFrame:
+def evaluate_stage1_policy(policy: Policy, project: ProjectConfig, evaluation: EvaluationConfig) -> pd.DataFrame:
     """Held-out episodes of the Stage-1 checkpoint (agent "stage1-*") and of the random floor."""
     return _evaluate(policy, "stage1", evaluation.random_floor, project, evaluation)
 
 
-def evaluate_rl_policy(policy, project: ProjectConfig, evaluation: EvaluationConfig) -> pd.DataFrame:
+def evaluate_rl_policy(policy: Policy, project: ProjectConfig, evaluation: EvaluationConfig) -> pd.DataFrame:
     """Held-out episodes of the RL checkpoint (agent "rl-*")."""
     return _evaluate(policy, "rl", False, project, evaluation)
 

@@ -6,7 +6,6 @@ its cells into the results table, the curves and the report
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 from pathlib import Path
 from typing import Any
@@ -14,20 +13,17 @@ from typing import Any
 import pandas as pd
 
 from hindsight import tracking
-from hindsight.config import EmpoConfig, GridSettings, ProjectConfig, WorldModelConfig
-from hindsight.envs.world_model import RecordedTasks, WorldModelSimulator
-from hindsight.experiments.report import (
-    data_efficiency_plot,
-    learning_curves_plot,
-    markdown_report,
-    results_table,
-)
+from hindsight.config import EmpoConfig, GridSettings, ProjectConfig, WorldModelConfig, rl_setup
+from hindsight.experiments.grid import Cell, GridSpec, cell_key, cell_rl_config, run_grid
+from hindsight.experiments.report import data_efficiency_plot, learning_curves_plot, markdown_report, results_table
+from hindsight.experiments.starts import GridStarts, catalog_models_for
+from hindsight.methods.empo_run import empo_grid_setup
+from hindsight.methods.registry import method_class
+from hindsight.methods.run import heldout_evaluator, run_rl, weights_fingerprint
 from hindsight.params import as_dict
 from hindsight.skills.skill_bank import skill_bank_from_table
-from hindsight.experiments.grid import Cell, GridSpec, cell_key, cell_rl_config, run_grid
-from hindsight.experiments.starts import GridStarts, catalog_models_for
-from hindsight.training.empo_run import empo_grid_setup
-from hindsight.training.rl_run import heldout_evaluator, rl_setup, run_rl, weights_fingerprint
+from hindsight.training.rl_config import RLConfig, with_overrides
+from hindsight.world_model.environment import RecordedTasks, WorldModelSimulator
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +72,7 @@ def grid_world_model(catalog_models: dict[str, Any], trajectories: pd.DataFrame,
     starts from, as in the ``wmr1`` pipeline.
 
     Returns:
-        ``catalog_models`` with ``world_model`` an ``envs.world_model.WorldModelSimulator``.
+        ``catalog_models`` with ``world_model`` an ``world_model.environment.WorldModelSimulator``.
     """
     if "world_model" not in catalog_models:
         return dict(catalog_models)
@@ -92,6 +88,78 @@ def grid_starts(stage1_policy, base_policy, catalog_starts: dict[str, Any]) -> G
     return GridStarts(policies={"stage1": stage1_policy, "base": base_policy, **catalog}, world_model=world_model)
 
 
+def plays_world_model(rl: RLConfig) -> bool:
+    """Whether a cell's method trains inside the world model (its key covers the model)."""
+    return method_class(rl.algorithm).transition_source == "world_model"
+
+
+class GridRun:
+    """What every cell of one grid run shares: the base RL settings, the setup, the skill
+    bank, the starting checkpoints, and the fingerprints of the weights a cell reads."""
+
+    def __init__(self, starts: GridStarts, skills: pd.DataFrame, project: ProjectConfig, settings: GridSettings) -> None:
+        preset = settings.experiments.grid
+        self.starts, self.project = starts, project
+        self.base_rl = with_overrides(settings.training.rl, preset.rl)
+        self.setup = rl_setup(project, settings.training, preset.heldout)
+        self.bank = skill_bank_from_table(skills)
+        self.world_model = starts.world_model
+        self.cache = Path(settings.experiments.cache_dir)
+        self.shared_inputs = "|".join([
+            weights_fingerprint(starts.policy("stage1").model), weights_fingerprint(starts.policy("base").model), str(sorted(self.bank.items())),
+        ])
+        self.extra_inputs = {name: weights_fingerprint(policy.model) for name, policy in starts.policies.items() if name not in ("stage1", "base")}
+        if self.world_model is not None:
+            self.extra_inputs["world_model"] = weights_fingerprint(self.world_model.world_model.model)
+        self.start_evaluations: dict[str, dict[str, float]] = {}
+
+    def fingerprint(self, cell: Cell) -> str:
+        """The weights a cell reads: the shared ones, plus its start's and the world model's."""
+        start_from, rl = cell_rl_config(self.base_rl, cell)
+        uses = [start_from] + (["world_model"] if plays_world_model(rl) else [])
+        return "|".join([self.shared_inputs] + [self.extra_inputs[key] for key in uses if key in self.extra_inputs])
+
+    def settings_of(self, cell: Cell) -> dict[str, Any]:
+        """Every setting that decides a cell's result."""
+        start_from, rl = cell_rl_config(self.base_rl, cell)
+        shared = {k: v for k, v in as_dict(self.project).items() if k != "seed"}  # the cell's seed is its own
+        settings = {"start_from": start_from, "rl": as_dict(rl), "heldout": as_dict(self.setup.heldout), "project": shared,
+                    "pool": len(self.setup.pool)}
+        if plays_world_model(rl) and self.world_model is not None:  # how the world model is queried
+            settings["world_model"] = as_dict(self.world_model.settings)
+        return settings
+
+    def key(self, cell: Cell) -> str:
+        """The cell's cache key."""
+        return cell_key(cell, self.settings_of(cell), self.fingerprint(cell))
+
+    def run_cell(self, cell: Cell) -> dict[str, Any]:
+        """One RL run: its history, final held-out figures and environment steps."""
+        start_from, config = cell_rl_config(self.base_rl, cell)
+        if start_from not in self.start_evaluations:  # same tasks and seed: once per checkpoint
+            evaluate = heldout_evaluator(self.setup.specs, self.setup.rollout, self.setup.heldout)
+            self.start_evaluations[start_from] = evaluate(self.starts.policy(start_from), 0)
+        # expert replay (EMPO) plays the training tasks' gold episodes; recorded_steps: the env steps that recorded them
+        replays_experts = method_class(config.algorithm).transition_source == "expert_replay"
+        cell_setup, recorded_steps = empo_grid_setup(self.setup, EmpoConfig(), cell.seed) if replays_experts else (self.setup, 0)
+        result = run_rl(
+            self.starts.policy(start_from), config, cell_setup,
+            checkpoint_dir=self.cache / "checkpoints" / self.key(cell),
+            seed=cell.seed,
+            skill_bank=self.bank,
+            log_metrics=lambda metrics, step: tracking.log_metrics(metrics, step=step),
+            evaluate_start=True,
+            start_metrics=self.start_evaluations[start_from],
+            world_model=self.world_model if plays_world_model(config) else None,
+        )
+        final = result.history.iloc[-1]
+        return {
+            "history": result.history.to_dict("records"),
+            "final": {k: float(v) for k, v in final.items() if k.startswith("eval/") and pd.notna(v)},
+            "env_steps": float(recorded_steps or final.get("charts/env_steps_total", 0.0)),
+        }
+
+
 def run_experiment_grid(starts: GridStarts, skills: pd.DataFrame, project: ProjectConfig, settings: GridSettings):
     """Run every cell of the preset's grid (skipping cells finished earlier on the same data).
 
@@ -104,69 +172,17 @@ def run_experiment_grid(starts: GridStarts, skills: pd.DataFrame, project: Proje
         success per split and task type; one row per cell and evaluation point: the
         learning-curve data).
     """
-    preset = settings.experiments.grid
-    grid = _grid_spec(settings)
-    base_rl = dataclasses.replace(settings.training.rl, **preset.rl)
-    setup = rl_setup(project, settings.training, preset.heldout)
-    bank = skill_bank_from_table(skills)
-    world_model = starts.world_model
-    shared_inputs = "|".join(
-        [weights_fingerprint(starts.policy("stage1").model), weights_fingerprint(starts.policy("base").model), str(sorted(bank.items()))]
-    )
-    extra_inputs = {start: weights_fingerprint(policy.model) for start, policy in starts.policies.items() if start not in ("stage1", "base")}
-    if world_model is not None:
-        extra_inputs["world_model"] = weights_fingerprint(world_model.world_model.model)
+    grid = GridRun(starts, skills, project, settings)
+    records = run_grid(_grid_spec(settings).cells(), grid.run_cell, key_of=grid.key, cache_dir=grid.cache, start_child_run=_child_run)
+    cells_table, histories = grid_tables(records)
+    failed = int((cells_table["status"] == "failed").sum())
+    tracking.log_metrics({"experiments/cells": float(len(cells_table)), "experiments/failed_cells": float(failed)})
+    tracking.set_tags({"experiments.preset": settings.experiments.preset})
+    return cells_table, histories
 
-    def fingerprint(cell: Cell) -> str:
-        start_from, rl = cell_rl_config(base_rl, cell)
-        uses = [start_from] + (["world_model"] if rl.algorithm == "wmr1" else [])
-        return "|".join([shared_inputs] + [extra_inputs[key] for key in uses if key in extra_inputs])
 
-    cache = Path(settings.experiments.cache_dir)
-
-    def settings_of(cell: Cell) -> dict[str, Any]:
-        start_from, rl = cell_rl_config(base_rl, cell)
-        shared = {k: v for k, v in as_dict(project).items() if k != "seed"}  # the cell's seed is its own
-        settings = {"start_from": start_from, "rl": as_dict(rl), "heldout": as_dict(setup.heldout), "project": shared,
-                    "pool": len(setup.pool)}
-        if rl.algorithm == "wmr1" and world_model is not None:  # how the world model is queried
-            settings["world_model"] = as_dict(world_model.settings)
-        return settings
-
-    start_evaluations: dict[str, dict[str, float]] = {}
-
-    def run_cell(cell: Cell) -> dict[str, Any]:
-        start_from, config = cell_rl_config(base_rl, cell)
-        if start_from not in start_evaluations:  # same tasks and seed: once per checkpoint
-            evaluate = heldout_evaluator(setup.specs, setup.rollout, setup.heldout)
-            start_evaluations[start_from] = evaluate(starts.policy(start_from), 0)
-        # EMPO replays the training tasks' gold episodes; recorded_steps: the env steps that recorded them
-        cell_setup, recorded_steps = (setup, 0) if config.algorithm != "empo" else empo_grid_setup(setup, EmpoConfig(), cell.seed)
-        result = run_rl(
-            starts.policy(start_from), config, cell_setup,
-            checkpoint_dir=cache / "checkpoints" / cell_key(cell, settings_of(cell), fingerprint(cell)),
-            seed=cell.seed,
-            skill_bank=bank,
-            log_metrics=lambda metrics, step: tracking.log_metrics(metrics, step=step),
-            evaluate_start=True,
-            start_metrics=start_evaluations[start_from],
-            world_model=world_model if config.algorithm == "wmr1" else None,
-        )
-        history = result.history
-        final = history.iloc[-1]
-        return {
-            "history": history.to_dict("records"),
-            "final": {k: float(v) for k, v in final.items() if k.startswith("eval/") and pd.notna(v)},
-            "env_steps": float(recorded_steps or final.get("charts/env_steps_total", 0.0)),
-        }
-
-    records = run_grid(
-        grid.cells(),
-        run_cell,
-        key_of=lambda cell: cell_key(cell, settings_of(cell), fingerprint(cell)),
-        cache_dir=cache,
-        start_child_run=_child_run,
-    )
+def grid_tables(records: list[dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(one row per cell, one row per cell and evaluation point) from the grid's records."""
     cells, histories = [], []
     for record in records:
         result = record.get("result") or {}
@@ -176,11 +192,7 @@ def run_experiment_grid(starts: GridStarts, skills: pd.DataFrame, project: Proje
         cells.append(row)
         for point in result.get("history", []):
             histories.append({"cell": record["cell"], "method": record["method"], "seed": record["seed"], "fraction": record["fraction"], **point})
-    cells_table = pd.DataFrame(cells)
-    failed = int((cells_table["status"] == "failed").sum())
-    tracking.log_metrics({"experiments/cells": float(len(cells_table)), "experiments/failed_cells": float(failed)})
-    tracking.set_tags({"experiments.preset": settings.experiments.preset})
-    return cells_table, pd.DataFrame(histories)
+    return pd.DataFrame(cells), pd.DataFrame(histories)
 
 
 def report_experiments(cells: pd.DataFrame, histories: pd.DataFrame, settings: GridSettings):

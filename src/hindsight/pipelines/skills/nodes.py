@@ -21,6 +21,7 @@ from hindsight import tracking
 from hindsight.data.outcomes import episode_outcomes
 from hindsight.config import ProjectConfig, SkillsConfig
 from hindsight.envs import make_env
+from hindsight.policy import Policy
 from hindsight.rollout.engine import planned_episode_ids, run_rollouts
 from hindsight.rollout.tasks import TaskRef, split_tasks
 from hindsight.skills.records import parse_rate
@@ -39,7 +40,7 @@ def skill_tasks(project: ProjectConfig, skills: SkillsConfig) -> list[TaskRef]:
     return [task for spec in project.specs() for task in split_tasks(spec, "train", skills.tasks_per_game)]
 
 
-def roll_out_base_policy(base_policy, project: ProjectConfig, skills: SkillsConfig) -> pd.DataFrame:
+def roll_out_base_policy(base_policy: Policy, project: ProjectConfig, skills: SkillsConfig) -> pd.DataFrame:
     """Step 1: the base policy plays every Stage-1 task ``rollouts_per_task`` times."""
     settings = project.rollout_config(group_size=skills.rollouts_per_task, temperature=skills.temperature)
     result = run_rollouts(base_policy, make_env, skill_tasks(project, skills), settings, policy_version=0)
@@ -47,7 +48,7 @@ def roll_out_base_policy(base_policy, project: ProjectConfig, skills: SkillsConf
     return result.table
 
 
-def make_teacher(base_policy, project: ProjectConfig, skills: SkillsConfig, credentials: dict[str, Any]):
+def make_teacher(base_policy: Policy, project: ProjectConfig, skills: SkillsConfig, credentials: dict[str, Any]):
     """The Stage-1 teacher named by ``skills.teacher``: the rule miner, an OpenAI-compatible
     endpoint, or the base policy itself (self-teaching, greedy, with the ``analyzer``
     settings: its skills are then the policy's own from the start). For the endpoint,
@@ -94,7 +95,7 @@ def write_hindsight_skills(trajectories: pd.DataFrame, skill_rollouts: pd.DataFr
 def validate_skills(
     skill_records: pd.DataFrame,
     skill_rollouts: pd.DataFrame,
-    base_policy,
+    base_policy: Policy,
     project: ProjectConfig,
     skills: SkillsConfig,
 ) -> pd.DataFrame:

@@ -19,6 +19,7 @@ from hindsight import tracking
 from hindsight.config import ProjectConfig, Stage1Config
 from hindsight.envs import make_env
 from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples, log_prefixed
+from hindsight.policy import Policy
 from hindsight.rollout.engine import run_rollouts
 from hindsight.rollout.tasks import split_tasks
 from hindsight.skills.analyzers import policy_teacher, rule_teacher
@@ -116,7 +117,7 @@ def _copy(examples: pd.DataFrame, label: str) -> pd.DataFrame:
     return examples.assign(sequence=keys)
 
 
-def train_stage1_policy(base_policy, examples: pd.DataFrame, project: ProjectConfig, settings: Stage1Config):
+def train_stage1_policy(base_policy: Policy, examples: pd.DataFrame, project: ProjectConfig, settings: Stage1Config):
     """Stage 1 of SEED from the base policy: the SFT checkpoint (RL's start, unless the
     teacher fit follows), and its loss history."""
     history = train_sft(
@@ -126,7 +127,7 @@ def train_stage1_policy(base_policy, examples: pd.DataFrame, project: ProjectCon
     return base_policy, history.assign(phase="stage1")
 
 
-def fit_stage1_teacher(stage1_sft_policy, examples: pd.DataFrame, project: ProjectConfig, settings: Stage1Config):
+def fit_stage1_teacher(stage1_sft_policy: Policy, examples: pd.DataFrame, project: ProjectConfig, settings: Stage1Config):
     """The teacher fit (``skills.teacher_fit``) after Stage 1's SFT, for
     ``stage1.teacher_fit.episodes_per_game`` > 0: the policy plays that many training tasks
     per game, writes its own skill for each won episode, and trains on their steps with and
@@ -161,7 +162,7 @@ def fit_stage1_teacher(stage1_sft_policy, examples: pd.DataFrame, project: Proje
     return stage1_sft_policy, history.assign(phase="teacher_fit")
 
 
-def _play_train_tasks(policy, project: ProjectConfig, tasks_per_game: int, offset: int, temperature: float, seed: int):
+def _play_train_tasks(policy: Policy, project: ProjectConfig, tasks_per_game: int, offset: int, temperature: float, seed: int):
     """The policy plays ``tasks_per_game`` train-fold tasks per game from position ``offset``
     (one episode each): the rollout result and its episodes."""
     tasks = [task for spec in project.specs() for task in split_tasks(spec, "train", tasks_per_game, offset)]
@@ -176,7 +177,7 @@ def _no_fit_history() -> pd.DataFrame:
     ).assign(phase=pd.Series(dtype="str"))
 
 
-def evaluate_stage1_analyzer(stage1_policy, analyzer_sft_set: pd.DataFrame, project: ProjectConfig) -> pd.DataFrame:
+def evaluate_stage1_analyzer(stage1_policy: Policy, analyzer_sft_set: pd.DataFrame, project: ProjectConfig) -> pd.DataFrame:
     """The Stage-1 policy writes the skills of the held-out analyzer pairs, as the RL loop
     would: logs ``stage1/analyzer_parse_rate`` and ``stage1/analyzer_exact_match``."""
     table = evaluate_analyzer(stage1_policy, analyzer_sft_set, project.analyzer)
@@ -195,7 +196,7 @@ def evaluate_stage1_analyzer(stage1_policy, analyzer_sft_set: pd.DataFrame, proj
     return table
 
 
-def check_skill_premise(stage1_policy, project: ProjectConfig, settings: Stage1Config) -> pd.DataFrame:
+def check_skill_premise(stage1_policy: Policy, project: ProjectConfig, settings: Stage1Config) -> pd.DataFrame:
     """SEED's premise on held-out tasks: the Stage-1 policy plays ``premise_tasks_per_game``
     seen-split tasks per game at T = 1 (as RL samples), writes its own skill for each
     episode, and re-scores its actions with that skill, with the rule teacher's and with an

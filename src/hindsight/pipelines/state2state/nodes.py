@@ -8,6 +8,8 @@ import pandas as pd
 
 from hindsight import tracking
 from hindsight.config import ProjectConfig, State2StateConfig
+from hindsight.params import as_dict
+from hindsight.policy import Policy
 from hindsight.state2state.stage import explore_training_games, train_on_goal_tasks
 from hindsight.state2state.task_set import build_task_set, check_task_set
 
@@ -18,13 +20,20 @@ METRIC_PREFIX = "state2state/"
 under it), apart from the training stage's in a run that has both."""
 
 
-def explore_reached_states(base_policy, project: ProjectConfig, state2state: State2StateConfig) -> pd.DataFrame:
+def explore_reached_states(base_policy: Policy, project: ProjectConfig, state2state: State2StateConfig) -> pd.DataFrame:
     """Every state the random agent and the base policy reach on the explored train seeds.
 
     Returns:
         The state table (``hindsight.state2state.exploration.STATE_COLUMNS``).
     """
-    states = explore_training_games(base_policy, project, state2state)
+    states = explore_training_games(
+        base_policy, project.specs(), project.rollout_config(),
+        tasks_per_game=state2state.tasks_per_game,
+        random_episodes=state2state.random_episodes,
+        policy_episodes=state2state.policy_episodes,
+        seen_seed_offset=project.environment.seen_seed_offset,
+        seed=project.seeds.rollouts,
+    )
     distinct = states.groupby(["env", "game", "params", "seed"])["facts"].apply(lambda facts: len({tuple(f) for f in facts}))
     tracking.log_metrics({
         f"{METRIC_PREFIX}explore/states": float(len(states)),
@@ -50,14 +59,18 @@ def make_goal_tasks(reached_states: pd.DataFrame, project: ProjectConfig, state2
     return tasks
 
 
-def train_on_state2state(base_policy, state2state_tasks: pd.DataFrame, project: ProjectConfig, state2state: State2StateConfig):
+def train_on_state2state(base_policy: Policy, state2state_tasks: pd.DataFrame, project: ProjectConfig, state2state: State2StateConfig):
     """RL on the goal tasks from the base policy.
 
     Returns:
         (the State2State checkpoint, its per-update history).
     """
     result = train_on_goal_tasks(
-        base_policy, state2state_tasks, project, state2state,
+        base_policy, state2state_tasks, project.specs(), project.rollout_config(), state2state.rl,
+        heldout=project.heldout_config(state2state.heldout),
+        seed=project.seeds.rollouts,
+        checkpoint_root=state2state.checkpoint_root,
+        settings_fingerprint={"project": as_dict(project), "state2state": as_dict(state2state)},
         log_metrics=lambda metrics, step: tracking.log_metrics({METRIC_PREFIX + k: v for k, v in metrics.items()}, step=step),
     )
     result.policy.version = state2state.rl.updates

@@ -1,4 +1,4 @@
-"""Nodes of the training pipeline: set up and run ``hindsight.training.rl.train_rl``."""
+"""Nodes of the training pipeline: set up and run one RL run (``hindsight.methods.run.run_rl``)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,17 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from hindsight import tracking  # noqa: E402
-from hindsight.config import ProjectConfig, TrainingConfig  # noqa: E402
+from hindsight.config import ProjectConfig, TrainingConfig, rl_setup  # noqa: E402
 from hindsight.params import as_dict  # noqa: E402
+from hindsight.policy import Policy  # noqa: E402
 from hindsight.skills.skill_bank import skill_bank_from_table  # noqa: E402
-from hindsight.training.rl_run import checkpoint_directory, rl_setup, run_rl  # noqa: E402
+from hindsight.methods.run import checkpoint_directory, run_rl  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
 
-def train_with_rl(stage1_policy, base_policy, skills: pd.DataFrame, project: ProjectConfig, training: TrainingConfig):
-    """Run the RL loop of ``training.rl.algorithm`` (seed | grpo | gigpo | opid); return the policy.
+def train_with_rl(stage1_policy: Policy, base_policy: Policy, skills: pd.DataFrame, project: ProjectConfig, training: TrainingConfig):
+    """Run the RL loop of the method ``training.rl.algorithm`` names; return the policy.
 
     ``training.start_from`` picks the starting checkpoint: ``stage1`` (default) or ``base``
     (behaviour cloning only: the "without Stage 1" ablation). The starting checkpoint is

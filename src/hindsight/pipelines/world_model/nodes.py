@@ -15,12 +15,13 @@ import logging
 import pandas as pd
 
 from hindsight import tracking
-from hindsight.config import ProjectConfig, TrainingConfig, WorldModelConfig
-from hindsight.envs.world_model import RecordedTasks, WorldModelSimulator
+from hindsight.config import ProjectConfig, TrainingConfig, WorldModelConfig, rl_setup
+from hindsight.world_model.environment import RecordedTasks, WorldModelSimulator
 from hindsight.params import as_dict
+from hindsight.policy import Policy
 from hindsight.policy.model import build_policy, count_parameters, load_policy
 from hindsight.policy.tokenizer import train_tokenizer
-from hindsight.training.rl_run import checkpoint_directory, rl_setup, run_rl, weights_fingerprint
+from hindsight.methods.run import checkpoint_directory, run_rl, weights_fingerprint
 from hindsight.training.sft import train_sft
 from hindsight.world_model.quality import heldout_quality
 from hindsight.world_model.transitions import transition_examples
@@ -57,7 +58,7 @@ def build_world_model(examples: pd.DataFrame, project: ProjectConfig, settings: 
     return world_model
 
 
-def train_world_model(world_model, examples: pd.DataFrame, project: ProjectConfig, settings: WorldModelConfig):
+def train_world_model(world_model: Policy, examples: pd.DataFrame, project: ProjectConfig, settings: WorldModelConfig):
     """SFT on the training episodes' transitions (solved steps ``terminal_repeat`` times);
     returns the world model and its loss history."""
     train = examples[~examples["heldout"]]
@@ -72,7 +73,7 @@ def train_world_model(world_model, examples: pd.DataFrame, project: ProjectConfi
     return world_model, history.assign(phase="world_model")
 
 
-def evaluate_world_model(world_model, examples: pd.DataFrame, settings: WorldModelConfig) -> pd.DataFrame:
+def evaluate_world_model(world_model: Policy, examples: pd.DataFrame, settings: WorldModelConfig) -> pd.DataFrame:
     """Held-out next-observation exact match and token accuracy (table + MLflow metrics)."""
     table, metrics = heldout_quality(
         world_model, examples, max_new_tokens=settings.max_new_tokens, max_length=settings.sft.max_length,
@@ -84,7 +85,7 @@ def evaluate_world_model(world_model, examples: pd.DataFrame, settings: WorldMod
 
 
 def world_model_simulator(
-    world_model, trajectories: pd.DataFrame, skill_rollouts: pd.DataFrame, settings: WorldModelConfig
+    world_model: Policy, trajectories: pd.DataFrame, skill_rollouts: pd.DataFrame, settings: WorldModelConfig
 ) -> WorldModelSimulator:
     """The world model with the recorded tasks it starts from: their first observations,
     recorded states (valid actions) and won episodes (replays), from the trajectories and,
@@ -93,7 +94,7 @@ def world_model_simulator(
     return WorldModelSimulator(world_model=world_model, tasks=tasks, settings=settings.query_settings())
 
 
-def train_in_world_model(stage1_policy, base_policy, simulator: WorldModelSimulator, project: ProjectConfig, training: TrainingConfig):
+def train_in_world_model(stage1_policy: Policy, base_policy: Policy, simulator: WorldModelSimulator, project: ProjectConfig, training: TrainingConfig):
     """WM-R1: GRPO inside the world model from ``training.start_from``; held-out evaluation
     (``training.rl.eval_every``) on the real environment. This pipeline always trains WM-R1
     (``training.rl.algorithm`` is set to ``wmr1``; the other RL settings apply as given).

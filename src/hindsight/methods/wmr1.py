@@ -1,5 +1,9 @@
-"""WM-R1 inside the RL loop (ALGORITHMS.md section 4): what happens between a rollout in the
-world model and the policy update.
+"""WM-R1: GRPO inside a learned world model, with replayed successes and a reward that
+prices length and world-model calls.
+
+Transitions: the training episodes play in the world model's environments
+(``world_model.environment``; the pipeline ``wmr1`` loads the trained simulator); held-out
+evaluation stays in the real environment. Between the rollout and the update:
 
 1. Replay: every all-failure group (no simulated success) has its last rollout swapped for
    a stored success of that task (a won expert episode in the trajectory table), its step
@@ -15,25 +19,32 @@ world model and the policy update.
 3. Metrics (``world_model/...``): world-model calls of the update, simulated success rate
    (before replay), all-failure groups, replayed groups and imagined turns.
 
-Imagined turns (``training.rl.wmr1_imagined_turns``, off by default) are turns of the
-world-model environment itself (``envs.world_model``): rows whose action starts with
-``imagine: ``.
+Imagined turns (``imagined_turns``, off by default) are turns of the world-model
+environment itself (``world_model.environment``): rows whose action starts with ``imagine: ``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+from dataclasses import dataclass
+from typing import Callable
 
 import pandas as pd
 import torch
 
 from hindsight import algorithms
 from hindsight.data.outcomes import episode_outcomes
-from hindsight.envs.world_model import IMAGINE_PREFIX, WorldModelSimulator
+from hindsight.methods.base import Method
+from hindsight.methods.registry import register
+from hindsight.policy import Policy
 from hindsight.policy.encoding import StepSample, samples_from_table
 from hindsight.rollout.engine import RolloutConfig
+from hindsight.training.batch import RolloutBatch
 from hindsight.training.distillation import response_logprobs
 from hindsight.training.rl_config import RLConfig
+from hindsight.training.stepo import round_seed
+from hindsight.world_model.environment import IMAGINE_PREFIX, WorldModelSimulator
 
 REPLAY_SOURCE = "replay"
 """The ``source`` of a replayed stored success in the rollout table (episode ids ``replay/...``)."""
@@ -105,12 +116,12 @@ def wmr1_scores(table: pd.DataFrame, max_steps: int) -> pd.Series:
     return pd.Series(rewards.tolist(), index=outcomes["episode_id"].tolist())
 
 
-def wmr1_advantages(table: pd.DataFrame, config: RLConfig, max_steps: int) -> torch.Tensor:
+def wmr1_advantages(table: pd.DataFrame, std_normalize: bool, max_steps: int) -> torch.Tensor:
     """GRPO advantages [N] of the step samples (rows of ``table``, in order) from the WM-R1 reward."""
     scores = table["episode_id"].map(wmr1_scores(table, max_steps))
     return algorithms.group_normalized_advantages(
         torch.tensor(scores.to_numpy(dtype="float64"), dtype=torch.float32), table["group_id"].tolist(),
-        std_normalize=config.std_normalize, traj_ids=table["episode_id"].tolist(),
+        std_normalize=std_normalize, traj_ids=table["episode_id"].tolist(),
     )
 
 
@@ -126,3 +137,61 @@ def world_model_metrics(simulated: pd.DataFrame, replayed_groups: int, calls: in
         "world_model/replayed_groups": float(replayed_groups),
         "world_model/imagined_turns": float(imagined_turns(simulated).sum()) if len(simulated) else 0.0,
     }
+
+
+@dataclass
+class WMR1Settings:
+    """``training.rl.methods.wmr1``."""
+
+    replay: bool = True
+    """An all-failure group swaps one rollout for a stored success of its task."""
+    imagined_turns: int = 0
+    """At most this many imagined turns before each committed action (0: off). Our reading
+    of "the policy may ask the world model what happens if I do X (bounded count)": the
+    world-model environment also offers ``imagine: <a>`` for each valid action; choosing it
+    shows the world model's prediction for ``a`` without playing it (``world_model.environment``).
+    Such a turn is a step sample trained like any other; it counts in the episode's step
+    limit and in its world-model calls (R_wm), not in its length (R_len)."""
+
+    def __post_init__(self) -> None:
+        if self.imagined_turns < 0:
+            raise ValueError(f"imagined_turns must be >= 0 (0: off), got {self.imagined_turns}")
+
+
+@register("wmr1")
+class WMR1(Method):
+    """GRPO on world-model rollouts with stored-success replay and the WM-R1 reward."""
+
+    Settings = WMR1Settings
+    transition_source = "world_model"
+    row_source = "world_model"
+
+    def check(self, rl: RLConfig, *, parallel: bool) -> None:
+        if self.context.world_model is None:
+            raise ValueError("training.rl.algorithm='wmr1' rolls out inside a trained world model: run `kedro run --pipeline wmr1`")
+        if parallel or rl.stepo_filter_zero_variance or rl.async_rollouts:
+            raise ValueError(
+                "training.rl.algorithm='wmr1' runs in one process, synchronously, without STEPO filtering "
+                "(its replay works on whole groups; the world model lives in the learner)"
+            )
+
+    def start(self, policy: Policy) -> None:
+        self._calls_seen = self.context.world_model.calls
+
+    def transitions(self, env_factory: Callable) -> Callable:
+        """The world model's environments, with imagined turns when asked for."""
+        return functools.partial(self.context.world_model.make_env, imagined_turns=self.settings.imagined_turns)
+
+    def after_rollout(self, policy: Policy, batch: RolloutBatch, rollout: RolloutConfig, rl: RLConfig, seed: int, update: int) -> None:
+        """Replay stored successes into all-failure groups; the ``world_model/...`` metrics."""
+        world_model = self.context.world_model
+        replayed = 0
+        if self.settings.replay:
+            settings = dataclasses.replace(rollout, group_size=rl.group_size, seed=round_seed(seed, update, 0))
+            batch.table, batch.samples, replayed = replay_stored_successes(policy, batch.table, batch.samples, world_model, settings, update)
+        calls, self._calls_seen = world_model.calls - self._calls_seen, world_model.calls
+        batch.metrics.update(world_model_metrics(batch.played, replayed, calls))
+        batch.recorded, batch.simulated = batch.table, True
+
+    def advantages(self, batch: RolloutBatch, rl: RLConfig, max_steps: int) -> torch.Tensor:
+        return wmr1_advantages(batch.table, rl.std_normalize, max_steps)

@@ -48,6 +48,7 @@ from hindsight.data.outcomes import episode_outcomes
 from hindsight.data.schema import make_group_id
 from hindsight.envs.base import EnvironmentConfigError, EnvironmentSpec, StepResult, TextEnvironment, check_split
 from hindsight.envs.reward import step_reward
+from hindsight.policy import Policy
 from hindsight.policy.generation import generate_text
 from hindsight.world_model.transitions import SOLVED_MARKER, is_solved, transition_prompt
 
@@ -145,7 +146,7 @@ class WorldModelSimulator:
     """The world model, the recorded tasks and the settings: an environment factory for the
     rollout engine, counting world-model calls across its environments."""
 
-    world_model: Any
+    world_model: Policy
     """A ``policy.model.Policy`` trained by the world_model pipeline."""
     tasks: RecordedTasks
     settings: WorldModelSettings = field(default_factory=WorldModelSettings)

@@ -1,21 +1,20 @@
 """One EMPO run with no live environment: the ingested expert trajectories are the
-transition source (``envs.expert_replay``), ``train_rl`` with ``algorithm: empo`` is the
-loop, and semi-online success on held-out trajectories is the evaluation
-(``evaluation.semi_online``), before training (update 0), every ``rl.eval_every`` updates
-and after the last."""
+transition source (``envs.expert_replay``), the core loop with the EMPO method
+(``methods.empo``) trains, and semi-online success on held-out trajectories is the
+evaluation (``evaluation.semi_online``), before training (update 0), every
+``rl.eval_every`` updates and after the last. ``EmpoConfig`` is ``parameters_empo.yml``."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
 import pandas as pd
 
-from hindsight.config.empo import EmpoConfig
 from hindsight.data.expert import play_gold_episode
 from hindsight.envs import make_env
 from hindsight.envs.base import EnvironmentConfigError
@@ -23,10 +22,52 @@ from hindsight.envs.expert_replay import ReplaySet, expert_trajectories, replay_
 from hindsight.evaluation.semi_online import evaluate_semi_online
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.rollout.tasks import TaskRef, make_tasks, spec_key
+from hindsight.methods.registry import build_method, check_method_settings, method_class
+from hindsight.methods.run import RLSetup, frozen_copy
 from hindsight.training.rl import RLRunResult, train_rl
-from hindsight.training.rl_run import RLSetup, frozen_copy
+from hindsight.training.rl_config import RLConfig
 
 logger = logging.getLogger(__name__)
+
+
+def _empo_rl() -> RLConfig:
+    return RLConfig(algorithm="empo", eval_every=2)
+
+
+@dataclass
+class EmpoConfig:
+    """The transition source (which trajectories, how patching works), held-out semi-online
+    evaluation, and the RL settings of the EMPO run."""
+
+    successful_only: bool = True
+    """Replay only episodes with a won step (failed demonstrations are not expert behaviour)."""
+    heldout_fraction: float = 0.25
+    """Share of the train-fold expert trajectories held out for semi-online evaluation
+    (shuffled with the run's seed; dev/test-fold trajectories are always held out)."""
+    patch_threshold: int = 2
+    """Mismatches the Patch Module repairs per trajectory; the next one ends it (paper: 2)."""
+    include_thought: bool = True
+    """A patch puts the expert's thought (where the trajectory has one) before its action
+    in the history."""
+    max_candidates: int = 12
+    """Decoder candidates of a step whose trajectory recorded no valid actions: the
+    expert action plus the task type's other observed actions."""
+    checkpoint_root: str = "data/06_models/empo_checkpoints"
+    """Checkpoints live under a fingerprint of the run's settings and starting weights."""
+    rl: RLConfig = field(default_factory=_empo_rl)
+    """RL settings; ``algorithm`` must be empo; ``eval_every``: semi-online evaluation period."""
+
+    def __post_init__(self) -> None:
+        if method_class(self.rl.algorithm).transition_source != "expert_replay":
+            raise ValueError(f"empo.rl.algorithm must be a method that plays expert replay (empo), got {self.rl.algorithm!r}")
+        check_method_settings(self.rl, "empo.rl")
+        if not 0 <= self.heldout_fraction < 1:
+            raise ValueError(f"empo.heldout_fraction must be in [0, 1), got {self.heldout_fraction}")
+        if self.patch_threshold < 0:
+            raise ValueError(f"empo.patch_threshold must be >= 0, got {self.patch_threshold}")
+        if self.max_candidates < 1:
+            raise ValueError(f"empo.max_candidates must be >= 1, got {self.max_candidates}")
+
 
 SEMI_ONLINE_COLUMNS = ["update", "semi_online/success_rate", "semi_online/mean_progress", "semi_online/trajectories"]
 
@@ -105,7 +146,7 @@ def run_empo(
     if log_metrics:
         log_metrics(start, 0)
     result = train_rl(
-        policy, reference, source.train_tasks(), source.env_factory(), rollout, source.empo.rl,
+        policy, reference, source.train_tasks(), source.env_factory(), rollout, source.empo.rl, build_method(source.empo.rl),
         seed=seed, checkpoint_dir=checkpoint_dir, evaluate=evaluate, log_metrics=log_metrics,
     )
     first = {"update": 0, "charts/env_steps_total": 0.0, **start}

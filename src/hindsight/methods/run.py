@@ -1,35 +1,33 @@
-"""One RL run set up from typed settings: a private copy of the starting policy, its frozen
-KL reference, the skill teacher, the held-out evaluator, and ``train_rl``. The training
-pipeline runs one; the experiment grid runs one per cell."""
+"""One RL run: a private copy of the starting policy, its frozen KL reference, the method
+that ``training.rl.algorithm`` names (``methods.registry``), the held-out evaluator, and
+the core loop (``training.rl.train_rl``). The training pipeline runs one; the experiment
+grid runs one per cell. ``hindsight.config.rl_setup`` builds the ``RLSetup`` from the
+project's settings."""
 
 from __future__ import annotations
 
 import copy
 import hashlib
 import json
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from hindsight.config import AnalyzerConfig, HeldoutPlay, ProjectConfig, TrainingConfig
 from hindsight.envs import make_env
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.evaluation.heldout import HeldoutConfig, evaluate_agents
 from hindsight.evaluation.metrics import success_summary
+from hindsight.methods.base import MethodContext
+from hindsight.methods.registry import build_method
+from hindsight.policy import Policy
 from hindsight.rollout.engine import RolloutConfig
-from hindsight.rollout.tasks import TaskRef, split_tasks
-from hindsight.skills.analyzers import policy_teacher
-from hindsight.skills.skill_bank import SkillBankTeacher
-from hindsight.skills.teachers import Teacher
+from hindsight.rollout.tasks import TaskRef
+from hindsight.skills.analyzers import AnalyzerConfig
 from hindsight.training.data_parallel import DataParallel
 from hindsight.training.rl import RLRunResult, train_rl
 from hindsight.training.rl_config import RLConfig
-
-logger = logging.getLogger(__name__)
-
 
 @dataclass
 class RLSetup:
@@ -43,33 +41,12 @@ class RLSetup:
     """Held-out evaluation during training."""
     pool: list[TaskRef]
     """The training tasks."""
-    analyzer: AnalyzerConfig
-    """How the policy writes its skills."""
+    analyzer: AnalyzerConfig | None = None
+    """How the policy writes its skills (SEED, OPID)."""
     env_factory: Callable | None = None
     """Builds the training environments of ``pool`` (None: ``envs.make_env``; EMPO: expert
-    replay, ``training.empo_run.empo_grid_setup``). Held-out evaluation always plays the
+    replay, ``methods.empo_run.empo_grid_setup``). Held-out evaluation always plays the
     real environment (``specs``)."""
-
-
-def rl_setup(project: ProjectConfig, training: TrainingConfig, heldout: HeldoutPlay | None = None) -> RLSetup:
-    """Environment specs, rollout and held-out settings and the training-task pool (the
-    first ``training.tasks_per_game`` train-fold seeds of each game), checking that the
-    held-out "seen" tasks were never trained on."""
-    specs = project.specs()
-    pool = [task for spec in specs for task in split_tasks(spec, "train", training.tasks_per_game)]
-    if project.rollout.temperature != 1.0:
-        logger.warning(
-            "RL rollouts are sampled at T=%s but every log-prob is taken at T=1: the PPO ratio and the "
-            "distillation target are off-policy (set rollout.temperature: 1.0)", project.rollout.temperature,
-        )
-    offset = project.environment.seen_seed_offset
-    play = heldout or training.heldout
-    if "seen" in play.splits and offset < training.tasks_per_game:
-        raise ValueError(
-            f"environment.seen_seed_offset={offset} overlaps the {training.tasks_per_game} training tasks per game "
-            "(training.tasks_per_game): held-out 'seen' tasks must never be trained on"
-        )
-    return RLSetup(specs=specs, rollout=project.rollout_config(), heldout=project.heldout_config(play), pool=pool, analyzer=project.analyzer)
 
 
 def weights_fingerprint(model) -> str:
@@ -97,16 +74,6 @@ def frozen_copy(model):
     return reference
 
 
-def rl_teacher(config: RLConfig, policy, analyzer: AnalyzerConfig, skill_bank: dict[str, str] | None) -> Teacher | None:
-    """Who writes the skills of a run: the policy itself (on-policy, greedy), or the fixed
-    Stage-1 bank (the "without on-policy skills" ablation); None when the method uses none."""
-    if not config.uses_skills:
-        return None
-    if config.skill_source == "fixed_bank":
-        return SkillBankTeacher(skill_bank or {})
-    return policy_teacher(policy, analyzer)
-
-
 def heldout_evaluator(
     specs: Sequence[EnvironmentSpec], rollout: RolloutConfig, heldout: HeldoutConfig
 ) -> Callable[[object, int], dict[str, float]]:
@@ -128,7 +95,7 @@ def heldout_evaluator(
 
 
 def run_rl(
-    start_policy,
+    start_policy: Policy,
     config: RLConfig,
     setup: RLSetup,
     checkpoint_dir: str | Path | None,
@@ -150,6 +117,7 @@ def run_rl(
         checkpoint_dir: Checkpoints (resumed when present).
         seed: The run's seed (task draws, rollouts, mini-batch order).
         skill_bank: Fixed skills (the ablation's teacher).
+        world_model: The trained world-model simulator (WM-R1).
         log_metrics: ``(metrics, step)`` sink (MLflow).
         evaluate_start: Also evaluate the starting policy, logged as update 0 (learning curves).
         start_metrics: That evaluation when the caller already has it (the held-out tasks
@@ -166,12 +134,10 @@ def run_rl(
         start_metrics = {"update": 0, "charts/env_steps_total": 0.0, **(start_metrics or evaluate(policy, 0))}
         if log_metrics:
             log_metrics({k: v for k, v in start_metrics.items() if k != "update"}, 0)
+    method = build_method(config, MethodContext(analyzer=setup.analyzer, skill_bank=skill_bank, world_model=world_model))
     result = train_rl(
-        policy, reference, setup.pool, setup.env_factory or make_env, setup.rollout, config,
-        seed=seed,
-        teacher=rl_teacher(config, policy, setup.analyzer, skill_bank),
-        checkpoint_dir=checkpoint_dir, evaluate=evaluate, log_metrics=log_metrics, parallel=parallel,
-        world_model=world_model,
+        policy, reference, setup.pool, setup.env_factory or make_env, setup.rollout, config, method,
+        seed=seed, checkpoint_dir=checkpoint_dir, evaluate=evaluate, log_metrics=log_metrics, parallel=parallel,
     )
     if evaluate_start:
         result.history = pd.concat([pd.DataFrame([start_metrics]), result.history], ignore_index=True)

@@ -1,0 +1,27 @@
+"""RL methods: one module per method, and the registry that maps a name to its module.
+
+- ``base``: the ``Method`` interface (its hooks default to GRPO) and ``MethodContext``;
+- ``registry``: ``@register("name")``, ``build_method(rl, context)``;
+- one module per method: ``grpo``, ``gigpo``, ``seed`` and ``opid`` (both over
+  ``skill_distillation``), ``empo`` (its run on expert replay: ``empo_run``), ``wmr1``;
+- ``run``: one RL run (a private copy of the start, the reference, the method, the
+  held-out evaluator, the core loop ``training.rl.train_rl``).
+
+Importing this package registers the built-in methods.
+"""
+
+from hindsight.methods.base import Method, MethodContext, NoSettings
+from hindsight.methods.registry import build_method, check_method_settings, method_class, method_names, method_settings, register
+from hindsight.methods import empo, gigpo, grpo, opid, seed, wmr1  # noqa: F401,E402  (registers the built-in methods)
+
+__all__ = [
+    "Method",
+    "MethodContext",
+    "NoSettings",
+    "build_method",
+    "check_method_settings",
+    "method_class",
+    "method_names",
+    "method_settings",
+    "register",
+]

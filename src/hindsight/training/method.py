@@ -1,0 +1,131 @@
+"""The interface every RL method implements, and what the core loop hands it.
+
+It is declared here, beside the loop that calls it (``training.rl``), so the engine depends
+on no method; the methods (``hindsight.methods``) implement it one module each and import
+it as ``hindsight.methods.Method``.
+
+The core loop (``training.rl.train_rl``) is the same for every method: rollout -> batch
+-> advantages -> update -> checkpoint -> evaluation. A method changes it only through the
+hooks below, each with a default that is plain GRPO, so a method module overrides only what
+makes it different and reads top to bottom:
+
+- ``Settings``: its own small settings dataclass (``training.rl.methods.<name>`` in the
+  parameters; an empty one when it has none);
+- ``transitions``: where its training transitions come from (the environment by default;
+  a learned world model for WM-R1; EMPO's expert replay is chosen by its pipeline, which
+  passes the replay environments as the environment, ``transition_source`` says so);
+- ``after_rollout``: what it does to a played batch before scoring (WM-R1's replay);
+- ``analyze``: extra per-sample signals before the update (SEED's and OPID's skills and
+  skill-augmented log-probs, ``batch.teacher_logp``);
+- ``advantages``: one advantage per step sample;
+- ``token_advantages`` and ``extra_loss_terms``: what it changes inside the loss (OPID's
+  token advantage, SEED's distillation term);
+- ``rollout_metrics``: its own figures of the played rollouts (EMPO's match rates).
+
+Methods are registered by name (``hindsight.methods.registry``); ``training.rl.algorithm``
+picks one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar
+
+import pandas as pd
+import torch
+
+from hindsight import algorithms
+from hindsight.data.outcomes import episode_outcomes
+from hindsight.policy import Policy
+from hindsight.rollout.engine import RolloutConfig
+from hindsight.training.batch import RolloutBatch
+from hindsight.training.loss_terms import LossTerm
+from hindsight.training.rl_config import RLConfig
+
+
+@dataclass
+class NoSettings:
+    """A method without settings of its own."""
+
+
+@dataclass
+class MethodContext:
+    """What a run offers the methods that need more than the policy and the environment."""
+
+    analyzer: Any = None
+    """How the policy writes its skills (``skills.AnalyzerConfig``; SEED, OPID)."""
+    skill_bank: dict[str, str] | None = None
+    """Fixed skills per task and task type (the "without on-policy skills" ablation)."""
+    world_model: Any = None
+    """The trained world-model simulator (``world_model.environment.WorldModelSimulator``; WM-R1)."""
+
+
+class Method:
+    """An RL method: the defaults are GRPO's (episode return, group-normalised)."""
+
+    name: ClassVar[str] = ""
+    """The ``training.rl.algorithm`` value that picks it (set by ``hindsight.methods.register``)."""
+    Settings: ClassVar[type] = NoSettings
+    """Its settings dataclass (``training.rl.methods.<name>``)."""
+    transition_source: ClassVar[str] = "environment"
+    """Where its transitions come from: environment, expert_replay (the EMPO pipeline
+    plays expert trajectories as the environment) or world_model."""
+    row_source: ClassVar[str] = "rollout"
+    """The ``source`` of the rows it plays (trajectory table)."""
+
+    def __init__(self, settings: Any = None, context: MethodContext | None = None) -> None:
+        self.settings = settings if settings is not None else self.Settings()
+        self.context = context or MethodContext()
+
+    # -- checks and set-up ---------------------------------------------------------------
+    @property
+    def uses_skills(self) -> bool:
+        """Whether its updates need skills and skill-augmented log-probs."""
+        return False
+
+    def check(self, rl: RLConfig, *, parallel: bool) -> None:
+        """Refuse a combination of settings it cannot train with (raise ``ValueError``)."""
+
+    def start(self, policy: Policy) -> None:
+        """Called once before the first update with the policy being trained."""
+
+    # -- rollout -------------------------------------------------------------------------
+    def transitions(self, env_factory: Callable) -> Callable:
+        """``spec -> TextEnvironment`` its training episodes play in."""
+        return env_factory
+
+    def after_rollout(self, policy: Policy, batch: RolloutBatch, rollout: RolloutConfig, rl: RLConfig, seed: int, update: int) -> None:
+        """Change the played batch before anything is scored; add metrics to ``batch.metrics``."""
+
+    # -- signals and advantages ----------------------------------------------------------
+    def analyze(self, policy: Policy, batch: RolloutBatch, rl: RLConfig) -> dict[str, float]:
+        """Fill extra per-sample signals (``batch.teacher_logp``); return their metrics."""
+        return {}
+
+    def advantages(self, batch: RolloutBatch, rl: RLConfig, max_steps: int) -> torch.Tensor:
+        """One advantage per step sample of ``batch`` (rows of ``batch.table``, in order)."""
+        return algorithms.group_normalized_advantages(
+            episode_return_scores(batch.table), batch.table["group_id"].tolist(), std_normalize=rl.std_normalize
+        )
+
+    # -- inside the loss -----------------------------------------------------------------
+    def token_advantages(
+        self, advantage: torch.Tensor, teacher: torch.Tensor, old: torch.Tensor, distill_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """The advantage the PPO term uses ([B] or [B, R]) from the sequence advantage [B]."""
+        return advantage
+
+    def extra_loss_terms(self, logp: torch.Tensor, teacher: torch.Tensor, distill_mask: torch.Tensor, loss_agg: str) -> list[LossTerm]:
+        """Loss terms beside PPO and KL, each with its coefficient."""
+        return []
+
+    # -- metrics -------------------------------------------------------------------------
+    def rollout_metrics(self, played: pd.DataFrame) -> dict[str, float]:
+        """Its own figures of the update's played rows."""
+        return {}
+
+
+def episode_return_scores(table: pd.DataFrame) -> torch.Tensor:
+    """Each step sample's score: its episode's return [N] (rows of ``table``, in order)."""
+    returns = episode_outcomes(table).set_index("episode_id")["return"]
+    return torch.tensor(table["episode_id"].map(returns).to_numpy(dtype="float64"), dtype=torch.float32)

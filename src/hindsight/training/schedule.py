@@ -1,0 +1,74 @@
+"""The schedulers of the core loop, chosen once from the settings (``Schedule.from_settings``).
+
+Each is a piece with one job and one interface; the loop calls them and reads none of
+their settings:
+
+| piece | interface | choices (settings of ``training.rl``) |
+|---|---|---|
+| ``tasks`` | ``draw``, ``summary`` | uniform; STEPO's pass-rate band (``stepo_pass_rate_band``); the curriculum (``curriculum``) |
+| ``groups`` | ``keep``, ``metrics``, ``extra_rounds`` | every group; STEPO's zero-variance filter with refill (``stepo_filter_zero_variance``) |
+| ``weights`` | ``weigh`` | none; STEPO's ``1/T_i`` balance (``stepo_step_weights``) |
+| ``minibatches`` | ``split``, ``metrics`` | shuffled; ODYSSE's whole episodes (``odysse_episode_minibatches``) |
+| ``producer`` | ``next_rollout``, ``proximal_logprobs``, ``publish`` | synchronous; a worker process ahead of the learner (``async_rollouts``) |
+
+They compose, with these exceptions (refused when the settings are read, ``RLConfig``):
+the band and the curriculum both choose the tasks; asynchronous rollouts draw every
+update's tasks in advance, before the pass rates that the band, the curriculum and the
+filter read exist; under ``torchrun`` the filter would keep different groups on each rank
+and asynchronous rollouts would need one worker per learner.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hindsight.policy import Policy
+from hindsight.rollout.curriculum import TaskDraw, task_draw
+from hindsight.training.async_rollouts import AsyncRollouts, SyncRollouts
+from hindsight.training.minibatches import MinibatchOrder
+from hindsight.training.rl_config import RLConfig
+from hindsight.training.stepo import GroupFilter, SampleWeights, group_filter, sample_weights
+
+
+@dataclass
+class Schedule:
+    """The loop's schedulers (module docstring)."""
+
+    tasks: TaskDraw
+    groups: GroupFilter
+    weights: SampleWeights
+    minibatches: MinibatchOrder
+    asynchronous: bool = False
+    """Rollouts from a worker process (``training.async_rollouts``) instead of in-line."""
+
+    @classmethod
+    def from_settings(cls, config: RLConfig) -> "Schedule":
+        """The pieces ``config`` asks for."""
+        return cls(
+            tasks=task_draw(config),
+            groups=group_filter(config),
+            weights=sample_weights(config),
+            minibatches=MinibatchOrder(config.odysse_episode_minibatches),
+            asynchronous=config.async_rollouts,
+        )
+
+    def check(self, *, parallel: bool) -> None:
+        """Refuse what cannot run under ``torchrun`` (``parallel``)."""
+        if parallel and self.asynchronous:
+            raise ValueError("training.rl.async_rollouts is not supported under torchrun (one rollout worker per learner)")
+        if parallel and not self.groups.shardable:
+            raise ValueError("training.rl.stepo_filter_zero_variance is not supported under torchrun (ranks would keep different groups)")
+
+    def producer(self, policy: Policy, env_factory, pool, rollout_config, config: RLConfig, seed: int, start_update: int, end_update: int):
+        """Who plays the rollouts (use it as a context manager)."""
+        if self.asynchronous:
+            return AsyncRollouts(policy, env_factory, pool, rollout_config, config, seed, start_update, end_update)
+        return SyncRollouts(policy, env_factory, pool, rollout_config, config, seed)
+
+    def describe(self) -> str:
+        """One line for the log: which piece is which."""
+        producer = "asynchronous" if self.asynchronous else "synchronous"
+        return (
+            f"tasks={self.tasks.name}, groups={self.groups.name}, weights={self.weights.name}, "
+            f"minibatches={self.minibatches.name}, rollouts={producer}"
+        )
