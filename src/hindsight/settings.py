@@ -3,13 +3,14 @@
 from hindsight.hooks import (
     DataVersionHooks,
     EnvironmentCheckHooks,
+    MemoryReleaseHooks,
     ModelLoggingHooks,
+    NodeResourceHooks,
     ReportArtifactHooks,
     ReproducibilityHooks,
     RunRecordHooks,
     SettingsHooks,
 )
-from hindsight.resource_hooks import MemoryReleaseHooks, NodeResourceHooks
 
 HOOKS = (
     EnvironmentCheckHooks(),

@@ -9,7 +9,7 @@ import mlflow
 import pytest
 import torch
 
-from hindsight.model_logging import load_logged_policy
+from hindsight.hooks.model_logging import load_logged_policy
 from hindsight.policy.model import load_policy
 
 pytestmark = pytest.mark.slow

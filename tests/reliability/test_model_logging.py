@@ -1,4 +1,4 @@
-"""``hindsight.model_logging``: a policy logged as an MLflow model of the active run, its
+"""``hindsight.hooks.model_logging``: a policy logged as an MLflow model of the active run, its
 final metrics linked to it, read back with the same weights and tokenizer; nothing logged
 outside a run; a failure reported (warning and tag), never raised by the hook.
 
@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from hindsight.hooks import ModelLoggingHooks
-from hindsight.model_logging import load_logged_policy, log_policy_model
+from hindsight.hooks.model_logging import load_logged_policy, log_policy_model
 
 
 @pytest.fixture(scope="module")

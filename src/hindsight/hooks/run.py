@@ -2,7 +2,7 @@
 provide the settings a partial run skips, seed everything, tag the run with what reproduces
 it (commit, package versions, parameter hash), record data versions, log every report
 (08_reporting) to the MLflow run and the trained policy as an MLflow model of the run
-(``model_logging``). Time and memory per node: ``resource_hooks``.
+(``hooks.model_logging``). Time and memory per node: ``hooks.resources``.
 
 The environments need a Java 17 runtime (TextWorldExpress and ScienceWorld run on the JVM);
 a missing one is reported before any node runs, with how to install it, instead of as a
@@ -244,7 +244,7 @@ class ModelLoggingHooks:
 
     @hook_impl
     def after_dataset_saved(self, dataset_name: str, data, node) -> None:
-        from hindsight.model_logging import LOGGED_POLICIES, log_policy_model
+        from hindsight.hooks.model_logging import LOGGED_POLICIES, log_policy_model
 
         if dataset_name not in LOGGED_POLICIES:
             return
