@@ -1,6 +1,6 @@
 """The premise check pooled over several runs: token-weighted teacher gaps, split by outcome,
 by whether the skill lists the step's action, and on the tokens the plain policy was unsure
-of (``skills.premise.premise_metrics``; versions written before that split lack it).
+of (``stage1.premise.premise_metrics``; versions written before that split lack it).
 
 Each ``kedro run --pipeline stage1 --nodes stage1.check_skill_premise`` (e.g. with
 ``environment.seen_seed_offset=510``, another sample of held-out tasks) writes one version of
@@ -28,7 +28,7 @@ PREMISE_DIR = PROJECT_ROOT / "data" / "08_reporting" / "skill_premise.parquet"
 
 def describe(label: str, table) -> list[str]:
     """Printed lines: episodes, won, and per source and outcome the gap, listed and other."""
-    from hindsight.skills.premise import premise_metrics
+    from hindsight.stage1.premise import premise_metrics
 
     own = table[table["skill_source"] == "own"]
     lines = [f"{label}: {len(own)} episodes, {int(own['success'].sum())} won"]

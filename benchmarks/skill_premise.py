@@ -66,7 +66,7 @@ def training_examples(bc_examples, episodes, skill_of_episode, held_out):
 
 def teacher_gaps(policy, samples, skill_of_episode) -> list[float]:
     """``l_skill - l_plain`` of every non-forced response token of samples whose episode has a skill."""
-    from hindsight.skills.premise import teacher_gaps as gaps_by_episode
+    from hindsight.stage1.premise import teacher_gaps as gaps_by_episode
 
     return [gap for gaps in gaps_by_episode(policy, samples, skill_of_episode).values() for gap in gaps]
 

@@ -25,7 +25,7 @@ Policies:
   mixture that targets skill use (plain behaviour cloning, twice the skill-conditioned steps
   whose action the skill lists, the analyzer pairs), then measured.
 
-- ``--kind skill_swap``: the counterfactual examples instead (``skills.counterfactual``:
+- ``--kind skill_swap``: the counterfactual examples instead (``stage1.counterfactual``:
   the skill lists another valid action in place of the expert's, and that action is the
   target): a policy that follows its skill puts mass there only when the skill is shown;
   ``--kind skill_reorder``: the order examples (``stage1.reorder_repeat``: two listed actions
@@ -35,7 +35,7 @@ Policies:
   that ignores a skill that does not fit keeps the gap near 0.
 
 Each run also splits the action tokens by the plain policy's probability of them
-(``skills.premise.UNSURE_PROBABILITY``, the premise check's threshold): does the skill help
+(``stage1.premise.UNSURE_PROBABILITY``, the premise check's threshold): does the skill help
 where the policy is unsure, and what does it cost where it is sure? Tokens are scored here
 without the action grammar, so none is forced (the premise check scores under it and counts
 only the tokens it leaves a choice at).
@@ -142,7 +142,7 @@ def main() -> None:
     from hindsight.policy.encoding import encode_sample
     from hindsight.skills.compact import skill_lists_action
     from hindsight.policy.skill_injection import injected_skill, remove_skill
-    from hindsight.skills.premise import UNSURE_PROBABILITY
+    from hindsight.stage1.premise import UNSURE_PROBABILITY
     from hindsight.training.distillation import response_logprobs
 
     if args.threads:

@@ -1,4 +1,4 @@
-"""The teacher fit after Stage 1's SFT (``stage1.fit_teacher``, ``skills.teacher_fit``)
+"""The teacher fit after Stage 1's SFT (``stage1.fit_teacher``, ``stage1.teacher_fit``)
 through ``KedroSession``: off by default (the Stage-1 checkpoint is the SFT one), and on
 a copy of the trained project, as ``kedro run --pipeline stage1 --nodes stage1.fit_teacher
 --params stage1.teacher_fit.episodes_per_game=8`` would: the policy plays its own episodes,

@@ -195,7 +195,7 @@ def _teacher_fit_sft() -> SFTConfig:
 @dataclass
 class TeacherFitConfig:
     """``stage1.teacher_fit``: after Stage 1's SFT, fit the teacher on the policy's own
-    episodes (``skills.teacher_fit``): the policy plays training tasks, writes its own skill
+    episodes (``stage1.teacher_fit``): the policy plays training tasks, writes its own skill
     for each won episode, and trains on every step of those episodes with and without the
     skill, beside the Stage-1 mixture. Step-wise layout only."""
 
@@ -237,17 +237,17 @@ class Stage1Config:
     very episode), the played action as the target. 0: none (the mixture has skill-conditioned
     behaviour cloning on expert steps only)."""
     counterfactual_repeat: int = 0
-    """Copies of counterfactual skill use in the mixture (``skills.counterfactual``): expert
+    """Copies of counterfactual skill use in the mixture (``stage1.counterfactual``): expert
     steps whose action the skill lists, that item swapped for another valid action, which
     becomes the target, so only the skill tells the action (copy k draws with seed k).
     Step-wise layout only. 0: none."""
     reorder_repeat: int = 0
-    """Copies of order examples (``skills.counterfactual.reorder_examples``): at an expert
+    """Copies of order examples (``stage1.counterfactual.reorder_examples``): at an expert
     step whose state also allows an action the skill lists later, the two items trade places
     in the skill and the later one becomes the target, so the skill's order decides between
     actions the state allows (copy k draws with seed k). Step-wise layout only. 0: none."""
     unrelated_repeat: int = 0
-    """Copies of ignoring examples (``skills.counterfactual.unrelated_skill_examples``): every
+    """Copies of ignoring examples (``stage1.counterfactual.unrelated_skill_examples``): every
     expert step with the skill of another task type's episode, the expert's action still the
     target, so a skill that does not fit changes nothing. 0: none."""
     premise_tasks_per_game: int = 5

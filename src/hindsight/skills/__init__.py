@@ -13,7 +13,9 @@ as a teacher, for the ablation), ``structured.py`` (analyzer decoding inside a f
 frame), ``analyzers.py`` (``AnalyzerConfig``, the analyzer settings, and the teacher they name),
 ``validation.py`` (the filter, the validated Skills table), ``sft_set.py`` (analyzer SFT
 examples), ``assignment.py`` (which skill an episode is re-scored with: its own, or an
-unrelated one for the control).
+unrelated one for the control), ``compact.py`` + ``compact_decoding.py`` (the compact
+skill language and its teachers). Stage 1's skill-use examples, teacher fit and premise
+check: ``hindsight.stage1``.
 """
 
 from hindsight.skills.analysis_prompt import build_analysis_prompt, skill_target_json

@@ -4,7 +4,7 @@ Stage 1 continues from the base policy on a mixture: the same behaviour cloning,
 skill-conditioned behaviour cloning (expert steps with their episode's hindsight skill
 injected into the prompt, so the policy learns to use a skill) and analyzer SFT (analysis
 prompt -> skill, so the policy can write skills). The Stage-1 checkpoint starts RL and is
-its KL reference. Two checks follow (``skills.premise``): the analyzer on the held-out
+its KL reference. Two checks follow (``stage1.premise``): the analyzer on the held-out
 analyzer pairs (parse rate, exact match), and SEED's premise on held-out tasks (does the
 policy's own skill in context raise the log-probs of its actions?).
 """
@@ -24,11 +24,11 @@ from hindsight.rollout.engine import run_rollouts
 from hindsight.rollout.tasks import split_tasks
 from hindsight.skills.analyzers import policy_teacher, rule_teacher
 from hindsight.skills.assignment import unrelated_skills
-from hindsight.skills.counterfactual import counterfactual_examples, reorder_examples, unrelated_skill_examples
+from hindsight.stage1.counterfactual import counterfactual_examples, reorder_examples, unrelated_skill_examples
 from hindsight.skills.episode_views import episodes_from_table
-from hindsight.skills.premise import evaluate_analyzer, premise_metrics, premise_table
+from hindsight.stage1.premise import evaluate_analyzer, premise_metrics, premise_table
 from hindsight.skills.records import parse_rate
-from hindsight.skills.teacher_fit import fit_mixture, teacher_fit_pairs
+from hindsight.stage1.teacher_fit import fit_mixture, teacher_fit_pairs
 from hindsight.training.episode_sft import MULTITURN_COLUMNS, TurnBudget, skill_conditioned
 from hindsight.training.sft import SFT_HISTORY_COLUMNS, train_sft
 
@@ -71,7 +71,7 @@ def stage1_examples(
     each won rollout's steps with the skill written from that episode (kind "own_skill_bc";
     never without the skill, so the plain policy is not trained on them); with
     ``stage1.counterfactual_repeat`` > 0 that many draws of counterfactual skill use
-    (``skills.counterfactual``, kind "skill_swap": a listed action swapped for another valid
+    (``stage1.counterfactual``, kind "skill_swap": a listed action swapped for another valid
     one, which becomes the target); with ``stage1.reorder_repeat`` > 0 that many draws of
     order examples (kind "skill_reorder": the expert's listed action and a later listed one
     the state allows trade places, the later one the target); with ``stage1.unrelated_repeat``
@@ -128,7 +128,7 @@ def train_stage1_policy(base_policy: Policy, examples: pd.DataFrame, project: Pr
 
 
 def fit_stage1_teacher(stage1_sft_policy: Policy, examples: pd.DataFrame, project: ProjectConfig, settings: Stage1Config):
-    """The teacher fit (``skills.teacher_fit``) after Stage 1's SFT, for
+    """The teacher fit (``stage1.teacher_fit``) after Stage 1's SFT, for
     ``stage1.teacher_fit.episodes_per_game`` > 0: the policy plays that many training tasks
     per game, writes its own skill for each won episode, and trains on their steps with and
     without the skill (and with ``teacher_fit.unrelated`` under another task type's skill)

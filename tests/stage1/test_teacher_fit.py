@@ -1,4 +1,4 @@
-"""The teacher fit's examples (``skills.teacher_fit``): every step of a won episode twice,
+"""The teacher fit's examples (``stage1.teacher_fit``): every step of a won episode twice,
 without and with the skill the policy wrote for it, the played action the target; lost
 episodes and episodes without a skill give none; the mixture keeps the Stage-1 rows.
 
@@ -19,7 +19,7 @@ from hindsight.policy.encoding import StepSample
 from hindsight.policy.prompts import episode_prompts
 from hindsight.skills import episodes_from_table
 from hindsight.policy.skill_injection import injected_skill, remove_skill
-from hindsight.skills.teacher_fit import FIT_KINDS, fit_mixture, teacher_fit_pairs
+from hindsight.stage1.teacher_fit import FIT_KINDS, fit_mixture, teacher_fit_pairs
 from hindsight.training.sft import SFTConfig, train_sft
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from hindsight.skills import episodes_from_table
 from hindsight.skills.compact import skill_lists_action
-from hindsight.skills.premise import PREMISE_COLUMNS, UNSURE_PROBABILITY, episode_premise_row, premise_metrics
+from hindsight.stage1.premise import PREMISE_COLUMNS, UNSURE_PROBABILITY, episode_premise_row, premise_metrics
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Counterfactual skill use (``skills.counterfactual``): on real expert episodes, each example
+"""Counterfactual skill use (``stage1.counterfactual``): on real expert episodes, each example
 swaps the listed expert action for another valid action of the same state, and only the
 skill names the new target; order examples let only the skill's order pick between two
 listed actions the state allows; ignoring examples pair expert steps with another task
@@ -13,7 +13,7 @@ from hindsight.config import ProjectConfig, Stage1Config
 from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples
 from hindsight.pipelines.stage1.nodes import stage1_examples
 from hindsight.skills.compact import compact_skill, parse_compact_skill, skill_lists_action
-from hindsight.skills.counterfactual import (
+from hindsight.stage1.counterfactual import (
     COUNTERFACTUAL_KIND,
     REORDER_KIND,
     UNRELATED_KIND,
