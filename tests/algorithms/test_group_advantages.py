@@ -120,3 +120,21 @@ def test_empo_advantage_groups_by_task_and_step_index():
     episode = 0.5 * math.sqrt(3.0)
     expected = torch.tensor([episode + 1 / math.sqrt(2), episode, -episode - 1 / math.sqrt(2), -episode])
     assert torch.allclose(advantages, expected, atol=1e-5)
+
+
+def test_stepo_advantages_net_zero_per_group_on_trajectories_of_unequal_lengths():
+    """STEPO's balance: a 3-step success and a 10-step failure in one group, a 2-step and a
+    4-step episode in another. Statistics over step samples then 1/T_i (the earlier reading)
+    netted +1.23 in the first group (+7.98 with the weights rescaled to mean 1)."""
+    from hindsight.algorithms import stepo_advantages
+
+    traj = ["s"] * 3 + ["f"] * 10 + ["a"] * 2 + ["b"] * 4
+    groups = ["g"] * 13 + ["h"] * 6
+    scores = [1.0] * 3 + [0.0] * 10 + [0.2] * 2 + [0.9] * 4
+    advantages = stepo_advantages(scores, groups, traj)
+    assert abs(float(advantages[:13].sum())) < 1e-6 and abs(float(advantages[13:].sum())) < 1e-6
+    # each trajectory carries its trajectory-level advantage once: +-1/sqrt(2) * ... over T_i samples
+    per_trajectory = group_normalized_advantages(scores, groups, traj_ids=traj)
+    assert torch.allclose(advantages[:3].sum(), per_trajectory[0]) and torch.allclose(advantages[3:13].sum(), per_trajectory[3])
+    mean_only = stepo_advantages(scores, groups, traj, std_normalize=False)
+    assert torch.allclose(mean_only[:3], torch.full((3,), 0.5 / 3))

@@ -20,10 +20,10 @@ def test_discounted_returns_interleaved_trajectories():
 
 
 def test_discounted_returns_break_at_mismatch():
-    # rewards [1, 1, 1, 1], gamma 0.5, break at step 2:
-    # G3 = 1; G2 = r2 = 1 (break); G1 = 1 + 0.5 * 1 = 1.5; G0 = 1 + 0.75 = 1.75
+    # rewards [1, 1, 1, 1], gamma 0.5, mismatch at step 2, as UI-S1's official code walks it:
+    # G3 = 1; G2 = r2 = 1 and the running return restarts at 0; G1 = 1 + 0.5 * 0 = 1; G0 = 1 + 0.5 = 1.5
     returns = discounted_returns([1.0, 1.0, 1.0, 1.0], ["t"] * 4, 0.5, break_mask=[False, False, True, False])
-    assert torch.allclose(returns, torch.tensor([1.75, 1.5, 1.0, 1.0]))
+    assert torch.allclose(returns, torch.tensor([1.5, 1.0, 1.0, 1.0]))  # was [1.75, 1.5, 1, 1] before the fix
     no_break = discounted_returns([1.0, 1.0, 1.0, 1.0], ["t"] * 4, 0.5)
     assert torch.allclose(no_break, torch.tensor([1.875, 1.75, 1.5, 1.0]))
 

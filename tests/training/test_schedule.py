@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
+from hindsight.methods import build_method
 from hindsight.rollout.curriculum import Curriculum, PassRateBand, PassRates, TaskDraw
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.rl_config import RLConfig
@@ -34,11 +35,12 @@ def test_each_setting_picks_its_piece():
 
 
 def test_what_cannot_run_under_torchrun_is_refused_by_name():
+    grpo = build_method(RLConfig(algorithm="grpo"))
     with pytest.raises(ValueError, match="async_rollouts is not supported under torchrun"):
-        Schedule.from_settings(RLConfig(async_rollouts=True)).check(parallel=True)
+        Schedule.from_settings(RLConfig(async_rollouts=True)).check(grpo, parallel=True)
     with pytest.raises(ValueError, match="stepo_filter_zero_variance is not supported under torchrun"):
-        Schedule.from_settings(RLConfig(stepo_filter_zero_variance=True)).check(parallel=True)
-    Schedule.from_settings(RLConfig(stepo_step_weights=True, curriculum=True)).check(parallel=True)
+        Schedule.from_settings(RLConfig(stepo_filter_zero_variance=True)).check(grpo, parallel=True)
+    Schedule.from_settings(RLConfig(stepo_step_weights=True, curriculum=True)).check(grpo, parallel=True)
 
 
 def test_settings_two_pieces_would_both_own_are_refused():
@@ -64,16 +66,38 @@ def test_the_filter_keeps_only_groups_whose_returns_differ():
     assert ZeroVarianceFilter(2).keep(table, wanted=1) == (["g1"], 1)
 
 
-def test_episode_balance_gives_every_episode_the_same_total_weight():
-    ids = ["short"] * 2 + ["long"] * 6
-    batch = RolloutBatch(table=pd.DataFrame(), samples=[], played=pd.DataFrame(), advantages=torch.ones(8))
-    batch.samples = [type("Sample", (), {"episode_id": episode})() for episode in ids]
-    metrics = EpisodeBalance().weigh(batch)
-    per_episode = {episode: float(batch.advantages[[i for i, e in enumerate(ids) if e == episode]].sum()) for episode in set(ids)}
-    assert per_episode["short"] == pytest.approx(per_episode["long"])
-    assert float(batch.advantages.mean()) == pytest.approx(1.0)
-    assert metrics["stepo/step_weight_max"] / metrics["stepo/step_weight_min"] == pytest.approx(3.0)
-    assert SampleWeights().weigh(batch) == {}
+def _batch(table: pd.DataFrame) -> RolloutBatch:
+    batch = RolloutBatch(table=table, samples=[], played=table)
+    batch.samples = [type("Sample", (), {"episode_id": episode})() for episode in table["episode_id"]]
+    return batch
+
+
+def test_episode_balance_nets_zero_in_every_group_of_unequal_lengths():
+    """One group: a 3-step success and a 10-step failure (plain step-wise GRPO nets 0; the
+    earlier STEPO, statistics over step samples then 1/T_i, netted +7.98 here), and a second
+    group of a 2-step and a 5-step episode."""
+    table = _table({
+        "win": ("g", [0.0, 0.0, 1.0]), "loss": ("g", [0.0] * 10),
+        "quick": ("h", [0.0, 0.5]), "slow": ("h", [0.0] * 4 + [1.0]),
+    })
+    batch = _batch(table)
+    rl = RLConfig(algorithm="grpo", stepo_step_weights=True)
+    advantages, metrics = EpisodeBalance().advantages(build_method(rl), batch, rl, max_steps=20)
+    for group in ("g", "h"):
+        assert abs(float(advantages[(table["group_id"] == group).to_numpy()].sum())) < 1e-5
+    per_episode = pd.Series(advantages.numpy()).groupby(table["episode_id"].to_numpy()).sum()
+    assert per_episode["win"] == pytest.approx(-per_episode["loss"], abs=1e-5) and per_episode["win"] > 0
+    assert float(advantages[:3].mean()) / float(advantages[3:13].mean()) == pytest.approx(-10 / 3, rel=1e-4)
+    assert metrics["stepo/step_weight_max"] / metrics["stepo/step_weight_min"] == pytest.approx(5.0)
+    plain, none = SampleWeights().advantages(build_method(rl), batch, rl, max_steps=20)
+    assert none == {} and torch.allclose(plain, build_method(rl).advantages(batch, rl, 20))
+
+
+def test_episode_balance_refuses_a_method_with_a_step_level_term():
+    schedule = Schedule.from_settings(RLConfig(stepo_step_weights=True))
+    with pytest.raises(ValueError, match="'gigpo' adds a step-level term"):
+        schedule.check(build_method(RLConfig(algorithm="gigpo")), parallel=False)
+    schedule.check(build_method(RLConfig(algorithm="seed")), parallel=False)
 
 
 def test_only_the_drawing_pieces_report_pass_rates():

@@ -12,7 +12,7 @@ response tokens with a mask. Files:
 - ``decoupled.py``: ``decoupled_ppo_loss`` (stale rollouts: clip around the proximal policy,
   importance weight to the behaviour policy);
 - ``aggregation.py``: ``aggregate_loss``, ``aggregation_count``, ``masked_mean``;
-- ``weighting.py``: STEPO ``stepo_trajectory_weights``, ``zero_variance_groups``;
+- ``weighting.py``: STEPO ``stepo_advantages``, ``stepo_trajectory_weights``, ``zero_variance_groups``;
 - ``rewards.py``: ``empo_action_score`` (with ``normalize_action`` /
   ``action_type``), ``empo_step_rewards``, ``wm_r1_length_rewards``, ``wm_r1_rewards``.
 """
@@ -37,7 +37,7 @@ from hindsight.algorithms.rewards import (
     wm_r1_length_rewards,
     wm_r1_rewards,
 )
-from hindsight.algorithms.weighting import stepo_trajectory_weights, zero_variance_groups
+from hindsight.algorithms.weighting import stepo_advantages, stepo_trajectory_weights, zero_variance_groups
 
 __all__ = [
     "AGGREGATION_MODES",
@@ -60,6 +60,7 @@ __all__ = [
     "opid_advantages",
     "ppo_clip_loss",
     "step_group_advantages",
+    "stepo_advantages",
     "stepo_trajectory_weights",
     "wm_r1_length_rewards",
     "wm_r1_rewards",

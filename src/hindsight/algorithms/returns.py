@@ -1,7 +1,9 @@
 """Discounted step returns per trajectory, with optional breaks (GiGPO, EMPO).
 
 ``R_t = r_t + gamma * R_{t+1}`` backwards along each trajectory; at a break step (EMPO: a
-mismatched / patched step) the return does not look past the step: ``R_t = r_t``.
+mismatched / patched step) the return does not look past the step, ``R_t = r_t``, and the
+running return restarts at 0, so the steps before it do not see its reward either (the
+official UI-S1 code's walk).
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ def discounted_returns(rewards: Any, traj_ids: Any, gamma: float, *, break_mask:
 
     The samples of one trajectory must appear in step order (they may be interleaved with
     other trajectories' samples). ``R_t = r_t + gamma * R_{t+1}``, with ``R_t = r_t`` at the
-    last step of a trajectory and at every step where ``break_mask`` is True (EMPO: the
-    return breaks at mismatched steps; the steps before a break still see it through
-    ``R_{t+1}``).
+    last step of a trajectory and at every step where ``break_mask`` is True; a break also
+    restarts the running return at 0, so the step before it takes ``R_{t-1} = r_{t-1}``
+    (EMPO, as UI-S1's official code walks a trajectory: rewards [1, 1, 1, 1], a mismatch at
+    step 2, gamma 0.5 give [1.5, 1, 1, 1]).
 
     Args:
         rewards: [N] step rewards.
@@ -43,7 +46,8 @@ def discounted_returns(rewards: Any, traj_ids: Any, gamma: float, *, break_mask:
     following = [0.0] * len(unique)  # R_{t+1} of each trajectory while walking backwards
     for sample in range(len(values) - 1, -1, -1):
         traj = index_list[sample]
-        value = rewards_list[sample] if breaks[sample] else rewards_list[sample] + gamma * following[traj]
-        returns[sample] = value
-        following[traj] = value
+        if breaks[sample]:  # the step keeps its own reward; the steps before it start afresh
+            returns[sample], following[traj] = rewards_list[sample], 0.0
+        else:
+            returns[sample] = following[traj] = rewards_list[sample] + gamma * following[traj]
     return torch.tensor(returns, dtype=values.dtype, device=values.device)

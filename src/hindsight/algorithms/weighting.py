@@ -3,6 +3,8 @@ the zero-variance group filter.
 
 - ``stepo_trajectory_weights``: each step sample weighs ``1 / T_i`` (T_i = number of samples
   of its trajectory in the batch), so every trajectory contributes the same total weight.
+- ``stepo_advantages``: the advantage the update uses, group statistics over one value per
+  trajectory, then ``1 / T_i`` (the weighted advantages of a group sum to 0);
 - ``zero_variance_groups``: groups whose outcomes are all equal carry no group-relative
   signal (every advantage is 0); policy-aware filtering drops them.
 """
@@ -14,6 +16,7 @@ from typing import Any, Hashable
 import torch
 
 from hindsight.algorithms._inputs import as_float_tensor, check_lengths, group_index, ids_to_list
+from hindsight.algorithms.advantages import group_normalized_advantages
 
 
 def stepo_trajectory_weights(traj_ids: Any) -> torch.Tensor:
@@ -28,6 +31,26 @@ def stepo_trajectory_weights(traj_ids: Any) -> torch.Tensor:
     index, unique = group_index(ids_to_list(traj_ids, "traj_ids"))
     counts = torch.bincount(index, minlength=len(unique)).to(torch.float32)
     return 1.0 / counts[index]
+
+
+def stepo_advantages(scores: Any, group_ids: Any, traj_ids: Any, *, std_normalize: bool = True, eps: float = 1e-6) -> torch.Tensor:
+    """STEPO's per-sample advantage: the group statistics over one value per trajectory
+    (``group_normalized_advantages(..., traj_ids=...)``), then each sample weighted
+    ``1 / T_i``. Every trajectory then carries its advantage once in total, so the weighted
+    advantages of a group sum to 0 whatever the trajectories' lengths.
+
+    Args:
+        scores: [N] episode score carried by each step sample.
+        group_ids: [N] task-instance id of each sample.
+        traj_ids: [N] trajectory id of each sample (one score and one group per trajectory).
+        std_normalize: Divide by the trajectories' ``std + eps``; False: mean-only.
+        eps: Added to the std.
+
+    Returns:
+        [N] float tensor: ``A_traj(i) / T_i``.
+    """
+    advantages = group_normalized_advantages(scores, group_ids, std_normalize=std_normalize, eps=eps, traj_ids=traj_ids)
+    return advantages * stepo_trajectory_weights(traj_ids).to(advantages.device)
 
 
 def zero_variance_groups(scores: Any, group_ids: Any) -> list[Hashable]:

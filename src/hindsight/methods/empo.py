@@ -42,6 +42,7 @@ class EMPO(Method):
 
     Settings = EMPOSettings
     transition_source = "expert_replay"
+    step_level = True
 
     def advantages(self, batch: RolloutBatch, rl: RLConfig, max_steps: int) -> torch.Tensor:
         table = batch.table

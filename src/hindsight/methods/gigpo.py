@@ -37,6 +37,7 @@ class GiGPO(Method):
     """Episode- plus anchor-state step-level group-relative advantages."""
 
     Settings = GiGPOSettings
+    step_level = True
 
     def advantages(self, batch: RolloutBatch, rl: RLConfig, max_steps: int) -> torch.Tensor:
         table = batch.table

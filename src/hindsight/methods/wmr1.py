@@ -116,11 +116,17 @@ def wmr1_scores(table: pd.DataFrame, max_steps: int) -> pd.Series:
     return pd.Series(rewards.tolist(), index=outcomes["episode_id"].tolist())
 
 
-def wmr1_advantages(table: pd.DataFrame, std_normalize: bool, max_steps: int) -> torch.Tensor:
-    """GRPO advantages [N] of the step samples (rows of ``table``, in order) from the WM-R1 reward."""
+def wmr1_sample_scores(table: pd.DataFrame, max_steps: int) -> torch.Tensor:
+    """Each step sample's WM-R1 reward [N] (rows of ``table``, in order)."""
     scores = table["episode_id"].map(wmr1_scores(table, max_steps))
+    return torch.tensor(scores.to_numpy(dtype="float64"), dtype=torch.float32)
+
+
+def wmr1_advantages(table: pd.DataFrame, std_normalize: bool, max_steps: int) -> torch.Tensor:
+    """GRPO advantages [N] of the step samples (rows of ``table``, in order) from the WM-R1
+    reward, statistics taken over trajectories."""
     return algorithms.group_normalized_advantages(
-        torch.tensor(scores.to_numpy(dtype="float64"), dtype=torch.float32), table["group_id"].tolist(),
+        wmr1_sample_scores(table, max_steps), table["group_id"].tolist(),
         std_normalize=std_normalize, traj_ids=table["episode_id"].tolist(),
     )
 
@@ -192,6 +198,9 @@ class WMR1(Method):
         calls, self._calls_seen = world_model.calls - self._calls_seen, world_model.calls
         batch.metrics.update(world_model_metrics(batch.played, replayed, calls))
         batch.recorded, batch.simulated = batch.table, True
+
+    def episode_scores(self, batch: RolloutBatch, rl: RLConfig, max_steps: int) -> torch.Tensor:
+        return wmr1_sample_scores(batch.table, max_steps)
 
     def advantages(self, batch: RolloutBatch, rl: RLConfig, max_steps: int) -> torch.Tensor:
         return wmr1_advantages(batch.table, rl.std_normalize, max_steps)

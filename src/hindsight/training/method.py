@@ -17,7 +17,8 @@ makes it different and reads top to bottom:
 - ``after_rollout``: what it does to a played batch before scoring (WM-R1's replay);
 - ``analyze``: extra per-sample signals before the update (SEED's and OPID's skills and
   skill-augmented log-probs, ``batch.teacher_logp``);
-- ``advantages``: one advantage per step sample;
+- ``episode_scores`` and ``advantages``: each sample's episode score, and one advantage per
+  step sample (GRPO over the scores by default; STEPO's balance reads the scores);
 - ``token_advantages`` and ``extra_loss_terms``: what it changes inside the loss (OPID's
   token advantage, SEED's distillation term);
 - ``rollout_metrics``: its own figures of the played rollouts (EMPO's match rates).
@@ -72,6 +73,9 @@ class Method:
     plays expert trajectories as the environment) or world_model."""
     row_source: ClassVar[str] = "rollout"
     """The ``source`` of the rows it plays (trajectory table)."""
+    step_level: ClassVar[bool] = False
+    """Whether its advantage adds a step-level term to the episode's (GiGPO, EMPO). STEPO's
+    balance (``stepo_step_weights``) works on episode-level advantages and refuses these."""
 
     def __init__(self, settings: Any = None, context: MethodContext | None = None) -> None:
         self.settings = settings if settings is not None else self.Settings()
@@ -102,10 +106,14 @@ class Method:
         """Fill extra per-sample signals (``batch.teacher_logp``); return their metrics."""
         return {}
 
+    def episode_scores(self, batch: RolloutBatch, rl: RLConfig, max_steps: int) -> torch.Tensor:
+        """Each step sample's episode score [N] (the episode's return; WM-R1: its reward)."""
+        return episode_return_scores(batch.table)
+
     def advantages(self, batch: RolloutBatch, rl: RLConfig, max_steps: int) -> torch.Tensor:
         """One advantage per step sample of ``batch`` (rows of ``batch.table``, in order)."""
         return algorithms.group_normalized_advantages(
-            episode_return_scores(batch.table), batch.table["group_id"].tolist(), std_normalize=rl.std_normalize
+            self.episode_scores(batch, rl, max_steps), batch.table["group_id"].tolist(), std_normalize=rl.std_normalize
         )
 
     # -- inside the loss -----------------------------------------------------------------

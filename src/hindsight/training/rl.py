@@ -125,8 +125,7 @@ def score_batch(
     """Steps 2-3: the recorded log-probs, the method's advantages with the schedule's sample
     weights folded in (STEPO), and the method's signals; returns their metrics."""
     batch.record_old_logprobs()
-    batch.advantages = method.advantages(batch, config, max_steps)
-    metrics = schedule.weights.weigh(batch)
+    batch.advantages, metrics = schedule.weights.advantages(method, batch, config, max_steps)
     if len(batch):
         metrics.update(method.analyze(policy, batch, config))
     return metrics
@@ -165,7 +164,7 @@ def train_rl(
         The trained policy, the per-update history, the last skills and rollout tables.
     """
     schedule = Schedule.from_settings(config)
-    schedule.check(parallel=parallel is not None)
+    schedule.check(method, parallel=parallel is not None)
     method.check(config, parallel=parallel is not None)
     method.start(policy)
     state = start_loop(policy, train_tasks, config, schedule, seed, checkpoint_dir)

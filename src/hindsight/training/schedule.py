@@ -7,11 +7,13 @@ their settings:
 |---|---|---|
 | ``tasks`` | ``draw``, ``summary`` | uniform; STEPO's pass-rate band (``stepo_pass_rate_band``); the curriculum (``curriculum``) |
 | ``groups`` | ``keep``, ``metrics``, ``extra_rounds`` | every group; STEPO's zero-variance filter with refill (``stepo_filter_zero_variance``) |
-| ``weights`` | ``weigh`` | none; STEPO's ``1/T_i`` balance (``stepo_step_weights``) |
+| ``weights`` | ``advantages``, ``check`` | none (the method's advantage); STEPO's balance: statistics over episodes, then ``1/T_i`` (``stepo_step_weights``) |
 | ``minibatches`` | ``split``, ``metrics`` | shuffled; ODYSSE's whole episodes (``odysse_episode_minibatches``) |
 | ``producer`` | ``next_rollout``, ``proximal_logprobs``, ``publish`` | synchronous; a worker process ahead of the learner (``async_rollouts``) |
 
-They compose, with these exceptions (refused when the settings are read, ``RLConfig``):
+They compose, with these exceptions (refused when the settings are read, ``RLConfig``, or
+before the first rollout, ``Schedule.check``): STEPO's balance and a method with a
+step-level advantage term (GiGPO, EMPO);
 the band and the curriculum both choose the tasks; asynchronous rollouts draw every
 update's tasks in advance, before the pass rates that the band, the curriculum and the
 filter read exist; under ``torchrun`` the filter would keep different groups on each rank
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from hindsight.policy import Policy
 from hindsight.rollout.curriculum import TaskDraw, task_draw
 from hindsight.training.async_rollouts import AsyncRollouts, SyncRollouts
+from hindsight.training.method import Method
 from hindsight.training.minibatches import MinibatchOrder
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.stepo import GroupFilter, SampleWeights, group_filter, sample_weights
@@ -52,8 +55,9 @@ class Schedule:
             asynchronous=config.async_rollouts,
         )
 
-    def check(self, *, parallel: bool) -> None:
-        """Refuse what cannot run under ``torchrun`` (``parallel``)."""
+    def check(self, method: Method, *, parallel: bool) -> None:
+        """Refuse what cannot run under ``torchrun`` (``parallel``) or with ``method``."""
+        self.weights.check(method)
         if parallel and self.asynchronous:
             raise ValueError("training.rl.async_rollouts is not supported under torchrun (one rollout worker per learner)")
         if parallel and not self.groups.shardable:

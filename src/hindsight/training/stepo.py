@@ -14,13 +14,17 @@ The details of STEPO are not public; this is our reading (the README says so):
   holds at most ``tasks_per_update`` groups; fewer when the rounds run out (logged). Every
   episode played counts in the rollout metrics, the environment-step budget and the
   pass-rate estimates, kept or not;
-- step-level balance (``stepo_step_weights``): each step sample's PPO term is weighted by
-  ``1 / T_i`` (``algorithms.stepo_trajectory_weights``), rescaled so the weights average 1
-  over the batch (the loss keeps its scale); every episode then carries the same total
-  weight, however many steps it took. The weight multiplies the sample's advantage: the
-  PPO-clip loss is positively homogeneous in the advantage (``-A r``, ``-A clip(r)`` and
-  the dual bound ``-A c`` all scale with A), so this equals weighting the sample's loss.
-  The KL and distillation terms are not weighted.
+- step-level balance (``stepo_step_weights``): the group statistics are taken over one
+  value per episode (its score), and each step sample's advantage is weighted ``1 / T_i``
+  (``algorithms.stepo_advantages``), rescaled so the weights average 1 over the batch (the
+  loss keeps its scale); every episode then carries its advantage once in total, however
+  many steps it took, and the weighted advantages of a group sum to 0 (taking the
+  statistics over step samples instead, as before, let a long failure outweigh a short
+  success: one group of a 3-step success and a 10-step failure netted +7.98). The weight
+  multiplies the sample's advantage: the PPO-clip loss is positively homogeneous in the
+  advantage (``-A r``, ``-A clip(r)`` and the dual bound ``-A c`` all scale with A), so this
+  equals weighting the sample's loss. The KL and distillation terms are not weighted; a
+  method with a step-level term (GiGPO, EMPO) is refused.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from hindsight.rollout.engine import RolloutConfig, RolloutResult, run_rollouts
 from hindsight.rollout.stats import FAULTS_ATTR
 from hindsight.rollout.tasks import TaskRef
 from hindsight.training.batch import RolloutBatch
+from hindsight.training.method import Method
 from hindsight.training.rl_config import RLConfig
 
 
@@ -195,27 +200,42 @@ def stepo_step_weights(episode_ids: Sequence[str]) -> tuple[torch.Tensor, dict[s
 
 
 class SampleWeights:
-    """How step samples weigh in the PPO term: this base leaves every one at 1."""
+    """How step samples weigh in the PPO term: this base leaves every one at 1, so the
+    advantage is the method's own."""
 
     name = "none"
 
-    def weigh(self, batch: RolloutBatch) -> dict[str, float]:
-        """Fold the weights into ``batch.advantages``; return their metrics."""
-        return {}
+    def advantages(self, method: Method, batch: RolloutBatch, rl: RLConfig, max_steps: int) -> tuple[torch.Tensor, dict[str, float]]:
+        """The per-sample advantages the update uses, and the weights' metrics."""
+        return method.advantages(batch, rl, max_steps), {}
+
+    def check(self, method: Method) -> None:
+        """Refuse a method it cannot weigh."""
 
 
 class EpisodeBalance(SampleWeights):
-    """STEPO's step-level balance: ``1 / T_i`` per step sample, rescaled to mean 1, folded
-    into the advantage (module docstring)."""
+    """STEPO's step-level balance (module docstring): the group statistics over one value
+    per episode, then ``1 / T_i`` per step sample (``algorithms.stepo_advantages``), rescaled
+    so the weights average 1 over the batch."""
 
     name = "episode_balance"
 
-    def weigh(self, batch: RolloutBatch) -> dict[str, float]:
+    def advantages(self, method: Method, batch: RolloutBatch, rl: RLConfig, max_steps: int) -> tuple[torch.Tensor, dict[str, float]]:
         if not len(batch):
-            return {}
-        weights, metrics = stepo_step_weights(batch.episode_ids)
-        batch.advantages = batch.advantages * weights  # = weighting each sample's PPO term
-        return metrics
+            return method.advantages(batch, rl, max_steps), {}
+        scores = method.episode_scores(batch, rl, max_steps)
+        balanced = algorithms.stepo_advantages(
+            scores, batch.table["group_id"].tolist(), batch.episode_ids, std_normalize=rl.std_normalize
+        )
+        _, metrics = stepo_step_weights(batch.episode_ids)
+        return balanced * (len(batch) / len(set(batch.episode_ids))), metrics  # the 1/T_i weights average 1
+
+    def check(self, method: Method) -> None:
+        if method.step_level:
+            raise ValueError(
+                f"training.rl.stepo_step_weights balances episode-level advantages; {method.name!r} adds a step-level "
+                "term (use it without stepo_step_weights)"
+            )
 
 
 def sample_weights(config: RLConfig) -> SampleWeights:
