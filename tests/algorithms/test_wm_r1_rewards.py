@@ -40,3 +40,31 @@ def test_weights_are_applied_and_success_floor_holds():
 def test_mismatched_lengths_are_rejected():
     with pytest.raises(ValueError):
         wm_r1_rewards([4, 10], [True], [4, 10], ["g", "g"], max_length=20, max_calls=20)
+
+
+def test_the_published_budget_tightens_with_training_progress():
+    # one group, a 4-step success and a 10-step failure, L_max = 20, L_ref = 4:
+    # p = 0 (first update): budget 20 -> R_len(success) = 0.5 - 0.5 * (4 - 20) / 20 = 0.9
+    # p = 0.75: budget 0.75 * 4 + 0.25 * 20 = 8 -> 0.5 - 0.5 * (4 - 8) / 8 = 0.75; failure 0.9 * 2 / 8 - 0.1 = 0.125 -> capped at -0.1
+    # with the group's success rate (p = 0.5): budget 12 -> 5/6, as in the known answer above
+    from hindsight.algorithms import wm_r1_length_rewards
+
+    args = ([4, 10], [True, False], ["g", "g"])
+    assert wm_r1_length_rewards(*args, max_length=20, progress=0.0).tolist() == pytest.approx([0.9, 0.9 * -0.5 - 0.1])
+    assert wm_r1_length_rewards(*args, max_length=20, progress=0.75).tolist() == pytest.approx([0.75, -0.1])
+    assert wm_r1_length_rewards(*args, max_length=20).tolist()[0] == pytest.approx(5 / 6)
+    with pytest.raises(ValueError, match="progress must be in"):
+        wm_r1_length_rewards(*args, max_length=20, progress=1.5)
+
+
+def test_a_replayed_success_earns_no_utilisation_bonus():
+    # two identical wins, one simulated (4 calls) and one replayed (0 calls): before, the replay
+    # scored the higher R_wm (fewer calls); now its R_wm is 0 and the simulated win scores higher
+    both = dict(max_length=20, max_calls=20, progress=0.5)
+    rewards = wm_r1_rewards([4, 4], [True, True], [4, 0], ["g", "g"], imagined=[True, False], **both)
+    length = 0.5 - 0.5 * (4 - 12) / 12  # budget 0.5 * 4 + 0.5 * 20
+    calls = 0.5 - 0.5 * (4 - 11) / 11  # budget 0.5 * mean(4, 0) + 0.5 * 20
+    assert rewards.tolist() == pytest.approx([1.0 + 0.5 * length + 0.1 * calls, 1.0 + 0.5 * length])
+    assert rewards[0] > rewards[1]
+    unmasked = wm_r1_rewards([4, 4], [True, True], [4, 0], ["g", "g"], **both)
+    assert unmasked[1] > unmasked[0]  # the old scoring: the replay got the top bonus

@@ -81,12 +81,17 @@ def empo_step_rewards(
     return format_weight * formats.to(scores.dtype) + action_weight * scores
 
 
-def wm_r1_length_rewards(lengths: Any, successes: Any, group_ids: Any, *, max_length: float) -> torch.Tensor:
+def wm_r1_length_rewards(
+    lengths: Any, successes: Any, group_ids: Any, *, max_length: float, progress: float | None = None
+) -> torch.Tensor:
     """WM-R1 adaptive-budget length reward, one value per trajectory.
 
-    Per group: ``p`` = success rate; ``L_ref`` = mean length of the group's successes (when
-    there is none, p = 0 and ``L_ref`` has no effect); ``L_budget = p * L_ref + (1 - p) *
-    max_length``; ``lam = (length - L_budget) / L_budget``. Success:
+    Per group: ``L_ref`` = mean length of the group's successes; ``L_budget = p * L_ref +
+    (1 - p) * max_length`` with ``p`` the training progress (``progress``: update / total
+    updates, as WM-R1 publishes it: the budget tightens over training), or, with
+    ``progress=None``, the group's success rate (our earlier reading). A group without a
+    success has no ``L_ref``: its budget is ``max_length``. ``lam = (length - L_budget) /
+    L_budget``. Success:
     ``max(0.5 - 0.5 lam, 0.1)``; failure: ``min(0.9 lam - 0.1, -0.1)``. The same shape scores
     world-model calls (pass call counts and the call limit as ``lengths`` / ``max_length``).
 
@@ -109,7 +114,9 @@ def wm_r1_length_rewards(lengths: Any, successes: Any, group_ids: Any, *, max_le
     count = torch.zeros(len(unique)).index_add_(0, index, torch.ones(len(length)))
     wins = torch.zeros(len(unique)).index_add_(0, index, won)
     win_length = torch.zeros(len(unique)).index_add_(0, index, won * length.float().cpu())
-    rate = wins / count
+    if progress is not None and not 0.0 <= progress <= 1.0:
+        raise ValueError(f"progress must be in [0, 1], got {progress}")
+    rate = wins / count if progress is None else torch.full_like(wins, float(progress))
     reference = torch.where(wins > 0, win_length / wins.clamp(min=1.0), torch.full_like(wins, float(max_length)))
     budget = (rate * reference + (1.0 - rate) * max_length)[index]
     lam = (length.float().cpu() - budget) / budget
@@ -129,12 +136,16 @@ def wm_r1_rewards(
     success_weight: float = 1.0,
     length_weight: float = 0.5,
     world_model_weight: float = 0.1,
+    progress: float | None = None,
+    imagined: Any = None,
 ) -> torch.Tensor:
     """WM-R1 trajectory reward ``1.0 R_succ + 0.5 R_len + 0.1 R_wm`` (ALGORITHMS.md section 4).
 
     ``R_succ`` is 1 for a success and 0 otherwise; ``R_len`` is ``wm_r1_length_rewards``
     over the trajectory lengths with budget ``max_length``; ``R_wm`` is the same shape over
-    the world-model calls with budget ``max_calls`` (same per-group success rate).
+    the world-model calls with budget ``max_calls`` (the same ``progress``), and 0 for a
+    trajectory that was not imagined (``imagined`` False: a replayed stored success used
+    the world model for nothing, so it earns no utilisation bonus).
 
     Args:
         lengths: [M] trajectory lengths (steps).
@@ -146,11 +157,17 @@ def wm_r1_rewards(
         success_weight: Weight of ``R_succ`` (1.0).
         length_weight: Weight of ``R_len`` (0.5).
         world_model_weight: Weight of ``R_wm`` (0.1).
+        progress: Training progress in [0, 1] for the budgets (None: each group's success rate).
+        imagined: Optional [M] booleans; False gives ``R_wm = 0`` (default: every trajectory True).
 
     Returns:
         [M] float tensor, one reward per trajectory (the GRPO score).
     """
     won = as_float_tensor([float(bool(x)) for x in ids_to_list(successes, "successes")], "successes")
-    length_reward = wm_r1_length_rewards(lengths, successes, group_ids, max_length=max_length)
-    call_reward = wm_r1_length_rewards(world_model_calls, successes, group_ids, max_length=max_calls)
+    length_reward = wm_r1_length_rewards(lengths, successes, group_ids, max_length=max_length, progress=progress)
+    call_reward = wm_r1_length_rewards(world_model_calls, successes, group_ids, max_length=max_calls, progress=progress)
+    if imagined is not None:
+        mask = as_float_tensor([float(bool(x)) for x in ids_to_list(imagined, "imagined")], "imagined")
+        check_lengths(len(call_reward), imagined=mask)
+        call_reward = call_reward * mask.to(call_reward.device)
     return success_weight * won.to(length_reward.device) + length_weight * length_reward + world_model_weight * call_reward

@@ -11,8 +11,10 @@ evaluation stays in the real environment. Between the rollout and the update:
    the current policy, whose log-probs stand in as the behaviour log-probs (ratio 1 at the
    first mini-batch). Groups of tasks without a stored success stay as they are.
 2. Scores: one per trajectory, ``algorithms.wm_r1_rewards`` = ``1.0 R_succ + 0.5 R_len +
-   0.1 R_wm`` with the per-group adaptive budgets; the length budget is the step limit and
-   the world-model call budget the same. The length counts committed actions; the calls
+   0.1 R_wm`` with the adaptive budgets ``p * L_ref + (1 - p) * L_max``, ``p`` the training
+   progress (update / updates, as published; ``length_budget: group_success_rate``: the
+   group's success rate); ``L_max`` is the step limit for lengths and for world-model calls.
+   A replayed stored success earns no utilisation bonus (R_wm = 0). The length counts committed actions; the calls
    count committed actions and imagined turns (one world-model call each; a refused
    imagined turn and a replayed episode made none). Advantages: GRPO over the group,
    statistics taken over trajectories.
@@ -45,6 +47,8 @@ from hindsight.training.distillation import response_logprobs
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.stepo import round_seed
 from hindsight.world_model.environment import IMAGINE_PREFIX, WorldModelSimulator
+
+LENGTH_BUDGETS = ("training_progress", "group_success_rate")
 
 REPLAY_SOURCE = "replay"
 """The ``source`` of a replayed stored success in the rollout table (episode ids ``replay/...``)."""
@@ -102,31 +106,35 @@ def imagined_turns(table: pd.DataFrame) -> pd.Series:
     return table["action"].astype(str).str.startswith(IMAGINE_PREFIX)
 
 
-def wmr1_scores(table: pd.DataFrame, max_steps: int) -> pd.Series:
-    """The WM-R1 reward of each episode (indexed by ``episode_id``)."""
+def wmr1_scores(table: pd.DataFrame, max_steps: int, progress: float | None = None) -> pd.Series:
+    """The WM-R1 reward of each episode (indexed by ``episode_id``): budgets by training
+    ``progress`` (None: each group's success rate); a replayed stored success earns no
+    world-model utilisation bonus."""
     outcomes = episode_outcomes(table, keys=["group_id"])
     imagined = imagined_turns(table)
     refused = imagined & ~table["action_valid"].astype(bool)
     counts = table.assign(call=(table["source"] != REPLAY_SOURCE) & ~refused, committed=~imagined)
     counts = counts.groupby("episode_id")[["call", "committed"]].sum()
+    replayed = set(table.loc[table["source"] == REPLAY_SOURCE, "episode_id"])
     rewards = algorithms.wm_r1_rewards(
         outcomes["episode_id"].map(counts["committed"]).tolist(), outcomes["success"].tolist(),
         outcomes["episode_id"].map(counts["call"]).tolist(), outcomes["group_id"].tolist(), max_length=max_steps, max_calls=max_steps,
+        progress=progress, imagined=[episode not in replayed for episode in outcomes["episode_id"]],
     )
     return pd.Series(rewards.tolist(), index=outcomes["episode_id"].tolist())
 
 
-def wmr1_sample_scores(table: pd.DataFrame, max_steps: int) -> torch.Tensor:
+def wmr1_sample_scores(table: pd.DataFrame, max_steps: int, progress: float | None = None) -> torch.Tensor:
     """Each step sample's WM-R1 reward [N] (rows of ``table``, in order)."""
-    scores = table["episode_id"].map(wmr1_scores(table, max_steps))
+    scores = table["episode_id"].map(wmr1_scores(table, max_steps, progress))
     return torch.tensor(scores.to_numpy(dtype="float64"), dtype=torch.float32)
 
 
-def wmr1_advantages(table: pd.DataFrame, std_normalize: bool, max_steps: int) -> torch.Tensor:
+def wmr1_advantages(table: pd.DataFrame, std_normalize: bool, max_steps: int, progress: float | None = None) -> torch.Tensor:
     """GRPO advantages [N] of the step samples (rows of ``table``, in order) from the WM-R1
     reward, statistics taken over trajectories."""
     return algorithms.group_normalized_advantages(
-        wmr1_sample_scores(table, max_steps), table["group_id"].tolist(),
+        wmr1_sample_scores(table, max_steps, progress), table["group_id"].tolist(),
         std_normalize=std_normalize, traj_ids=table["episode_id"].tolist(),
     )
 
@@ -159,9 +167,16 @@ class WMR1Settings:
     Such a turn is a step sample trained like any other; it counts in the episode's step
     limit and in its world-model calls (R_wm), not in its length (R_len)."""
 
+    length_budget: str = "training_progress"
+    """How the length and call budgets tighten: training_progress (WM-R1's published reward:
+    ``p * L_ref + (1 - p) * L_max`` with ``p`` = update / updates) or group_success_rate
+    (``p`` = the group's success rate; our earlier reading)."""
+
     def __post_init__(self) -> None:
         if self.imagined_turns < 0:
             raise ValueError(f"imagined_turns must be >= 0 (0: off), got {self.imagined_turns}")
+        if self.length_budget not in LENGTH_BUDGETS:
+            raise ValueError(f"length_budget must be one of {LENGTH_BUDGETS}, got {self.length_budget!r}")
 
 
 @register("wmr1")
@@ -197,10 +212,17 @@ class WMR1(Method):
             batch.table, batch.samples, replayed = replay_stored_successes(policy, batch.table, batch.samples, world_model, settings, update)
         calls, self._calls_seen = world_model.calls - self._calls_seen, world_model.calls
         batch.metrics.update(world_model_metrics(batch.played, replayed, calls))
+        progress = self.progress(batch, rl)
+        if progress is not None:  # how far the budgets have tightened toward L_ref
+            batch.metrics["world_model/budget_progress"] = progress
         batch.recorded, batch.simulated = batch.table, True
 
+    def progress(self, batch: RolloutBatch, rl: RLConfig) -> float | None:
+        """The ``p`` of the budgets: the training progress, or None (each group's success rate)."""
+        return batch.update / rl.updates if self.settings.length_budget == "training_progress" else None
+
     def episode_scores(self, batch: RolloutBatch, rl: RLConfig, max_steps: int) -> torch.Tensor:
-        return wmr1_sample_scores(batch.table, max_steps)
+        return wmr1_sample_scores(batch.table, max_steps, self.progress(batch, rl))
 
     def advantages(self, batch: RolloutBatch, rl: RLConfig, max_steps: int) -> torch.Tensor:
-        return wmr1_advantages(batch.table, rl.std_normalize, max_steps)
+        return wmr1_advantages(batch.table, rl.std_normalize, max_steps, self.progress(batch, rl))

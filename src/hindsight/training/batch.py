@@ -47,6 +47,8 @@ class RolloutBatch:
     """Per sample (asynchronous rollouts): the learner's log-probs before this update."""
     skills: pd.DataFrame | None = None
     """The skills written for this batch's episodes (SEED, OPID)."""
+    update: int = 0
+    """The index of the update that trains on it (0 for the first)."""
 
     def __len__(self) -> int:
         return len(self.samples)

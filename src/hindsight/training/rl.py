@@ -108,13 +108,14 @@ def play_update(
     changes to the played batch."""
     if state.schedule.asynchronous:
         rollout, metrics = producer.next_rollout(update)
-        return RolloutBatch(table=rollout.table, samples=rollout.samples, played=rollout.table, metrics=metrics)
+        return RolloutBatch(table=rollout.table, samples=rollout.samples, played=rollout.table, metrics=metrics, update=update)
     shard = (lambda tasks: shard_tasks(parallel, tasks)) if parallel is not None else None
     with inference_policy(policy, config.rollout_merge_lora, config.rollout_dtype) as actor:
         batch = collect_update_batch(
             actor, method.transitions(env_factory), state.pool, state.rates, rollout_config, config, seed, update,
             tasks=state.schedule.tasks, groups=state.schedule.groups, shard=shard, source=method.row_source,
         )
+    batch.update = update
     method.after_rollout(policy, batch, rollout_config, config, seed, update)
     return batch
 
