@@ -68,7 +68,8 @@ class RLRunResult:
 
 @dataclass
 class LoopState:
-    """What the loop carries from update to update (and saves in every checkpoint)."""
+    """What the loop carries from update to update (its run, optimizer, RNGs and pass rates
+    go into every checkpoint)."""
 
     run: ResumedRun
     optimizer: torch.optim.Optimizer
