@@ -49,9 +49,9 @@ from tqdm.auto import tqdm
 from hindsight.envs.base import EnvironmentCrashedError
 from hindsight.policy import Policy
 from hindsight.policy.encoding import StepSample
-from hindsight.policy.episode_context import LAYOUTS
-from hindsight.policy.generation import SamplingConfig, generate
-from hindsight.policy.prompts import PromptConfig, parse_action
+from hindsight.policy.generation import generate
+from hindsight.policy.prompts import parse_action
+from hindsight.rollout.config import RolloutConfig
 from hindsight.rollout.env_pool import EnvFactory, EnvPool
 from hindsight.rollout.faults import RolloutFaults, restart_env, start_episode
 from hindsight.rollout.live_episode import TABLE_COLUMNS, Episode
@@ -60,58 +60,6 @@ from hindsight.rollout.stats import ENGINE_ATTR, FAULTS_ATTR, rollout_stats
 from hindsight.rollout.tasks import as_task_refs, episode_plan
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class RolloutConfig:
-    """How rollouts are played."""
-
-    group_size: int = 8
-    """N: episodes per task (one group, same seed)."""
-    max_steps: int | None = None
-    """Steps after which an episode is truncated (None: the task spec's ``max_steps``)."""
-    temperature: float = 0.4
-    """Sampling temperature (0 = greedy); recorded log-probs are at temperature 1."""
-    top_p: float = 1.0
-    """Nucleus sampling mass (1.0 = off)."""
-    constrained: bool = True
-    """Decode only valid actions (token trie); False = free generation (LLMs)."""
-    max_new_tokens: int = 24
-    """Longest free-generation response, in tokens."""
-    max_length: int | None = 1024
-    """Prompt + response token budget; longer prompts lose their oldest tokens."""
-    stop_at_newline: bool = True
-    """Free generation stops at the first newline."""
-    max_batch_tokens: int | None = None
-    """Padded prompt tokens per forward batch (None: 2048 on CPU, unlimited on GPU; see
-    ``policy.generation.SamplingConfig``)."""
-    prompt: PromptConfig = field(default_factory=PromptConfig)
-    """How step prompts are built (history window, pinning, valid-action list)."""
-    max_parallel: int = 32
-    """Most episodes live (and environments alive) at once."""
-    seed: int = 0
-    """Seed of the sampling RNG (same seed, tasks and policy: same rollouts)."""
-    progress: bool = True
-    """Show a tqdm progress bar (live episodes, env steps/s)."""
-    layout: str = "stepwise"
-    """stepwise (a prompt per step, history window) or multiturn (one token sequence per
-    episode, KV cache kept across turns)."""
-
-    def __post_init__(self) -> None:
-        if self.layout not in LAYOUTS:
-            raise ValueError(f"rollout.layout must be one of {', '.join(LAYOUTS)}, got {self.layout!r}")
-
-    def sampling(self) -> SamplingConfig:
-        """The decoding settings of the generation calls."""
-        return SamplingConfig(
-            max_new_tokens=self.max_new_tokens,
-            temperature=self.temperature,
-            top_p=self.top_p,
-            constrained=self.constrained,
-            stop_at_newline=self.stop_at_newline,
-            max_length=self.max_length,
-            max_batch_tokens=self.max_batch_tokens,
-        )
 
 
 @dataclass
