@@ -31,7 +31,6 @@ def distilled(trained_project):
 def test_runtime_params_are_merged_into_the_blocks(distilled):
     params = distilled.mlflow_run.data.params
     assert params["training.rl.methods.seed.skill_source"] == "fixed_bank"
-    assert params["training.rl.methods.seed.opd_coef"] == "0.01"  # the rest of SEED's settings still come from conf/base
     assert params["training.rl.updates"] == "2"  # the rest of training.rl still comes from conf/test
     assert params["skills.validation.enabled"] == "False"
     assert params["skills.validation.rollouts"] == "2"
