@@ -64,10 +64,12 @@ class RolloutBatch:
         return [sample.episode_id for sample in self.samples]
 
     def select(self, indices: Sequence[int]) -> "MicroBatch":
-        """The per-sample fields of these samples, in this order."""
+        """The per-sample fields of these samples, in this order (the advantages must be filled)."""
+        if self.advantages is None or len(self.old_logp) != len(self.samples):
+            raise ValueError("RolloutBatch.select: the batch has no advantages or recorded log-probs yet (score it first)")
         return MicroBatch(
             samples=[self.samples[i] for i in indices],
-            advantages=self.advantages[list(indices)] if self.advantages is not None else torch.zeros(len(indices)),
+            advantages=self.advantages[list(indices)],
             old_logp=[self.old_logp[i] for i in indices],
             teacher_logp=[self.teacher_logp[i] for i in indices],
             proximal_logp=[self.proximal_logp[i] for i in indices] if self.proximal_logp is not None else None,
