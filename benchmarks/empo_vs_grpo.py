@@ -96,7 +96,7 @@ def main() -> None:
     started = time.perf_counter()
     experts = collect_expert_trajectories(project, settings["ingestion"])
     examples = behaviour_cloning_examples(experts, project)
-    policy = build_initial_policy(examples, project, settings["behaviour_cloning"])
+    policy = build_initial_policy(examples, project, settings["behaviour_cloning"], None)
     policy, _ = train_base_policy(policy, examples, project, settings["behaviour_cloning"])
     cloned = time.perf_counter()
 

@@ -80,7 +80,7 @@ def main() -> None:
 
     started = time.perf_counter()
     examples = behaviour_cloning_examples(collect_expert_trajectories(project, settings["ingestion"]), project)
-    base, _ = train_base_policy(build_initial_policy(examples, project, bc), examples, project, bc)
+    base, _ = train_base_policy(build_initial_policy(examples, project, bc, None), examples, project, bc)
     timings["behaviour cloning"] = time.perf_counter() - started
 
     setup = rl_setup(project, training)

@@ -77,7 +77,7 @@ def main() -> None:
 
     trajectories = collect_expert_trajectories(project, settings["ingestion"])
     examples = behaviour_cloning_examples(trajectories, project)
-    base, _ = train_base_policy(build_initial_policy(examples, project, settings["behaviour_cloning"]), examples, project, settings["behaviour_cloning"])
+    base, _ = train_base_policy(build_initial_policy(examples, project, settings["behaviour_cloning"], None), examples, project, settings["behaviour_cloning"])
     clock["bc"] = time.perf_counter()
 
     setup = rl_setup(project, training)
