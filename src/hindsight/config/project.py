@@ -47,7 +47,10 @@ class EnvironmentConfig:
     """The environment, its games and how a step is rewarded."""
 
     env: str = "textworldexpress"
-    """textworldexpress | scienceworld | textworld | alfworld."""
+    """textworldexpress | scienceworld | textworld | alfworld | dual_control (the telecom
+    domain, ``hindsight.envs.dual_control``) | gym (a registered Gymnasium
+    text env: each ``games`` entry's ``game`` is its id, ``params`` its make kwargs;
+    ``hindsight.envs.gym_adapter``)."""
     max_steps: int = 20
     """Steps after which an episode ends unsolved."""
     seen_seed_offset: int = 500

@@ -1,7 +1,10 @@
 """Text environments behind one Gymnasium-style interface (``base.TextEnvironment``).
 
 ``make_env(spec)`` builds one: TextWorldExpress, ScienceWorld, TextWorld (games generated
-locally) or ALFWorld (where installed). Each adapter's module docstring says how it treats
+locally) or ALFWorld (where installed), or any registered Gymnasium text environment
+(``env="gym"``, ``gym_adapter``). Importing this package registers every environment as a
+Gymnasium id (``gymnasium.make("hindsight/twx-twc-v0")``, ``gym_wrapper``);
+``register_gym_env(id, factory)`` registers another. Each adapter's module docstring says how it treats
 invalid actions, what it costs, and how it recovers from a crash; what the adapters share
 (episode bookkeeping, the guarded JVM or engine calls, restart and close) is in ``adapter``.
 
@@ -23,6 +26,9 @@ from hindsight.envs.base import (
 from hindsight.envs.java import check_java
 from hindsight.envs.registry import SUPPORTED_ENVS, make_env, spec_from_params
 from hindsight.envs.reward import RewardConfig, step_reward
+from hindsight.envs.gym_wrapper import register_builtin_gym_envs, register_gym_env
+
+register_builtin_gym_envs()
 
 __all__ = [
     "SPLITS",
@@ -36,6 +42,7 @@ __all__ = [
     "TextEnvironment",
     "check_java",
     "make_env",
+    "register_gym_env",
     "spec_from_params",
     "step_reward",
 ]

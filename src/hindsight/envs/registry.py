@@ -20,6 +20,8 @@ ENV_FAMILIES: dict[str, tuple[str, str]] = {
     "scienceworld": ("hindsight.envs.scienceworld", "ScienceWorldEnvironment"),
     "textworld": ("hindsight.envs.textworld_env", "TextWorldEnvironment"),
     "alfworld": ("hindsight.envs.alfworld", "AlfWorldEnvironment"),
+    "dual_control": ("hindsight.envs.dual_control.env", "DualControlEnvironment"),
+    "gym": ("hindsight.envs.gym_adapter", "GymTextEnvironment"),
 }
 """Environment family name -> (module, adapter class)."""
 

@@ -25,7 +25,8 @@ def skill_bank_from_table(skills: pd.DataFrame) -> dict[str, str]:
     for group_id, group in accepted.groupby("group_id"):
         successes = group[group["success"]]
         bank[group_id] = (successes if len(successes) else group)["skill"].iloc[0]
-    for task_type, group in accepted[accepted["success"]].groupby(accepted["group_id"].str.split("/").str[1]):
+    game = accepted["group_id"].str.split("/").str[1:-2].str.join("/")  # a Gymnasium id's game holds a "/"
+    for task_type, group in accepted[accepted["success"]].groupby(game):
         bank.setdefault(task_type, group["skill"].mode().iloc[0])
     return bank
 

@@ -1,0 +1,268 @@
+"""Every project ``TextEnvironment`` as a ``gymnasium.Env`` with Text spaces.
+
+``TextEnvironmentGym`` wraps one built environment; ``register_builtin_gym_envs`` (run when
+``hindsight.envs`` is imported) registers an id per environment so that
+``gymnasium.make("hindsight/twx-twc-v0", params={...})`` builds one. ``GYM_IDS`` lists them.
+
+Spaces. Observations and actions are ``gymnasium.spaces.Text`` over ``TEXT_CHARSET``:
+printable ASCII with its whitespace (tab, newline, ...), the Latin-1 supplement, the
+general-punctuation block (dashes, curly quotes, ellipsis), a few symbols (degree,
+arrows, multiplication sign) and U+FFFD. That covers what TextWorldExpress, ScienceWorld
+and TextWorld print (the tests check real episodes). A character outside it is replaced by
+U+FFFD in the observation, and an observation longer than ``max_observation_length``
+(default 32768 characters) is cut there; ``info["observation_replaced"]`` says either
+happened. The action space (``ACTION_MAX_LENGTH`` characters) only describes what may be
+sampled: any string may be played, and the environment judges it as it always does (an
+action it does not accept is a no-op step with ``info["action_valid"] = False``).
+
+Tasks. ``reset(seed=..., options={"split": ..., "task_seed": ...})``:
+
+    split      the fold, "train" (default), "dev" or "test"
+    task_seed  the project's own task seed of that fold (``TextEnvironment.seeds``); when
+               absent the task is the one at position ``seed mod fold size`` of the fold's
+               seeds (``seed=None``: a position drawn from ``self.np_random``)
+
+so ``reset(seed=k, options={"split": s})`` is the project's k-th task of fold s, the same
+mapping the other direction (``gym_adapter``) uses. The info dict is the project's (keys in
+``hindsight.envs.base``: ``task``, ``valid_actions``, ``won``, ...) plus ``split`` and
+``task_seed`` after reset. ``gold_actions()`` is the expert sequence of the current task.
+"""
+
+from __future__ import annotations
+
+import copy
+import string
+from typing import Any, Callable
+
+import gymnasium
+from gymnasium import spaces
+
+from hindsight.envs.base import EnvironmentConfigError, EnvironmentSpec, TextEnvironment, check_split
+from hindsight.envs.registry import make_env
+from hindsight.envs.reward import RewardConfig
+
+TEXT_CHARSET = frozenset(
+    string.printable
+    + "".join(chr(code) for code in range(0xA0, 0x100))
+    + "".join(chr(code) for code in range(0x2010, 0x2028))
+    + "°±×÷→←↑↓≤≥€£™•\ufffd"
+)
+"""Characters of the observation and action spaces (see the module docstring)."""
+REPLACEMENT_CHAR = "\ufffd"
+OBSERVATION_MAX_LENGTH = 32768
+ACTION_MAX_LENGTH = 256
+FOLD_SIZE_CAP = 1 << 16
+"""Largest fold size looked for (TextWorld's seed ranges are larger: positions beyond it are
+reached with ``options["task_seed"]``)."""
+
+
+def fold_size(env: TextEnvironment, split: str, cap: int = FOLD_SIZE_CAP) -> int:
+    """How many tasks ``env.seeds(split, ...)`` hands out (at most ``cap``), found by bisection."""
+
+    def fits(count: int) -> bool:
+        try:
+            return len(env.seeds(split, count, 0)) == count
+        except EnvironmentConfigError:
+            return False
+
+    low, high = 0, 1
+    while high <= cap and fits(high):
+        low, high = high, high * 2
+    high = min(high, cap + 1)
+    while high - low > 1:  # fits(low), not fits(high)
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
+
+
+class TextEnvironmentGym(gymnasium.Env):
+    """A project ``TextEnvironment`` behind the Gymnasium API (see the module docstring).
+
+    Args:
+        environment: The built environment (it is closed with this one).
+        max_observation_length: Longest observation returned, in characters.
+        drop_info_keys: Info keys left out (counters of a shared backend, which differ
+            between two identical steps).
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(
+        self, environment: TextEnvironment, max_observation_length: int = OBSERVATION_MAX_LENGTH,
+        drop_info_keys: tuple[str, ...] = (),
+    ) -> None:
+        self.environment = environment
+        self.drop_info_keys = drop_info_keys
+        self.observation_space = spaces.Text(max_observation_length, min_length=0, charset=TEXT_CHARSET)
+        self.action_space = spaces.Text(ACTION_MAX_LENGTH, min_length=1, charset=TEXT_CHARSET)
+        self._fold_sizes: dict[str, int] = {}
+        self._closed = False
+
+    def _observation(self, text: str, info: dict[str, Any]) -> str:
+        for key in self.drop_info_keys:
+            info.pop(key, None)
+        text = str(text)
+        clean = "".join(c if c in TEXT_CHARSET else REPLACEMENT_CHAR for c in text)
+        clean = clean[: self.observation_space.max_length]
+        info["observation_replaced"] = clean != text
+        return clean
+
+    def _task_seed(self, split: str, seed: int | None) -> int:
+        if split not in self._fold_sizes:
+            self._fold_sizes[split] = fold_size(self.environment, split)
+        size = self._fold_sizes[split]
+        if size == 0:
+            raise EnvironmentConfigError(f"{type(self.environment).__name__} has no task in fold {split!r}.")
+        position = int(seed) % size if seed is not None else int(self.np_random.integers(size))
+        return int(self.environment.seeds(split, 1, position)[0])
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """Start a task (``options``: ``split``, ``task_seed``; see the module docstring)."""
+        super().reset(seed=seed)
+        options = dict(options or {})
+        split = options.pop("split", "train")
+        task_seed = options.pop("task_seed", None)
+        if options:
+            raise EnvironmentConfigError(f"Unknown reset option(s) {sorted(options)}; known: split, task_seed.")
+        check_split(split)
+        if task_seed is None:
+            task_seed = self._task_seed(split, seed)
+        observation, info = self.environment.reset(int(task_seed), split)
+        info = copy.deepcopy(info)
+        info.update(split=split, task_seed=int(task_seed))
+        return self._observation(observation, info), info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Play ``action`` (any string; the environment judges it)."""
+        observation, reward, terminated, truncated, info = self.environment.step(str(action))
+        info = copy.deepcopy(info)
+        return self._observation(observation, info), float(reward), bool(terminated), bool(truncated), info
+
+    def gold_actions(self) -> list[str]:
+        """The expert action sequence of the current task (after ``reset``)."""
+        return list(self.environment.gold_actions())
+
+    def close(self) -> None:
+        """Release the environment (a second call does nothing)."""
+        if not self._closed:
+            self._closed = True
+            self.environment.close()
+
+
+def _reward(reward: RewardConfig | dict | None) -> RewardConfig:
+    if reward is None or isinstance(reward, RewardConfig):
+        return reward or RewardConfig()
+    return RewardConfig(**dict(reward))
+
+
+def make_family_gym(
+    env: str,
+    game: str,
+    params: dict[str, Any] | None = None,
+    max_steps: int = 30,
+    reward: RewardConfig | dict | None = None,
+    step_timeout_s: float | None = 60.0,
+    max_observation_length: int = OBSERVATION_MAX_LENGTH,
+) -> TextEnvironmentGym:
+    """A simulator family's game (``hindsight.envs.make_env``) as a Gymnasium env; the
+    arguments are ``EnvironmentSpec``'s (``reward``: a ``RewardConfig`` or its dict)."""
+    spec = EnvironmentSpec(
+        env=env, game=game, params=dict(params or {}), max_steps=max_steps, reward=_reward(reward),
+        step_timeout_s=step_timeout_s,
+    )
+    return TextEnvironmentGym(make_env(spec), max_observation_length)
+
+
+def make_expert_replay_gym(
+    table: Any = None,
+    replay: Any = None,
+    patch_threshold: int = 2,
+    include_thought: bool = True,
+    max_steps: int | None = None,
+    max_observation_length: int = OBSERVATION_MAX_LENGTH,
+) -> TextEnvironmentGym:
+    """Recorded expert trajectories as the environment (``expert_replay``): pass ``table`` (a
+    trajectory table; each trajectory stays in its own fold) or ``replay`` (a ``ReplaySet``)."""
+    from hindsight.envs.expert_replay import ExpertReplayEnvironment, ReplaySet, expert_trajectories
+
+    if (table is None) == (replay is None):
+        raise EnvironmentConfigError("hindsight/expert-replay-v0 needs exactly one of table= or replay=.")
+    if replay is None:
+        trajectories = expert_trajectories(table)
+        replay = ReplaySet({split: [t for t in trajectories if t.split == split] for split in ("train", "dev", "test")})
+    environment = ExpertReplayEnvironment(
+        replay, replay.spec(max_steps), patch_threshold=patch_threshold, include_thought=include_thought
+    )
+    return TextEnvironmentGym(environment, max_observation_length)
+
+
+def make_world_model_gym(
+    simulator: Any,
+    env: str,
+    game: str,
+    params: dict[str, Any] | None = None,
+    max_steps: int = 30,
+    reward: RewardConfig | dict | None = None,
+    imagined_turns: int = 0,
+    max_observation_length: int = OBSERVATION_MAX_LENGTH,
+) -> TextEnvironmentGym:
+    """A learned world model as the environment: ``simulator`` is a
+    ``hindsight.world_model.environment.WorldModelSimulator`` (anything with
+    ``make_env(spec, imagined_turns)``); ``env``/``game``/``params`` name the recorded game
+    whose tasks it starts from."""
+    if not callable(getattr(simulator, "make_env", None)):
+        raise EnvironmentConfigError("hindsight/world-model-v0 needs simulator= (a WorldModelSimulator).")
+    spec = EnvironmentSpec(env=env, game=game, params=dict(params or {}), max_steps=max_steps, reward=_reward(reward))
+    environment = simulator.make_env(spec, imagined_turns=imagined_turns)
+    # the simulator-wide call counter is no outcome of a step (read ``simulator.calls``)
+    return TextEnvironmentGym(environment, max_observation_length, drop_info_keys=("world_model_calls",))
+
+
+TWX_GAMES = ("twc", "cookingworld", "coin", "mapreader", "arithmetic", "sorting", "simonsays", "peckingorder")
+"""TextWorldExpress's games (``textworldexpress.GAME_PARAMETERS``; kept here so that
+registering does not import the simulator)."""
+TWX_DEFAULT_PARAMS: dict[str, dict[str, int]] = {
+    "twc": {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0},
+    "cookingworld": {"numLocations": 1, "numIngredients": 1, "numDistractorItems": 0, "includeDoors": 0, "limitInventorySize": 0},
+}
+"""The project's default games' parameters; the other games start from the simulator's own."""
+
+
+def builtin_gym_ids() -> dict[str, tuple[Callable[..., gymnasium.Env], dict[str, Any]]]:
+    """Id -> (factory, default kwargs) of every environment this package registers."""
+    ids: dict[str, tuple[Callable[..., gymnasium.Env], dict[str, Any]]] = {
+        f"hindsight/twx-{game}-v0": (
+            make_family_gym, {"env": "textworldexpress", "game": game, "params": TWX_DEFAULT_PARAMS.get(game, {})}
+        )
+        for game in TWX_GAMES
+    }
+    ids["hindsight/scienceworld-v0"] = (make_family_gym, {"env": "scienceworld", "game": "find-animal", "max_steps": 100})
+    ids["hindsight/textworld-v0"] = (
+        make_family_gym, {"env": "textworld", "game": "custom", "params": {"world_size": 1, "nb_objects": 3, "quest_length": 2}}
+    )
+    ids["hindsight/alfworld-v0"] = (make_family_gym, {"env": "alfworld", "game": "pick_and_place_simple", "max_steps": 50})
+    ids["hindsight/dual-control-telecom-v0"] = (make_family_gym, {"env": "dual_control", "game": "telecom", "max_steps": 16})
+    ids["hindsight/expert-replay-v0"] = (make_expert_replay_gym, {})
+    ids["hindsight/world-model-v0"] = (make_world_model_gym, {})
+    return ids
+
+
+def register_gym_env(env_id: str, factory: Callable[..., gymnasium.Env], **default_kwargs: Any) -> None:
+    """Register ``factory`` (keyword arguments -> ``gymnasium.Env``) under ``env_id``, so that
+    ``gymnasium.make(env_id, **kwargs)`` builds it with ``default_kwargs`` updated by
+    ``kwargs``. Registering an id again replaces it (a module imported twice)."""
+    gymnasium.registry.pop(env_id, None)
+    gymnasium.register(id=env_id, entry_point=factory, kwargs=dict(default_kwargs))
+
+
+def register_builtin_gym_envs() -> list[str]:
+    """Register every id of ``builtin_gym_ids``; return them."""
+    ids = builtin_gym_ids()
+    for env_id, (factory, defaults) in ids.items():
+        register_gym_env(env_id, factory, **defaults)
+    return list(ids)
+
+
+def wrap_as_gym(environment: TextEnvironment, max_observation_length: int = OBSERVATION_MAX_LENGTH) -> TextEnvironmentGym:
+    """``environment`` (already built) as a Gymnasium env."""
+    return TextEnvironmentGym(environment, max_observation_length)

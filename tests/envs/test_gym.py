@@ -1,0 +1,252 @@
+"""Every environment as a Gymnasium env (``gym_wrapper``): each registered id passes
+``gymnasium.utils.env_checker.check_env`` on the real simulator, the spaces' charset covers
+what the games print, and the task mapping matches the project's folds and seeds; a wrapped
+environment comes back through ``gym_adapter`` unchanged."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import gymnasium
+import pandas as pd
+import pytest
+import torch
+from gymnasium.utils.env_checker import check_env
+
+import hindsight.envs  # noqa: F401  (registers the ids)
+from hindsight.data.expert import play_gold_episode
+from hindsight.envs import EnvironmentConfigError, EnvironmentSpec, make_env
+from hindsight.envs.gym_wrapper import REPLACEMENT_CHAR, TEXT_CHARSET, TWX_GAMES, fold_size, register_gym_env
+from hindsight.envs.textworldexpress import GAME_PARAMETERS
+from hindsight.skills.skill_bank import skill_bank_from_table
+
+pytestmark = pytest.mark.filterwarnings("ignore:Game .* is not fully supported")
+
+TWC = EnvironmentSpec("textworldexpress", "twc", {"numLocations": 1, "numItemsToPutAway": 1, "includeDoors": 0}, max_steps=8)
+
+
+def checked(env_id: str, **kwargs) -> gymnasium.Env:
+    env = gymnasium.make(env_id, **kwargs)
+    check_env(env.unwrapped)
+    return env
+
+
+def test_every_textworldexpress_game_has_an_id():
+    assert set(TWX_GAMES) == set(GAME_PARAMETERS)
+    ids = set(gymnasium.registry)
+    for env_id in [f"hindsight/twx-{game}-v0" for game in TWX_GAMES] + [
+        "hindsight/scienceworld-v0", "hindsight/textworld-v0", "hindsight/alfworld-v0",
+        "hindsight/expert-replay-v0", "hindsight/world-model-v0",
+    ]:
+        assert env_id in ids
+
+
+@pytest.mark.parametrize("game", TWX_GAMES)
+def test_textworldexpress_ids_pass_check_env(game):
+    env = checked(f"hindsight/twx-{game}-v0")
+    observation, info = env.reset(seed=7, options={"split": "dev"})
+    assert info["split"] == "dev" and info["task_seed"] == 10007  # the 7th dev seed
+    assert isinstance(info["valid_actions"], list) and info["task"]
+    assert observation in env.observation_space
+    env.close()
+
+
+def test_reset_seed_is_the_projects_task_position_and_task_seed_overrides():
+    env = gymnasium.make("hindsight/twx-twc-v0", params=dict(TWC.params), max_steps=TWC.max_steps)
+    project = make_env(TWC)
+    for split, position in (("train", 3), ("test", 998)):
+        task_seed = project.seeds(split, 1, position)[0]
+        expected, info = project.reset(task_seed, split)
+        observation, gym_info = env.reset(seed=position, options={"split": split})
+        assert observation == expected and gym_info["task"] == info["task"] and gym_info["task_seed"] == task_seed
+    assert env.reset(seed=1003, options={"split": "train"})[1]["task_seed"] == 3  # modulo the fold's 1000 tasks
+    assert env.reset(options={"split": "dev", "task_seed": 10042})[1]["task_seed"] == 10042
+    with pytest.raises(EnvironmentConfigError, match="Unknown reset option"):
+        env.reset(options={"fold": "dev"})
+    env.close()
+
+
+def test_gold_episode_through_gym_wins_and_every_observation_is_in_the_space():
+    env = gymnasium.make("hindsight/twx-cookingworld-v0")
+    for position in range(5):
+        observation, info = env.reset(seed=position)
+        assert observation in env.observation_space and not info["observation_replaced"]
+        for action in env.unwrapped.gold_actions():
+            observation, reward, terminated, truncated, info = env.step(action)
+            assert observation in env.observation_space and not info["observation_replaced"]
+        assert info["won"] and terminated and reward == 10.0
+    env.close()
+
+
+def test_characters_outside_the_charset_are_replaced_and_long_observations_cut():
+    class Echo(hindsight.envs.TextEnvironment):
+        spec = EnvironmentSpec("echo", "echo")
+
+        def reset(self, seed, split="train"):
+            return "snow \u2603 " + "x" * 50, {}
+
+        def step(self, action):
+            return action, 0.0, False, False, {}
+
+        def gold_actions(self):
+            return []
+
+        def seeds(self, split, count, offset=0):
+            return list(range(offset, offset + count))
+
+        def restart(self):
+            pass
+
+        def close(self):
+            pass
+
+    register_gym_env("test/echo-v0", lambda max_observation_length=20: hindsight.envs.gym_wrapper.wrap_as_gym(Echo(), max_observation_length))
+    env = gymnasium.make("test/echo-v0")
+    observation, info = env.reset(seed=0)
+    assert observation == "snow " + REPLACEMENT_CHAR + " " + "x" * 13 and info["observation_replaced"]
+    assert observation in env.observation_space and "\u2603" not in TEXT_CHARSET
+    assert env.step("plain")[0] == "plain" and not env.step("plain")[4]["observation_replaced"]
+
+
+def test_fold_size_bisects_the_seed_window():
+    class Folds:
+        def seeds(self, split, count, offset=0):
+            available = {"train": 37, "dev": 0, "test": 1}[split]
+            if offset + count > available:
+                raise EnvironmentConfigError("too many")
+            return list(range(offset, offset + count))
+
+    assert [fold_size(Folds(), split) for split in ("train", "dev", "test")] == [37, 0, 1]
+
+
+def test_a_wrapped_environment_comes_back_through_the_gym_family():
+    spec = EnvironmentSpec("gym", "hindsight/twx-twc-v0", {"params": dict(TWC.params), "max_steps": 8}, max_steps=8)
+    through_gym, direct = make_env(spec), make_env(TWC)
+    assert through_gym.seeds("dev", 2, 5) == [5, 6]
+    observation, info = through_gym.reset(5, "dev")
+    expected, expected_info = direct.reset(direct.seeds("dev", 1, 5)[0], "dev")
+    assert observation == expected and info["valid_actions"] == expected_info["valid_actions"]
+    gold = through_gym.gold_actions()
+    assert gold == direct.gold_actions()
+    for action in gold:
+        result = through_gym.step(action)
+    assert result[4]["won"] and result[2] and result[1] == 10.0
+    through_gym.close()
+
+
+def test_scienceworld_id_passes_check_env():
+    env = checked("hindsight/scienceworld-v0", params={"simplification": "easy"})
+    observation, info = env.reset(seed=0, options={"split": "test"})
+    assert info["task"].startswith("Your task is to find a(n) animal") and observation in env.observation_space
+    for action in env.unwrapped.gold_actions():  # every text the simulator prints lies in the charset
+        observation, reward, terminated, truncated, info = env.step(action)
+        assert observation in env.observation_space and not info["observation_replaced"]
+    assert info["won"] and terminated
+    env.close()
+
+
+def test_dual_control_id_passes_check_env_and_its_gold_episode_wins():
+    env = checked("hindsight/dual-control-telecom-v0")
+    observation, info = env.reset(seed=3, options={"split": "test"})
+    assert observation in env.observation_space and "declare infeasible" not in info["valid_actions"]
+    for action in env.unwrapped.gold_actions():
+        observation, reward, terminated, truncated, info = env.step(action)
+        assert observation in env.observation_space and not info["observation_replaced"]
+    assert info["won"] and terminated and reward > 0
+    env.close()
+
+
+def test_textworld_id_passes_check_env(tmp_path):
+    params = {"world_size": 1, "nb_objects": 3, "quest_length": 2, "cache_dir": str(tmp_path)}
+    checked("hindsight/textworld-v0", params=params).close()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("alfworld") is None, reason="ALFWorld is not installed")
+def test_alfworld_id_passes_check_env():
+    checked("hindsight/alfworld-v0").close()
+
+
+@pytest.fixture(scope="module")
+def gold_table() -> pd.DataFrame:
+    env = make_env(TWC)
+    try:
+        return pd.DataFrame([row for seed in env.seeds("train", 3) for row in play_gold_episode(env, TWC, "train", seed)])
+    finally:
+        env.close()
+
+
+def test_expert_replay_id_passes_check_env(gold_table):
+    env = checked("hindsight/expert-replay-v0", table=gold_table)
+    observation, info = env.reset(seed=4)  # 4 mod 3 trajectories: the second
+    assert observation == gold_table[gold_table["seed"] == 1].sort_values("step")["observation"].iloc[0]
+    with pytest.raises(EnvironmentConfigError, match="exactly one"):
+        gymnasium.make("hindsight/expert-replay-v0")
+
+
+def test_world_model_id_passes_check_env(gold_table):
+    from hindsight.policy.model import build_policy
+    from hindsight.policy.tokenizer import train_tokenizer
+    from hindsight.world_model.environment import RecordedTasks, WorldModelSettings, WorldModelSimulator
+
+    torch.set_num_threads(1)
+    tokenizer = train_tokenizer(gold_table["observation"].tolist() + gold_table["action"].tolist(), vocab_size=300)
+    simulator = WorldModelSimulator(build_policy("tiny", tokenizer, seed=0), RecordedTasks(gold_table), WorldModelSettings(max_new_tokens=8))
+    env = checked("hindsight/world-model-v0", simulator=simulator, env="textworldexpress", game="twc", max_steps=8)
+    observation, info = env.reset(seed=0)
+    assert info["task_seed"] == 0 and info["valid_actions"] and simulator.calls > 0
+
+
+def test_the_skill_bank_falls_back_on_the_whole_gym_id():
+    skills = pd.DataFrame(
+        {
+            "group_id": ["gym/ns/Game-v0/train/0", "textworldexpress/twc/train/1"],
+            "skill": ["do: take key", "do: open box"],
+            "accepted": [True, True], "parse_ok": [True, True], "success": [True, True],
+        }
+    )
+    bank = skill_bank_from_table(skills)
+    assert bank["ns/Game-v0"] == "do: take key" and bank["twc"] == "do: open box"
+
+
+class BareEnv(gymnasium.Env):
+    """A Gymnasium text env that puts nothing in info: say "win" to win."""
+
+    def __init__(self):
+        self.observation_space = gymnasium.spaces.Text(20, min_length=0, charset=TEXT_CHARSET)
+        self.action_space = gymnasium.spaces.Text(20, charset=TEXT_CHARSET)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return f"start {options['split']} {seed}", {}
+
+    def step(self, action):
+        return ("done", 1.0, True, False, {}) if action == "win" else ("nope", 0.0, False, False, {})
+
+
+def test_the_adapter_falls_back_when_the_env_says_nothing():
+    register_gym_env("test/Bare-v0", BareEnv)
+    env = make_env(EnvironmentSpec("gym", "test/Bare-v0", {}, max_steps=3))
+    observation, info = env.reset(2, "dev")
+    assert observation == "start dev 2" and info["task"] == "start dev 2"  # split and seed reach reset
+    assert info["valid_actions"] == [] and info["task_type"] == "test/Bare-v0" and info["score"] == 0.0
+    _, reward, terminated, _, info = env.step("lose")
+    assert reward == 0.0 and not terminated and info["action_valid"] and not info["won"]
+    _, reward, terminated, truncated, info = env.step("win")
+    assert reward == 10.0 and terminated and not truncated and info["won"] and info["score"] == 1.0
+    with pytest.raises(EnvironmentConfigError, match="ingestion.expert_episodes"):
+        env.gold_actions()
+
+
+def test_gym_modules_are_imported_before_make(tmp_path, monkeypatch):
+    (tmp_path / "my_gym_plugin.py").write_text(
+        "import gymnasium\n"
+        "gymnasium.register(id='test/FromPlugin-v0', entry_point='hindsight.envs.gym_wrapper:make_family_gym',\n"
+        "                   kwargs={'env': 'textworldexpress', 'game': 'twc'})\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    env = make_env(EnvironmentSpec("gym", "test/FromPlugin-v0", {"gym_modules": ["my_gym_plugin"], "max_steps": 5}))
+    observation, info = env.reset(0, "train")
+    assert "take" in " ".join(info["valid_actions"]) and observation
+    env.close()
+    with pytest.raises(EnvironmentConfigError, match="gym_modules"):
+        make_env(EnvironmentSpec("gym", "test/FromPlugin-v0", {"gym_modules": ["no_such_plugin_module"]}))
