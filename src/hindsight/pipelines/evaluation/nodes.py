@@ -56,7 +56,8 @@ def report_evaluation(stage1_episodes: pd.DataFrame, rl_episodes: pd.DataFrame):
     """
     episodes = pd.concat([stage1_episodes, rl_episodes], ignore_index=True)
     summary = success_summary(episodes)
-    text = markdown_table(summary, title="Held-out success (TextWorldExpress)")
+    families = sorted(episodes["env"].dropna().unique()) if "env" in episodes else []
+    text = markdown_table(summary, title=f"Held-out success ({', '.join(families) or 'no episodes'})")
     figure = success_plot(summary)
     tracking.log_metrics(
         {
