@@ -55,6 +55,9 @@ class PolicyConfig:
     the embedded tiny model built from scratch."""
     preset: str = "small"
     """Embedded model size: tiny (~1M parameters, tests) | small (~4M, default) | base (~30M)."""
+    architecture: str = "qwen2"
+    """Embedded model architecture: qwen2 (default) | gpt_oss (alternating sliding-window and
+    full attention layers with learned attention sinks, on the sink-aware FlexAttention)."""
     vocab_size: int = 2048
     """Vocabulary of the tokenizer trained on the training prompts (embedded model)."""
     dtype: str | None = None
@@ -70,6 +73,8 @@ class PolicyConfig:
     def __post_init__(self) -> None:
         if self.from_pretrained_model and self.model_dir:
             raise ValueError("policy: set model_dir or from_pretrained_model, not both")
+        if self.architecture not in ("qwen2", "gpt_oss"):
+            raise ValueError(f"policy.architecture must be qwen2 or gpt_oss, got {self.architecture!r}")
 
 
 def _behaviour_cloning_sft() -> SFTConfig:

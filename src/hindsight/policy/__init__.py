@@ -2,7 +2,9 @@
 them, ``skill_injection``), the step sample and its encoding, batched generation, log-probs.
 
 Names are imported lazily (``from hindsight.policy import Policy`` works), so that a module
-needing only ``hindsight.policy.prompts`` does not pay for importing transformers.
+needing only ``hindsight.policy.prompts`` does not pay for importing transformers. Importing
+``SINK_FLEX_ATTENTION`` (or building a gpt-oss policy) registers the sink-aware FlexAttention
+with transformers under that name.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ _EXPORTS = {
     "PromptConfig": "prompts",
     "build_prompt": "prompts",
     "parse_action": "prompts",
+    "SINK_FLEX_ATTENTION": "sink_attention",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -47,6 +47,9 @@ MODEL_PRESETS: dict[str, dict[str, int]] = {
 }
 """Qwen2 sizes: ~1M ("tiny"), ~4M ("small"), ~30M ("base") parameters with a 2048-token vocabulary."""
 
+ARCHITECTURES = ("qwen2", "gpt_oss")
+"""Architectures of the embedded policy (``build_policy(..., architecture=...)``)."""
+
 
 @dataclass
 class Policy:
@@ -112,8 +115,9 @@ def build_policy(
     *,
     max_position_embeddings: int = 2048,
     device: str | torch.device | None = None,
+    architecture: str = "qwen2",
 ) -> Policy:
-    """Build a freshly initialised Qwen2 causal LM sized by ``preset`` for ``tokenizer``.
+    """Build a freshly initialised causal LM sized by ``preset`` for ``tokenizer``.
 
     Args:
         preset: A key of ``MODEL_PRESETS`` ("tiny", "small", "base").
@@ -121,10 +125,17 @@ def build_policy(
         seed: Seed of the weight initialisation (the global RNG state is left untouched).
         max_position_embeddings: Longest sequence the model is configured for.
         device: Where to put the model (``None``: CUDA when available).
+        architecture: One of ``ARCHITECTURES``: "qwen2", or "gpt_oss" (sliding/full layers with
+            attention sinks, on the sink-aware FlexAttention; sized by ``GPT_OSS_PRESETS``).
 
     Returns:
         A ``Policy`` at version 0 with tied input/output embeddings.
     """
+    if architecture not in ARCHITECTURES:
+        raise ValueError(f"Unknown policy architecture {architecture!r} (setting policy.architecture); "
+                         f"choose one of {list(ARCHITECTURES)}.")
+    if architecture == "gpt_oss":
+        return _build_gpt_oss_policy(preset, tokenizer, seed, max_position_embeddings, device)
     if preset not in MODEL_PRESETS:
         raise ValueError(f"Unknown model preset {preset!r}; choose one of {sorted(MODEL_PRESETS)}.")
     if tokenizer.pad_token_id is None or tokenizer.eos_token_id is None:
@@ -145,6 +156,28 @@ def build_policy(
     model.to(resolve_device(device))
     model.eval()
     logger.info("Built a %r Qwen2 policy with %d parameters.", preset, count_parameters(model))
+    return Policy(model=model, tokenizer=tokenizer, version=0)
+
+
+def _attention_for(directory: Path) -> dict[str, str]:
+    """gpt-oss checkpoints (learned attention sinks) load with the sink-aware FlexAttention."""
+    if json.loads((directory / "config.json").read_text()).get("model_type") != "gpt_oss":
+        return {}
+    from hindsight.policy.sink_attention import SINK_FLEX_ATTENTION  # importing registers it
+
+    return {"attn_implementation": SINK_FLEX_ATTENTION}
+
+
+def _build_gpt_oss_policy(preset: str, tokenizer, seed: int, max_position_embeddings: int,
+                          device: str | torch.device | None) -> Policy:
+    from hindsight.policy.gpt_oss_policy import build_gpt_oss_model  # registers the sink-aware attention
+
+    if tokenizer.pad_token_id is None or tokenizer.eos_token_id is None:
+        raise ValueError("build_policy: the tokenizer needs a pad and an eos token.")
+    model = build_gpt_oss_model(preset, tokenizer, seed, max_position_embeddings)
+    model.to(resolve_device(device))
+    model.eval()
+    logger.info("Built a %r gpt-oss policy with %d parameters.", preset, count_parameters(model))
     return Policy(model=model, tokenizer=tokenizer, version=0)
 
 
@@ -212,7 +245,9 @@ def load_policy(
 
     tokenizer = _load_tokenizer(directory)
     try:
-        model = AutoModelForCausalLM.from_pretrained(directory, local_files_only=True, dtype=_resolve_dtype(dtype))
+        model = AutoModelForCausalLM.from_pretrained(
+            directory, local_files_only=True, dtype=_resolve_dtype(dtype), **_attention_for(directory)
+        )
     except (OSError, ValueError, KeyError) as error:
         raise ValueError(f"Could not load a causal LM from '{directory}': {error}") from error
     model.to(resolve_device(device))

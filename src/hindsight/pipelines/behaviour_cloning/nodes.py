@@ -121,7 +121,9 @@ def build_initial_policy(
     if "header" in examples:  # multi-turn rows: the episode's header is read at every turn
         texts += examples["header"].dropna().tolist()
     tokenizer = train_tokenizer(texts, vocab_size=policy_settings.vocab_size)
-    policy = build_policy(policy_settings.preset, tokenizer, seed=project.seeds.model)
+    policy = build_policy(
+        policy_settings.preset, tokenizer, seed=project.seeds.model, architecture=policy_settings.architecture
+    )
     tracking.log_metrics({"warmup/parameters": count_parameters(policy.model), "warmup/vocab_size": len(tokenizer)})
     return policy
 

@@ -53,7 +53,7 @@ def build_world_model(examples: pd.DataFrame, project: ProjectConfig, settings: 
     if model.model_dir:
         return load_policy(model.model_dir, lora=model.lora, dtype=model.dtype)
     tokenizer = train_tokenizer(examples["prompt"].tolist() + examples["response"].tolist(), vocab_size=model.vocab_size)
-    world_model = build_policy(model.preset, tokenizer, seed=project.seeds.model)
+    world_model = build_policy(model.preset, tokenizer, seed=project.seeds.model, architecture=model.architecture)
     tracking.log_metrics({"world_model/parameters": float(count_parameters(world_model.model))})
     return world_model
 
