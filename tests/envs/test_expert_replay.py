@@ -149,3 +149,19 @@ def test_empo_source_without_training_trajectories_is_a_clear_error():
     table = _table(["x"], split="dev")
     with pytest.raises(EnvironmentConfigError, match="train fold"):
         EmpoSource.from_table(table, EmpoConfig(), seed=0)
+
+
+def test_the_format_term_reads_the_thought_of_the_whole_response():
+    table = _table(["open fridge", "take egg", "eat egg"])
+    task_env = _env(table)
+    episode = Episode("ep", TaskRef(task_env.spec, 0, "train"), task_env, max_steps=10, prompt_config=PromptConfig())
+    episode.start()
+    # matched with a well-formed thought: 0.1 + 0.9
+    row = episode.play("open fridge", "Thought: the egg is cold.\nAction: open fridge", source="rollout", policy_version=0)
+    assert row["reward"] == pytest.approx(1.0) and row["action_valid"]
+    # matched, but the thought is empty: no format term
+    row = episode.play("take egg", "Thought:\nAction: take egg", source="rollout", policy_version=0)
+    assert row["reward"] == pytest.approx(0.9) and row["action_valid"]
+    # a bare action (no thought) keeps the plain check; step() is the same as a bare response
+    row = episode.play("eat egg", "eat egg", source="rollout", policy_version=0)
+    assert row["reward"] == pytest.approx(1.0) and row["won"]

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from hindsight.envs.base import EnvironmentSpec
+from hindsight.envs.infeasible import DECLARE_PARAM, base_spec, is_infeasible
 from hindsight.rollout.curriculum import (
     PassRates,
     calibrated_draw,
@@ -64,7 +65,7 @@ def test_buckets():
     rates = PassRates(smoothing=0.5)
     rates.observe(table({0: [False, False, False, False], 1: [True, False, False, False],
                          2: [True, True, True, True], 3: [True, True, False, False]}))
-    assert curriculum_bucket(rates.record(POOL[0].group_id), 0.25) == "infeasible"
+    assert curriculum_bucket(rates.record(POOL[0].group_id), 0.25) == "unsolved"
     assert curriculum_bucket(rates.record(POOL[1].group_id), 0.25) == "hard_success"
     assert curriculum_bucket(rates.record(POOL[2].group_id), 0.25) == "mastered"
     assert curriculum_bucket(rates.record(POOL[3].group_id), 0.25) == "learnable"
@@ -75,7 +76,7 @@ def test_buckets():
 
 
 def pool_with_known_buckets() -> PassRates:
-    """Seeds 0-2 infeasible, 3-4 hard successes, 5 mastered, 6-9 learnable (6-7 seen)."""
+    """Seeds 0-2 unsolved, 3-4 hard successes, 5 mastered, 6-9 learnable (6-7 seen)."""
     rates = PassRates(smoothing=0.5)
     rates.observe(table({
         0: [False] * 4, 1: [False] * 4, 2: [False] * 4, 3: [True, False, False, False], 4: [True, False, False, False],
@@ -89,21 +90,29 @@ def test_curriculum_mixes_the_shares():
     tasks, metrics = curriculum_draw(
         POOL, rates, 8, random.Random(0), infeasible_share=0.125, replay_share=0.25, hard_threshold=0.25
     )
-    seeds = sorted(task.seed for task in tasks)
-    assert len(seeds) == len(set(seeds)) == 8
-    assert metrics["curriculum/infeasible_drawn"] == 1 and metrics["curriculum/hard_success_drawn"] == 2
+    assert len(tasks) == 8 and len({task.group_id for task in tasks}) == 8
+    variants = [task for task in tasks if is_infeasible(task.spec)]
+    real = [task for task in tasks if not is_infeasible(task.spec)]
+    assert len(variants) == 1 and metrics["curriculum/infeasible_drawn"] == 1  # generated, not a never-solved task
+    assert base_spec(variants[0].spec) == SPEC and variants[0].group_id.startswith("textworldexpress/twc+infeasible/train/")
+    assert all(task.spec.params.get(DECLARE_PARAM) for task in real)  # the declare action offered on real tasks too
+    assert metrics["curriculum/hard_success_drawn"] == 2
     assert metrics["curriculum/learnable_drawn"] == 4  # all four learnable ones
-    assert metrics["curriculum/mastered_drawn"] == 1  # the learnable bucket ran one short: filled before infeasible
-    assert {3, 4, 5, 6, 7, 8, 9} <= set(seeds) and len({0, 1, 2} & set(seeds)) == 1
-    assert metrics["curriculum/infeasible_pool"] == 3 and metrics["curriculum/learnable_pool"] == 4
+    assert metrics["curriculum/unsolved_drawn"] == 1  # the learnable bucket ran one short: filled from unsolved first
+    assert metrics["curriculum/mastered_drawn"] == 0
+    seeds = {task.seed for task in real}
+    assert {3, 4, 6, 7, 8, 9} <= seeds and len({0, 1, 2} & seeds) == 1
+    assert metrics["curriculum/unsolved_pool"] == 3 and metrics["curriculum/learnable_pool"] == 4
+    assert metrics["curriculum/infeasible_pool"] == 10  # every pool task has an infeasible variant
 
 
-def test_curriculum_infeasible_share_is_a_ceiling_until_nothing_else_is_left():
+def test_unsolved_tasks_fill_after_learnable_ones_and_no_share_no_variant():
     rates = pool_with_known_buckets()
-    _, metrics = curriculum_draw(POOL, rates, 9, random.Random(1), infeasible_share=0.0, replay_share=0.0, hard_threshold=0.25)
-    assert metrics["curriculum/infeasible_drawn"] == 2  # 7 non-infeasible tasks, then 2 of the 3 infeasible ones
+    tasks, metrics = curriculum_draw(POOL, rates, 9, random.Random(1), infeasible_share=0.0, replay_share=0.0, hard_threshold=0.25)
+    assert metrics["curriculum/unsolved_drawn"] == 3 and metrics["curriculum/hard_success_drawn"] == 2
+    assert metrics["curriculum/infeasible_drawn"] == 0 and all(task.spec == SPEC for task in tasks)
     _, metrics = curriculum_draw(POOL, rates, 4, random.Random(1), infeasible_share=0.0, replay_share=0.0, hard_threshold=0.25)
-    assert metrics["curriculum/infeasible_drawn"] == 0 and metrics["curriculum/learnable_drawn"] == 4
+    assert metrics["curriculum/unsolved_drawn"] == 0 and metrics["curriculum/learnable_drawn"] == 4
 
 
 def test_calibration_keeps_the_band_and_refills_from_outside():

@@ -23,8 +23,8 @@ from hindsight.training.rl_config import RLConfig
 
 CONFIG = RLConfig(
     algorithm="grpo", updates=3, tasks_per_update=3, group_size=2, learning_rate=1e-3, ppo_epochs=2, mini_batch_size=8,
-    curriculum=True, curriculum_infeasible_share=0.34, curriculum_replay_share=0.34,
-    stepo_filter_zero_variance=True, stepo_filter_max_rounds=1, stepo_step_weights=True,
+    curriculum=True, curriculum_infeasible_share=0.34, curriculum_replay_share=0.34, curriculum_hard_threshold=0.5,
+    async_behaviour_weight_cap=2.0, stepo_filter_zero_variance=True, stepo_filter_max_rounds=1, stepo_step_weights=True,
     odysse_episode_minibatches=True, checkpoint_every=1,
 )
 ROLLOUT = RolloutConfig(temperature=1.0, max_length=768, max_parallel=8, progress=False)
@@ -59,6 +59,7 @@ def test_every_scheduler_logs_every_update(uninterrupted):
     for name in (
         "curriculum/learnable_drawn", "curriculum/infeasible_pool", "curriculum/hard_success_drawn", "tasks/seen",
         "tasks/pass_rate_mean", "stepo/kept_groups", "stepo/dropped_groups", "stepo/extra_rounds",
+        "curriculum/replayed_successes", "curriculum/infeasible_declared_rate", "curriculum/feasible_declared_rate",
     ):
         assert history[name].notna().all(), name
     # an update whose groups were all filtered out trains nothing, so it has no sampler figure
@@ -70,11 +71,12 @@ def test_every_scheduler_logs_every_update(uninterrupted):
         assert (history["stepo/empty_update"].fillna(0) == (~trained).astype(float)).all()
     assert (history["tasks/seen"].diff().fillna(1) >= 0).all()
     assert (history["stepo/kept_groups"] <= CONFIG.tasks_per_update).all()
-    drawn = history[[f"curriculum/{b}_drawn" for b in ("learnable", "hard_success", "mastered", "infeasible")]].sum(axis=1)
+    drawn = history[[f"curriculum/{b}_drawn" for b in ("learnable", "unsolved", "hard_success", "mastered", "infeasible")]].sum(axis=1)
     assert (drawn == CONFIG.tasks_per_update).all()
+    assert history["curriculum/replayed_successes"].sum() > 0, "the run needs a replayed stored success"
 
 
-def test_pass_rates_are_in_the_checkpoint_and_match_the_last_rollouts(uninterrupted):
+def test_pass_rates_are_in_the_checkpoint_and_match_the_last_rollouts(uninterrupted, pool):
     result, directory = uninterrupted
     state = load_training_state(latest_checkpoint(directory)).extra["task_stats"]
     rates = PassRates()
@@ -87,6 +89,7 @@ def test_pass_rates_are_in_the_checkpoint_and_match_the_last_rollouts(uninterrup
         assert rates.record(group_id).episodes >= group["episode_id"].nunique()
     wins = sum(record.wins for record in rates.records.values())
     assert 0 < wins < played, "the run needs won and lost episodes"
+    assert rates.successes and set(rates.successes) <= {task.group_id for task in pool}  # real tasks' wins, stored
 
 
 def test_resumed_run_matches_the_uninterrupted_run_exactly(uninterrupted, resumed):

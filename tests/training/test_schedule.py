@@ -46,8 +46,15 @@ def test_what_cannot_run_under_torchrun_is_refused_by_name():
 def test_settings_two_pieces_would_both_own_are_refused():
     with pytest.raises(ValueError, match="both choose the tasks"):
         RLConfig(curriculum=True, stepo_pass_rate_band=[0.0, 1.0])
-    with pytest.raises(ValueError, match="draws every update's tasks in advance"):
-        RLConfig(async_rollouts=True, curriculum=True)
+    with pytest.raises(ValueError, match="async_mini_groups must be >= 0"):
+        RLConfig(async_rollouts=True, async_mini_groups=-1)
+
+
+def test_asynchronous_rollouts_take_the_task_draw_and_the_filter_along():
+    schedule = Schedule.from_settings(RLConfig(async_rollouts=True, curriculum=True, stepo_filter_zero_variance=True))
+    assert schedule.asynchronous and isinstance(schedule.tasks, Curriculum) and isinstance(schedule.groups, ZeroVarianceFilter)
+    schedule.check(build_method(RLConfig(algorithm="grpo")), parallel=False)
+    assert isinstance(Schedule.from_settings(RLConfig(async_rollouts=True, stepo_pass_rate_band=[0.0, 1.0])).tasks, PassRateBand)
 
 
 def _table(returns: dict[str, tuple[str, list[float]]]) -> pd.DataFrame:

@@ -196,7 +196,7 @@ def test_wmr1_training_keeps_imagined_turns_within_their_bound(gold_table, train
     simulator = WorldModelSimulator(world_model, RecordedTasks(gold_table), WorldModelSettings(history=1, max_new_tokens=48, max_length=512))
     tasks = make_tasks(SPEC, "train", sorted(int(seed) for seed in gold_table["seed"].unique()))
     config = RLConfig(algorithm="wmr1", updates=1, tasks_per_update=3, group_size=2, mini_batch_size=32, learning_rate=1e-3,
-                      methods={"wmr1": {"imagined_turns": 1, "replay": False}})
+                      methods={"wmr1": {"imagined_turns": 1, "calls_per_step": 0, "replay": False}})
     rollout = RolloutConfig(temperature=1.0, max_steps=8, max_length=768, progress=False)
     policy = copy.deepcopy(tiny_policy)
     method = build_method(config, MethodContext(world_model=simulator))
@@ -214,3 +214,41 @@ def test_wmr1_training_keeps_imagined_turns_within_their_bound(gold_table, train
     metrics = result.history.iloc[-1]
     assert metrics["world_model/imagined_turns"] == imagined.sum()
     assert metrics["world_model/calls"] == len(table)  # one call per turn, imagined or committed
+
+
+def test_wmr1_trains_thinking_with_the_world_model_and_evaluates_in_the_real_game(gold_table, trained_world_model, tiny_policy):
+    import copy
+
+    from hindsight.evaluation.heldout import HeldoutConfig
+    from hindsight.methods import MethodContext, build_method
+    from hindsight.methods.run import frozen_copy, heldout_evaluator
+    from hindsight.rollout.engine import RolloutConfig
+    from hindsight.rollout.imagination import CALLS_COLUMN
+    from hindsight.rollout.tasks import make_tasks
+    from hindsight.training.rl import train_rl
+    from hindsight.training.rl_config import RLConfig
+
+    world_model, _, _ = trained_world_model
+    simulator = WorldModelSimulator(world_model, RecordedTasks(gold_table), WorldModelSettings(history=1, max_new_tokens=16, max_length=512))
+    tasks = make_tasks(SPEC, "train", sorted(int(seed) for seed in gold_table["seed"].unique()))
+    config = RLConfig(algorithm="wmr1", updates=1, tasks_per_update=2, group_size=2, mini_batch_size=32, learning_rate=1e-3,
+                      methods={"wmr1": {"calls_per_step": 2, "replay": False}})
+    rollout = RolloutConfig(temperature=1.0, max_steps=4, max_length=768, progress=False)
+    policy = copy.deepcopy(tiny_policy)
+    method = build_method(config, MethodContext(world_model=simulator))
+    result = train_rl(policy, frozen_copy(tiny_policy.model), tasks, make_env, rollout, config, method)
+    table = result.last_rollout
+    calls = table[CALLS_COLUMN]
+    assert calls.max() <= 2 and calls.sum() > 0, "the policy never called the world model inside a response"
+    assert not table["action"].astype(str).str.startswith("imagine: ").any()  # the environment saw committed actions only
+    metrics = result.history.iloc[-1]
+    assert metrics["world_model/calls"] == len(table) + calls.sum()  # one per step, plus the in-response ones
+    assert metrics["world_model/calls_per_step"] == pytest.approx(calls.mean())
+
+    heldout = HeldoutConfig(episodes_per_game=1, splits=("seen",), decodings={"sampled": 1.0}, random_floor=False)
+    before = simulator.calls
+    evaluate = heldout_evaluator([SPEC], method.rollout_settings(rollout, heldout=True), heldout)
+    eval_metrics = evaluate(policy, 1)
+    assert f"eval/seen/{SPEC.game}/success_rate" in eval_metrics
+    per_step = eval_metrics["eval/seen/world_model/calls_per_step"]
+    assert 0 <= per_step <= 2 and (simulator.calls > before) == (per_step > 0)

@@ -11,10 +11,14 @@ response tokens with a mask. Files:
 - ``losses.py``: ``ppo_clip_loss``, ``opd_loss`` (gated, or ungated: ``DISTILL_GATES``), ``kl_low_var``;
 - ``decoupled.py``: ``decoupled_ppo_loss`` (stale rollouts: clip around the proximal policy,
   importance weight to the behaviour policy);
+- ``episodic.py``: ``espo_loss`` (our reading of ODYSSE's episode-level objective: one clipped
+  ratio per episode), ``episode_minibatch_advantages``, ``espo_metrics``;
 - ``aggregation.py``: ``aggregate_loss``, ``aggregation_count``, ``masked_mean``;
 - ``weighting.py``: STEPO ``stepo_advantages``, ``stepo_trajectory_weights``, ``zero_variance_groups``;
+  EMPO's group filter ``low_std_groups``;
 - ``rewards.py``: ``empo_action_score`` (with ``normalize_action`` /
-  ``action_type``), ``empo_step_rewards``, ``wm_r1_length_rewards``, ``wm_r1_rewards``.
+  ``action_type``), ``empo_format_ok`` (with ``has_thought``), ``empo_step_rewards``,
+  ``wm_r1_length_rewards``, ``wm_r1_rewards``.
 """
 
 from hindsight.algorithms.advantages import (
@@ -26,22 +30,26 @@ from hindsight.algorithms.advantages import (
 )
 from hindsight.algorithms.aggregation import AGGREGATION_MODES, aggregate_loss, aggregation_count, masked_mean
 from hindsight.algorithms.decoupled import decoupled_ppo_loss
+from hindsight.algorithms.episodic import ESPO_AGGREGATION, episode_minibatch_advantages, espo_loss, espo_metrics
 from hindsight.algorithms.grouping import anchor_state_groups
 from hindsight.algorithms.losses import DISTILL_GATES, kl_low_var, opd_loss, ppo_clip_loss
 from hindsight.algorithms.returns import discounted_returns
 from hindsight.algorithms.rewards import (
     action_type,
     empo_action_score,
+    empo_format_ok,
     empo_step_rewards,
+    has_thought,
     normalize_action,
     wm_r1_length_rewards,
     wm_r1_rewards,
 )
-from hindsight.algorithms.weighting import stepo_advantages, stepo_trajectory_weights, zero_variance_groups
+from hindsight.algorithms.weighting import low_std_groups, stepo_advantages, stepo_trajectory_weights, zero_variance_groups
 
 __all__ = [
     "AGGREGATION_MODES",
     "DISTILL_GATES",
+    "ESPO_AGGREGATION",
     "aggregate_loss",
     "aggregation_count",
     "decoupled_ppo_loss",
@@ -50,10 +58,16 @@ __all__ = [
     "action_type",
     "empo_action_score",
     "empo_advantages",
+    "empo_format_ok",
     "empo_step_rewards",
+    "episode_minibatch_advantages",
+    "espo_loss",
+    "espo_metrics",
     "gigpo_advantages",
     "group_normalized_advantages",
+    "has_thought",
     "kl_low_var",
+    "low_std_groups",
     "normalize_action",
     "masked_mean",
     "opd_loss",

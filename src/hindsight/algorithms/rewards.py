@@ -1,5 +1,5 @@
-"""Reward shaping of the sibling methods: EMPO step rewards (section 3) and WM-R1 adaptive
-length budgets (section 4) of ALGORITHMS.md.
+"""Reward shaping of the sibling methods: EMPO step rewards (with the format check of a
+response's thought, ``empo_format_ok``) and WM-R1 adaptive length budgets.
 """
 
 from __future__ import annotations
@@ -59,6 +59,56 @@ def empo_action_score(action: str | None, expert_action: str) -> float:
     if expert and action_type(predicted) == action_type(expert):
         return 0.5
     return 0.1
+
+
+_THOUGHT_MARKER = re.compile(r"(?i)\bthought[ \t]*:")
+_ACTION_LINE = re.compile(r"(?im)^[ \t]*action[ \t]*:")
+_THOUGHT_LAYOUT = re.compile(
+    r"\s*thought[ \t]*:(?P<thought>.*?)\n[ \t]*action[ \t]*:(?P<action>[^\n]*)\s*", re.IGNORECASE | re.DOTALL
+)
+
+
+def has_thought(response: str | None) -> bool:
+    """Whether a response carries a thought part: a ``Thought:`` marker anywhere, or any text
+    before its first ``Action:`` line (free text before the action is a thought)."""
+    text = str(response or "")
+    if _THOUGHT_MARKER.search(text):
+        return True
+    action_line = _ACTION_LINE.search(text)
+    return action_line is not None and bool(text[: action_line.start()].strip())
+
+
+def empo_format_ok(response: str | None, action: str | None, *, thought_required: bool = False) -> bool:
+    """The format term of EMPO's step reward: whether a response has the expected layout.
+
+    The policy's layout (``policy.prompts``) is the action itself, or a thought first:
+    ``Thought: <thought>`` then a line ``Action: <action>``. A response with a thought part
+    (``has_thought``) is well formed when it is exactly that: the ``Thought:`` marker opens
+    it, the thought is not empty, one ``Action:`` line follows and ends the response, and its
+    action is parsable (not empty after ``normalize_action``); a second marker, text before
+    ``Thought:``, text after the action line or an action on the thought's line is garbled.
+    A response without a thought keeps the plain check: ``action`` (the action parsed from
+    it) is parsable; with ``thought_required`` (a layout that asks for a thought, as the
+    released UI-S1 scorer's: format 1 only for a non-empty thought) it fails.
+
+    Args:
+        response: The policy's raw response.
+        action: The action parsed from it (the response itself under constrained decoding).
+        thought_required: The layout asks for a thought.
+
+    Returns:
+        True when the format term is earned.
+    """
+    text = str(response or "")
+    if not has_thought(text):
+        return not thought_required and bool(normalize_action(action or ""))
+    layout = _THOUGHT_LAYOUT.fullmatch(text)
+    if layout is None:
+        return False
+    thought = layout.group("thought")
+    if not thought.strip() or _THOUGHT_MARKER.search(thought) or _ACTION_LINE.search(thought):
+        return False
+    return bool(normalize_action(layout.group("action")))
 
 
 def empo_step_rewards(

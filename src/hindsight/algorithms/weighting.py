@@ -7,6 +7,8 @@ the zero-variance group filter.
   trajectory, then ``1 / T_i`` (the weighted advantages of a group sum to 0);
 - ``zero_variance_groups``: groups whose outcomes are all equal carry no group-relative
   signal (every advantage is 0); policy-aware filtering drops them.
+- ``low_std_groups``: groups whose scores spread less than a threshold (population std),
+  the group filter of EMPO's released recipe.
 """
 
 from __future__ import annotations
@@ -74,3 +76,33 @@ def zero_variance_groups(scores: Any, group_ids: Any) -> list[Hashable]:
     high = high.scatter_reduce(0, index, values, reduce="amax")
     constant = (high == low).tolist()
     return [group for group, is_constant in zip(unique, constant) if is_constant]
+
+
+def low_std_groups(scores: Any, group_ids: Any, min_std: float) -> list[Hashable]:
+    """Groups of two or more samples whose scores' population standard deviation is below
+    ``min_std`` (a group of one sample is never listed; ``min_std`` 0 lists none).
+
+    Args:
+        scores: [N] one score per sample (EMPO: per episode).
+        group_ids: [N] group id of each sample.
+        min_std: The threshold (>= 0).
+
+    Returns:
+        The ids of those groups, in order of first appearance.
+
+    Raises:
+        ValueError: ``min_std`` is negative.
+    """
+    if min_std < 0:
+        raise ValueError(f"min_std must be >= 0, got {min_std}")
+    values = as_float_tensor(scores, "scores").to(torch.float64)
+    groups = ids_to_list(group_ids, "group_ids")
+    check_lengths(len(values), group_ids=groups)
+    index, unique = group_index(groups)
+    index = index.to(values.device)
+    counts = torch.zeros(len(unique), dtype=values.dtype, device=values.device).index_add_(0, index, torch.ones_like(values))
+    means = torch.zeros_like(counts).index_add_(0, index, values) / counts.clamp(min=1)
+    spread = torch.zeros_like(counts).index_add_(0, index, (values - means[index]) ** 2)
+    stds = (spread / counts.clamp(min=1)).sqrt()
+    low = ((counts >= 2) & (stds < min_std)).tolist()
+    return [group for group, is_low in zip(unique, low) if is_low]

@@ -19,14 +19,17 @@ The episode is ``won`` when it reaches the end of the trajectory with every step
 ``action_valid`` means "matched the expert" (a patched step was not accepted), so the
 rollout statistics' invalid-action rate is the mismatch rate. The step reward is EMPO's
 ``0.1 * format_ok + 0.9 * action_score`` (``algorithms.empo_step_rewards``; format_ok:
-the response parsed to a non-empty action; ``algorithms.empo_action_score``: 1 exact, 0.5
-same verb, 0.1 another verb, 0 unparsable). ``score`` is the progress so far (matched steps /
+``algorithms.empo_format_ok`` on the whole response: a response with a thought must be
+``Thought: <non-empty>`` then one ``Action: <action>`` line, one without a thought must
+parse to a non-empty action; ``algorithms.empo_action_score``: 1 exact, 0.5 same verb,
+0.1 another verb, 0 unparsable). ``score`` is the progress so far (matched steps /
 length).
 
 How the rollout engine learns what goes into the history: ``step`` returns
 ``info["history_action"]`` (the text the episode's history records for this step) and
 ``info["source"]`` (the row's ``source``); ``rollout.live_episode.Episode.play`` uses them
-when present (the one hook; real environments never set them).
+when present, and sends the raw response along through ``step_with_response`` (the
+format term reads it); real environments have neither hook.
 
 Action matching (``hindsight.algorithms.rewards``): free-text actions of external sets
 differ in wording, so both sides are normalised first: lower case, punctuation removed,
@@ -52,7 +55,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from hindsight.algorithms.rewards import empo_action_score, normalize_action
+from hindsight.algorithms.rewards import empo_action_score, empo_format_ok, normalize_action
 from hindsight.envs.base import EnvironmentConfigError, EnvironmentSpec, StepResult, TextEnvironment, check_split
 
 REPLAY_ENV = "expert_replay"
@@ -220,12 +223,17 @@ class ExpertReplayEnvironment(TextEnvironment):
         return self._trajectory.observations[0], self._info()
 
     def step(self, action: str) -> StepResult:
+        return self.step_with_response(action, action)
+
+    def step_with_response(self, action: str, response: str) -> StepResult:
+        """``step`` with the raw response the action was parsed from (its format, thought
+        included, earns the format term)."""
         trajectory = self._trajectory
         if trajectory is None or self._step >= len(trajectory):
             raise EnvironmentConfigError("expert replay: step() before reset() or after the trajectory ended")
         expert = trajectory.actions[self._step]
         score = empo_action_score(action, expert)
-        reward = FORMAT_WEIGHT * float(bool(normalize_action(action or ""))) + ACTION_WEIGHT * score
+        reward = FORMAT_WEIGHT * float(empo_format_ok(response, action)) + ACTION_WEIGHT * score
         matched = score == 1.0
         if matched:
             self._matched += 1

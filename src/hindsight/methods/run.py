@@ -23,6 +23,7 @@ from hindsight.methods.base import MethodContext
 from hindsight.methods.registry import build_method
 from hindsight.policy import Policy
 from hindsight.rollout.engine import RolloutConfig
+from hindsight.rollout.imagination import CALLS_COLUMN
 from hindsight.rollout.tasks import TaskRef
 from hindsight.skills.analyzers import AnalyzerConfig
 from hindsight.training.data_parallel import DataParallel
@@ -74,11 +75,21 @@ def frozen_copy(model):
     return reference
 
 
+def imagination_metrics(steps: pd.DataFrame) -> dict[str, float]:
+    """``eval/{split}/world_model/calls_per_step``: in-response world-model calls per step of
+    the held-out episodes, when the policy imagined (``rollout.imagination``)."""
+    if CALLS_COLUMN not in steps.columns:
+        return {}
+    calls = steps.groupby("eval_split")[CALLS_COLUMN].mean()
+    return {f"eval/{split}/world_model/calls_per_step": float(value) for split, value in calls.items()}
+
+
 def heldout_evaluator(
     specs: Sequence[EnvironmentSpec], rollout: RolloutConfig, heldout: HeldoutConfig
 ) -> Callable[[object, int], dict[str, float]]:
     """``(policy, update) -> metrics``: success rate and episode count per held-out split and
-    task type of the first decoding in ``heldout.decodings``."""
+    task type of the first decoding in ``heldout.decodings`` (and the in-response
+    world-model calls per step when ``rollout.imagination`` is set)."""
     first = next(iter(heldout.decodings))
 
     def evaluate(policy, update: int) -> dict[str, float]:
@@ -89,6 +100,7 @@ def heldout_evaluator(
             if row.agent == f"policy-{first}":
                 metrics[f"eval/{row.eval_split}/{row.task_type}/success_rate"] = row.success_rate
                 metrics[f"eval/{row.eval_split}/{row.task_type}/episodes"] = float(row.episodes)
+        metrics.update(imagination_metrics(steps[steps["agent"] == f"policy-{first}"]))
         return metrics
 
     return evaluate
@@ -129,12 +141,12 @@ def run_rl(
     """
     policy = copy.deepcopy(start_policy)
     reference = frozen_copy(start_policy.model)
-    evaluate = heldout_evaluator(setup.specs, setup.rollout, setup.heldout)
+    method = build_method(config, MethodContext(analyzer=setup.analyzer, skill_bank=skill_bank, world_model=world_model))
+    evaluate = heldout_evaluator(setup.specs, method.rollout_settings(setup.rollout, heldout=True), setup.heldout)
     if evaluate_start:
         start_metrics = {"update": 0, "charts/env_steps_total": 0.0, **(start_metrics or evaluate(policy, 0))}
         if log_metrics:
             log_metrics({k: v for k, v in start_metrics.items() if k != "update"}, 0)
-    method = build_method(config, MethodContext(analyzer=setup.analyzer, skill_bank=skill_bank, world_model=world_model))
     result = train_rl(
         policy, reference, setup.pool, setup.env_factory or make_env, setup.rollout, config, method,
         seed=seed, checkpoint_dir=checkpoint_dir, evaluate=evaluate, log_metrics=log_metrics, parallel=parallel,

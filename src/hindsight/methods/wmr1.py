@@ -3,7 +3,16 @@ prices length and world-model calls.
 
 Transitions: the training episodes play in the world model's environments
 (``world_model.environment``; the pipeline ``wmr1`` loads the trained simulator); held-out
-evaluation stays in the real environment. Between the rollout and the update:
+evaluation stays in the real environment.
+
+Thinking with the world model (``calls_per_step``, on by default, as in the paper and its
+official code): inside one step's response the policy may call the world model on a
+candidate action, read the prediction and go on, at most ``calls_per_step`` times (official
+default 5), then commit; the inserted world-model tokens are masked from the loss. The
+rollout engine does it (``rollout.imagination``, set by ``rollout_settings``) in training and,
+with ``heldout_imagination``, in held-out evaluation in the real game (the policy imagines
+with the world model and acts in the real environment). The in-response calls of each step
+are the table column ``imagination_calls``. Between the rollout and the update:
 
 1. Replay: every all-failure group (no simulated success) has its last rollout swapped for
    a stored success of that task (a won expert episode in the trajectory table), its step
@@ -14,15 +23,18 @@ evaluation stays in the real environment. Between the rollout and the update:
    0.1 R_wm`` with the adaptive budgets ``p * L_ref + (1 - p) * L_max``, ``p`` the training
    progress (update / updates, as published; ``length_budget: group_success_rate``: the
    group's success rate); ``L_max`` is the step limit for lengths and for world-model calls.
-   A replayed stored success earns no utilisation bonus (R_wm = 0). The length counts committed actions; the calls
-   count committed actions and imagined turns (one world-model call each; a refused
-   imagined turn and a replayed episode made none). Advantages: GRPO over the group,
-   statistics taken over trajectories.
-3. Metrics (``world_model/...``): world-model calls of the update, simulated success rate
-   (before replay), all-failure groups, replayed groups and imagined turns.
+   A replayed stored success earns no utilisation bonus (R_wm = 0). The length counts
+   committed actions; the calls count committed actions (one world-model step each), the
+   in-response calls and imagined turns (a refused imagined turn and a replayed episode
+   made none; our reading). Advantages: GRPO over the group, statistics taken over
+   trajectories.
+3. Metrics (``world_model/...``): world-model calls of the update, in-response calls per
+   committed step (``calls_per_step``), simulated success rate (before replay),
+   all-failure groups, replayed groups and imagined turns.
 
-Imagined turns (``imagined_turns``, off by default) are turns of the world-model
-environment itself (``world_model.environment``): rows whose action starts with ``imagine: ``.
+Imagined turns (``imagined_turns``, off by default; the older, separate-turn reading,
+exclusive with ``calls_per_step``) are turns of the world-model environment itself
+(``world_model.environment``): rows whose action starts with ``imagine: ``.
 """
 
 from __future__ import annotations
@@ -40,18 +52,16 @@ from hindsight.data.outcomes import episode_outcomes
 from hindsight.methods.base import Method
 from hindsight.methods.registry import register
 from hindsight.policy import Policy
-from hindsight.policy.encoding import StepSample, samples_from_table
+from hindsight.policy.encoding import StepSample
 from hindsight.rollout.engine import RolloutConfig
+from hindsight.rollout.imagination import CALLS_COLUMN, Imagination
 from hindsight.training.batch import RolloutBatch
-from hindsight.training.distillation import response_logprobs
+from hindsight.training.positive_replay import REPLAY_SOURCE, rebuild_scored_samples
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.stepo import round_seed
 from hindsight.world_model.environment import IMAGINE_PREFIX, WorldModelSimulator
 
 LENGTH_BUDGETS = ("training_progress", "group_success_rate")
-
-REPLAY_SOURCE = "replay"
-"""The ``source`` of a replayed stored success in the rollout table (episode ids ``replay/...``)."""
 
 
 def replay_stored_successes(
@@ -88,12 +98,10 @@ def replay_stored_successes(
         return table, samples, 0
     keep = ~table["episode_id"].isin(replaced).to_numpy()
     replay = pd.concat(extra_rows, ignore_index=True)
-    replay_samples = samples_from_table(
-        replay, policy.tokenizer, rollout.prompt, constrained=rollout.constrained, max_length=rollout.max_length or 1024
-    )
-    logp = response_logprobs(policy.model, replay_samples, 16, policy.tokenizer.pad_token_id)
-    replay_samples = [dataclasses.replace(s, old_logprobs=lp.float()) for s, lp in zip(replay_samples, logp)]
-    replay = replay.sort_values(["episode_id", "step"]).reset_index(drop=True)  # samples_from_table's order
+    if CALLS_COLUMN in table.columns:
+        replay[CALLS_COLUMN] = 0  # a stored episode made no in-response world-model call
+    replay, replay_samples, logp = rebuild_scored_samples(policy, replay, rollout)
+    replay_samples = [dataclasses.replace(s, old_logprobs=lp) for s, lp in zip(replay_samples, logp)]
     replay["response_logprobs"] = [lp.tolist() for lp in logp]
     kept_samples = [sample for sample, kept in zip(samples, keep) if kept]
     merged = pd.concat([table[keep], replay[table.columns]], ignore_index=True)
@@ -106,6 +114,13 @@ def imagined_turns(table: pd.DataFrame) -> pd.Series:
     return table["action"].astype(str).str.startswith(IMAGINE_PREFIX)
 
 
+def in_response_calls(table: pd.DataFrame) -> pd.Series:
+    """Each row's in-response world-model calls (``rollout.imagination``; 0 without the column)."""
+    if CALLS_COLUMN not in table.columns:
+        return pd.Series(0, index=table.index, dtype="int64")
+    return table[CALLS_COLUMN].fillna(0).astype("int64")
+
+
 def wmr1_scores(table: pd.DataFrame, max_steps: int, progress: float | None = None) -> pd.Series:
     """The WM-R1 reward of each episode (indexed by ``episode_id``): budgets by training
     ``progress`` (None: each group's success rate); a replayed stored success earns no
@@ -113,7 +128,9 @@ def wmr1_scores(table: pd.DataFrame, max_steps: int, progress: float | None = No
     outcomes = episode_outcomes(table, keys=["group_id"])
     imagined = imagined_turns(table)
     refused = imagined & ~table["action_valid"].astype(bool)
-    counts = table.assign(call=(table["source"] != REPLAY_SOURCE) & ~refused, committed=~imagined)
+    simulated = table["source"] != REPLAY_SOURCE
+    calls = (simulated & ~refused).astype("int64") + in_response_calls(table).where(simulated, 0)
+    counts = table.assign(call=calls, committed=~imagined)
     counts = counts.groupby("episode_id")[["call", "committed"]].sum()
     replayed = set(table.loc[table["source"] == REPLAY_SOURCE, "episode_id"])
     rewards = algorithms.wm_r1_rewards(
@@ -143,6 +160,7 @@ def world_model_metrics(simulated: pd.DataFrame, replayed_groups: int, calls: in
     """What shows the mechanism ran in one update."""
     outcomes = episode_outcomes(simulated, keys=["group_id"])
     group_success = outcomes.groupby("group_id")["success"].any()
+    committed = ~imagined_turns(simulated) if len(simulated) else pd.Series(dtype=bool)
     return {
         "world_model/calls": float(calls),
         "world_model/simulated_steps": float(len(simulated)),
@@ -150,6 +168,7 @@ def world_model_metrics(simulated: pd.DataFrame, replayed_groups: int, calls: in
         "world_model/all_failure_groups": float((~group_success).sum()),
         "world_model/replayed_groups": float(replayed_groups),
         "world_model/imagined_turns": float(imagined_turns(simulated).sum()) if len(simulated) else 0.0,
+        "world_model/calls_per_step": float(in_response_calls(simulated)[committed].mean()) if committed.any() else 0.0,
     }
 
 
@@ -159,8 +178,17 @@ class WMR1Settings:
 
     replay: bool = True
     """An all-failure group swaps one rollout for a stored success of its task."""
+    calls_per_step: int = 5
+    """Thinking with the world model: at most this many world-model calls inside one step's
+    response before the committed action (``rollout.imagination``; WM-R1's official default
+    5; 0: off). Each call's prediction is inserted into the response as forced tokens, masked
+    from the loss; the calls count in the episode's world-model calls (R_wm)."""
+    heldout_imagination: bool = True
+    """Held-out evaluation (real environment) also lets the policy call the world model in its
+    responses, ``calls_per_step`` at most; it acts in the real game."""
     imagined_turns: int = 0
-    """At most this many imagined turns before each committed action (0: off). Our reading
+    """The older, separate-turn reading (exclusive with ``calls_per_step``: set that to 0).
+    At most this many imagined turns before each committed action (0: off). Our reading
     of "the policy may ask the world model what happens if I do X (bounded count)": the
     world-model environment also offers ``imagine: <a>`` for each valid action; choosing it
     shows the world model's prediction for ``a`` without playing it (``world_model.environment``).
@@ -175,6 +203,13 @@ class WMR1Settings:
     def __post_init__(self) -> None:
         if self.imagined_turns < 0:
             raise ValueError(f"imagined_turns must be >= 0 (0: off), got {self.imagined_turns}")
+        if self.calls_per_step < 0:
+            raise ValueError(f"calls_per_step must be >= 0 (0: off), got {self.calls_per_step}")
+        if self.imagined_turns and self.calls_per_step:
+            raise ValueError(
+                f"imagined_turns ({self.imagined_turns}) and calls_per_step ({self.calls_per_step}) are exclusive: "
+                "set training.rl.methods.wmr1.calls_per_step: 0 to use imagined turns, or imagined_turns: 0"
+            )
         if self.length_budget not in LENGTH_BUDGETS:
             raise ValueError(f"length_budget must be one of {LENGTH_BUDGETS}, got {self.length_budget!r}")
 
@@ -190,18 +225,30 @@ class WMR1(Method):
     def check(self, rl: RLConfig, *, parallel: bool) -> None:
         if self.context.world_model is None:
             raise ValueError("training.rl.algorithm='wmr1' rolls out inside a trained world model: run `kedro run --pipeline wmr1`")
-        if parallel or rl.stepo_filter_zero_variance or rl.async_rollouts:
+        if parallel or rl.stepo_filter_zero_variance or rl.async_rollouts or (rl.curriculum and rl.curriculum_positive_replay):
             raise ValueError(
-                "training.rl.algorithm='wmr1' runs in one process, synchronously, without STEPO filtering "
-                "(its replay works on whole groups; the world model lives in the learner)"
+                "training.rl.algorithm='wmr1' runs in one process, synchronously, without STEPO filtering or the "
+                "curriculum's positive replay (training.rl.curriculum_positive_replay: its replay works on whole groups; "
+                "the world model lives in the learner)"
             )
 
     def start(self, policy: Policy) -> None:
         self._calls_seen = self.context.world_model.calls
 
     def transitions(self, env_factory: Callable) -> Callable:
-        """The world model's environments, with imagined turns when asked for."""
+        """The world model's environments, with imagined turns when asked for (called right
+        before each update's rollout: world-model calls are counted from here, so held-out
+        evaluation's calls stay out of ``world_model/calls``)."""
+        self._calls_seen = self.context.world_model.calls
         return functools.partial(self.context.world_model.make_env, imagined_turns=self.settings.imagined_turns)
+
+    def rollout_settings(self, rollout: RolloutConfig, *, heldout: bool) -> RolloutConfig:
+        """In-response world-model calls (``calls_per_step``), in training and, with
+        ``heldout_imagination``, in held-out evaluation."""
+        calls = self.settings.calls_per_step
+        if not calls or (heldout and not self.settings.heldout_imagination) or self.context.world_model is None:
+            return rollout
+        return dataclasses.replace(rollout, imagination=Imagination(self.context.world_model, calls))
 
     def after_rollout(self, policy: Policy, batch: RolloutBatch, rollout: RolloutConfig, rl: RLConfig, seed: int, update: int) -> None:
         """Replay stored successes into all-failure groups; the ``world_model/...`` metrics."""

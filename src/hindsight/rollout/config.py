@@ -5,6 +5,7 @@ engine itself is ``rollout.engine``, which re-exports it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from hindsight.policy.episode_context import LAYOUTS
 from hindsight.policy.generation import SamplingConfig
@@ -45,6 +46,9 @@ class RolloutConfig:
     layout: str = "stepwise"
     """stepwise (a prompt per step, history window) or multiturn (one token sequence per
     episode, KV cache kept across turns)."""
+    imagination: Any = field(default=None, compare=False, repr=False)
+    """In-response world-model calls (``rollout.imagination.Imagination``: the world model and
+    the bound per step), set by a method (WM-R1), not by the YAML; None: off."""
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:

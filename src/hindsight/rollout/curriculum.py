@@ -18,18 +18,25 @@ the settings by ``task_draw``:
   a task is played, so a task outside the band would stay there for ever: when fewer than
   ``count`` tasks are inside, the draw is filled up from the others at random (re-probing
   them), and the metrics say how many.
-- ``curriculum``: each task falls in one bucket,
-    * infeasible: played, never won;
+- ``curriculum``: each task of the pool falls in one bucket,
+    * unsolved: played, never won;
     * hard success: won at least once, estimate <= ``hard_threshold`` (includes a task the
       policy used to solve and has since forgotten);
     * mastered: estimate 1 (every group won every episode);
     * learnable: the rest, and every task never played;
-  an update draws ``infeasible_share * count`` infeasible tasks, ``replay_share * count``
-  hard successes (each rounded up or down at random, in proportion to its fraction, so the
-  shares hold on average even when ``count`` is small) and learnable ones for the rest;
-  a bucket that runs short is
-  filled from the others in the order learnable, hard success, mastered, infeasible (so
-  the infeasible share is a ceiling unless nothing else is left).
+  and a fifth bucket, infeasible, holds the generated infeasible variants of the pool's
+  tasks (``envs.infeasible``: the goal names an object absent from the game; the right
+  answer is the action ``declare infeasible``). An update draws ``infeasible_share * count``
+  infeasible variants, ``replay_share * count`` hard successes (each rounded up or down at
+  random, in proportion to its fraction, so the shares hold on average even when ``count``
+  is small) and learnable ones for the rest; a bucket that runs short is filled from the
+  others in the order learnable, unsolved, hard success, mastered. With an infeasible
+  share above 0 every feasible task drawn offers the declare action too (a failure there),
+  so its presence does not tell the policy which tasks are infeasible.
+  Difficult positive replay (EvoCUA; the mechanics are our reading): ``PassRates`` keeps
+  the latest won episode of every pool task (``successes``, rows of the rollout table with
+  their recorded log-probs, checkpointed with the estimates), and each hard-success group
+  of the batch swaps one rollout for it (``training.positive_replay``).
 
 Every draw is a deterministic function of (seed, update, round, estimates).
 """
@@ -43,12 +50,15 @@ from typing import Any, Iterable, Sequence
 import pandas as pd
 
 from hindsight.data.outcomes import episode_outcomes
+from hindsight.envs.infeasible import DECLARE_ACTION, declare_offered_spec, infeasible_spec, is_infeasible_group
 from hindsight.rollout.tasks import TaskRef, sample_update_tasks
 
 MASTERED_ABOVE = 1.0 - 1e-9
 """An estimate at or above this counts as 1 (every episode won)."""
-BUCKETS = ("learnable", "hard_success", "mastered", "infeasible")
-"""Curriculum buckets in fill order."""
+BUCKETS = ("learnable", "unsolved", "hard_success", "mastered", "infeasible")
+"""Curriculum buckets (metrics ``curriculum/<bucket>_drawn`` and ``_pool``)."""
+FILL_ORDER = ("learnable", "unsolved", "hard_success", "mastered")
+"""The buckets of real tasks, in the order a short bucket is filled from."""
 
 
 @dataclass
@@ -71,6 +81,10 @@ class PassRates:
             raise ValueError(f"PassRates: smoothing must be in (0, 1], got {smoothing}")
         self.smoothing = smoothing
         self.records: dict[str, TaskRecord] = {}
+        self.successes: dict[str, list[dict[str, Any]]] = {}
+        """Per real task: the rows of its latest won episode (difficult positive replay)."""
+        self.declared: dict[str, float] = {}
+        """The last observed update's declare-action figures (``declared_metrics``)."""
 
     def estimate(self, group_id: str) -> float | None:
         """The task's current estimate (None: never played)."""
@@ -87,6 +101,8 @@ class PassRates:
         if table.empty:
             return
         outcomes = episode_outcomes(table, keys=["group_id"])
+        self.declared = declared_metrics(table)
+        self.store_successes(table, outcomes)
         for group_id, group in sorted(outcomes.groupby("group_id", sort=False), key=lambda item: str(item[0])):
             record = self.records.setdefault(str(group_id), TaskRecord())
             wins = int(group["success"].sum())
@@ -98,6 +114,13 @@ class PassRates:
             else:
                 record.estimate = (1.0 - self.smoothing) * record.estimate + self.smoothing * rate
 
+    def store_successes(self, table: pd.DataFrame, outcomes: pd.DataFrame) -> None:
+        """Keep each real task's latest won episode (its rows, as plain records)."""
+        won = outcomes[outcomes["success"].astype(bool) & ~outcomes["group_id"].map(is_infeasible_group)]
+        for group_id, episodes in won.groupby("group_id", sort=True):
+            rows = table[table["episode_id"] == sorted(episodes["episode_id"])[-1]].sort_values("step")
+            self.successes[str(group_id)] = rows.to_dict("records")
+
     def summary(self) -> dict[str, float]:
         """``tasks/seen`` (tasks played so far) and ``tasks/pass_rate_mean`` over them."""
         seen = [r.estimate for r in self.records.values() if r.estimate is not None]
@@ -108,12 +131,30 @@ class PassRates:
         return {
             "smoothing": self.smoothing,
             "records": {key: (r.episodes, r.wins, r.estimate) for key, r in self.records.items()},
+            "successes": {key: [dict(row) for row in rows] for key, rows in self.successes.items()},
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what ``state_dict`` returned."""
         self.smoothing = float(state["smoothing"])
         self.records = {key: TaskRecord(int(n), int(w), e) for key, (n, w, e) in state["records"].items()}
+        self.successes = {key: [dict(row) for row in rows] for key, rows in state.get("successes", {}).items()}
+
+
+def declared_metrics(table: pd.DataFrame) -> dict[str, float]:
+    """``curriculum/infeasible_declared_rate`` and ``curriculum/feasible_declared_rate``: the
+    share of episodes, on infeasible variants and on real tasks offering the action, that
+    ended by declaring the task infeasible (nothing when no episode could declare)."""
+    if "action" not in table.columns or table.empty:
+        return {}
+    last = table.sort_values(["episode_id", "step"]).groupby("episode_id", sort=False).tail(1)
+    declared = last["action"].astype(str).str.strip().str.lower() == DECLARE_ACTION
+    infeasible = last["group_id"].map(is_infeasible_group).astype(bool)
+    metrics = {}
+    if infeasible.any():
+        metrics["curriculum/infeasible_declared_rate"] = float(declared[infeasible].mean())
+        metrics["curriculum/feasible_declared_rate"] = float(declared[~infeasible].mean()) if (~infeasible).any() else 0.0
+    return metrics
 
 
 def curriculum_bucket(record: TaskRecord, hard_threshold: float) -> str:
@@ -121,7 +162,7 @@ def curriculum_bucket(record: TaskRecord, hard_threshold: float) -> str:
     if record.estimate is None:
         return "learnable"
     if record.wins == 0:
-        return "infeasible"
+        return "unsolved"
     if record.estimate >= MASTERED_ABOVE:
         return "mastered"
     if record.estimate <= hard_threshold:
@@ -171,8 +212,10 @@ def curriculum_draw(
     infeasible_share: float,
     replay_share: float,
     hard_threshold: float,
+    exclude: Iterable[str] = (),
 ) -> tuple[list[TaskRef], dict[str, float]]:
-    """The curriculum's mix of ``count`` tasks (see the module docstring).
+    """The curriculum's mix of ``count`` tasks of ``pool`` and infeasible variants of them
+    whose ``group_id`` is not in ``exclude`` (see the module docstring).
 
     Returns:
         (the tasks, ``curriculum/<bucket>_drawn`` and ``curriculum/<bucket>_pool`` per bucket).
@@ -181,23 +224,29 @@ def curriculum_draw(
     for task in pool:
         buckets[curriculum_bucket(rates.record(task.group_id), hard_threshold)].append(task)
     count = min(count, len(pool))
-    wanted = {"infeasible": share_count(infeasible_share, count, rng), "hard_success": share_count(replay_share, count, rng)}
-    wanted["learnable"] = count - sum(wanted.values())
-    drawn: dict[str, list[TaskRef]] = {}
-    for name in ("learnable", "hard_success", "infeasible"):
+    infeasible = share_count(infeasible_share, count, rng)
+    wanted = {"hard_success": min(share_count(replay_share, count, rng), count - infeasible)}
+    wanted["learnable"] = count - infeasible - wanted["hard_success"]
+    drawn: dict[str, list[TaskRef]] = {name: [] for name in BUCKETS}
+    for name in ("learnable", "hard_success"):
         drawn[name] = rng.sample(buckets[name], min(wanted[name], len(buckets[name])))
-    drawn["mastered"] = []
-    for name in BUCKETS:  # fill what a short bucket left open
-        short = count - sum(len(tasks) for tasks in drawn.values())
+    for name in FILL_ORDER:  # fill what a short bucket left open
+        short = count - infeasible - sum(len(tasks) for tasks in drawn.values())
         if short <= 0:
             break
         left = [task for task in buckets[name] if task not in drawn[name]]
         drawn[name] += rng.sample(left, min(short, len(left)))
+    variants = [TaskRef(infeasible_spec(task.spec), task.seed, task.split) for task in pool]
+    buckets["infeasible"] = [task for task in variants if task.group_id not in set(exclude)]
+    drawn["infeasible"] = rng.sample(buckets["infeasible"], min(infeasible, len(buckets["infeasible"])))
     metrics = {}
     for name in BUCKETS:
         metrics[f"curriculum/{name}_drawn"] = float(len(drawn[name]))
         metrics[f"curriculum/{name}_pool"] = float(len(buckets[name]))
-    return [task for name in BUCKETS for task in drawn[name]], metrics
+    feasible = [task for name in FILL_ORDER for task in drawn[name]]
+    if infeasible_share > 0:  # the declare action on every task, so its presence tells nothing
+        feasible = [TaskRef(declare_offered_spec(task.spec), task.seed, task.split) for task in feasible]
+    return feasible + drawn["infeasible"], metrics
 
 
 class TaskDraw:
@@ -265,10 +314,11 @@ class Curriculum(TaskDraw):
         return curriculum_draw(
             candidates, rates, count, round_rng(seed, update, round_index),
             infeasible_share=self.infeasible_share, replay_share=self.replay_share, hard_threshold=self.hard_threshold,
+            exclude=excluded,
         )
 
     def summary(self, rates: PassRates) -> dict[str, float]:
-        return rates.summary()
+        return {**rates.summary(), **rates.declared}
 
 
 def round_rng(seed: int, update: int, round_index: int) -> random.Random:

@@ -3,7 +3,8 @@
 ``run_rollouts(policy, env_factory, tasks, config)`` plays ``group_size`` episodes on every
 task (same seed, same ``group_id``: one group). Up to ``max_parallel`` episodes are live at
 once, each on an environment borrowed from a pool (``EnvPool``; environments are built once
-through ``env_factory`` and reset to each new task). Every turn:
+through ``env_factory`` and reset to each new task; a spec marking an infeasible variant or
+the declare action builds it, ``envs.infeasible.declaring_factory``). Every turn:
 
 1. each live episode builds its prompt (history window, pinned facts, the episode's skill);
 2. ONE batched generation answers all of them (``policy.generation.generate``: KV cache,
@@ -13,6 +14,10 @@ through ``env_factory`` and reset to each new task). Every turn:
    allowed ids and old log-probs, stamped with the episode's identity);
 4. episodes that ended (won, env terminated/truncated, ``max_steps``) give their
    environment back and the next queued episodes start in their slots.
+
+With ``config.imagination`` set (WM-R1), step 2 lets the policy call the world model inside
+its response before it commits (``rollout.imagination``); the table then has a column
+``imagination_calls`` (calls per step).
 
 An episode whose environment crashes or hangs (``step_timeout_s``) fails: it leaves the
 table, its environment is restarted, and the rollout goes on (``faults``; the failures are
@@ -47,6 +52,7 @@ import torch
 from tqdm.auto import tqdm
 
 from hindsight.envs.base import EnvironmentCrashedError
+from hindsight.envs.infeasible import declaring_factory
 from hindsight.policy import Policy
 from hindsight.policy.encoding import StepSample
 from hindsight.policy.generation import generate
@@ -54,6 +60,7 @@ from hindsight.policy.prompts import parse_action
 from hindsight.rollout.config import RolloutConfig
 from hindsight.rollout.env_pool import EnvFactory, EnvPool
 from hindsight.rollout.faults import RolloutFaults, restart_env, start_episode
+from hindsight.rollout.imagination import CALLS_COLUMN, check_imagination, generate_with_imagination
 from hindsight.rollout.live_episode import TABLE_COLUMNS, Episode
 from hindsight.rollout.multiturn import multiturn_generations
 from hindsight.rollout.stats import ENGINE_ATTR, FAULTS_ATTR, rollout_stats
@@ -124,7 +131,7 @@ def run_rollouts(
     config = config or RolloutConfig()
     task_refs = as_task_refs(tasks)
     _check_rollout_arguments(config, env_factory, env_pool)
-    pool = env_pool or EnvPool(env_factory, max_size=config.max_parallel)
+    pool = env_pool or EnvPool(declaring_factory(env_factory), max_size=config.max_parallel)
     queue = deque(episode_plan(task_refs, config.group_size, config.seed, policy_version, source))
     model = policy.model
     was_training = model.training
@@ -142,7 +149,7 @@ def run_rollouts(
     wall = time.perf_counter() - started
     faults.check_some_finished(len(finished))
 
-    table, samples = _finished_table(finished, faults, timer)
+    table, samples = _finished_table(finished, faults, timer, imagined=config.imagination is not None)
     stats = _result_stats(table, faults, timer, wall)
     _log_result(stats)
     return RolloutResult(table=table, samples=samples, stats=stats, faults=faults)
@@ -154,17 +161,18 @@ def _check_rollout_arguments(config: RolloutConfig, env_factory: EnvFactory | No
         raise ValueError(f"RolloutConfig.group_size must be >= 1, got {config.group_size}.")
     if env_pool is None and env_factory is None:
         raise ValueError("run_rollouts: give an env_factory or an env_pool.")
+    check_imagination(config.imagination, config.constrained, config.layout)
 
 
 def _finished_table(
-    finished: list[tuple[int, Episode, list[StepSample]]], faults: RolloutFaults, timer: _Timer
+    finished: list[tuple[int, Episode, list[StepSample]]], faults: RolloutFaults, timer: _Timer, imagined: bool = False
 ) -> tuple[pd.DataFrame, list[StepSample]]:
     """The finished episodes in plan order as the step table (fault and engine metrics in its
     ``attrs``) and the step samples, one per table row in the same order."""
     finished.sort(key=lambda item: item[0])
     rows = [row for _, episode, _ in finished for row in episode.rows]
     samples = [sample for _, _, episode_samples in finished for sample in episode_samples]
-    table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    table = pd.DataFrame(rows, columns=TABLE_COLUMNS + ([CALLS_COLUMN] if imagined else []))
     table.attrs[FAULTS_ATTR] = faults.metrics()
     table.attrs[ENGINE_ATTR] = {"rollout/context_reprefills": float(timer.context_reprefills)}
     return table, samples
@@ -242,17 +250,11 @@ def _play(policy: Policy, pool, queue, config, skills, source, policy_version: i
                 continue
             tick = time.perf_counter()
             episodes = [episode for _, episode, _ in live]
-            if config.layout == "multiturn":
-                generations, reprefills = multiturn_generations(policy, episodes, config.prompt, sampling, generator)
-                timer.context_reprefills += reprefills
-            else:
-                valid_actions = [episode.valid_actions for episode in episodes] if config.constrained else None
-                prompts = [episode.prompt() for episode in episodes]
-                generations = generate(policy, prompts, config=sampling, valid_actions=valid_actions, generator=generator)
+            generations, calls = _generate_turn(policy, episodes, config, sampling, generator, timer)
             timer.generation += time.perf_counter() - tick
 
             still_live = []
-            for (order, episode, samples), generation in zip(live, generations):
+            for (order, episode, samples), generation, step_calls in zip(live, generations, calls):
                 sample = generation.sample
                 timer.generated_tokens += len(sample.response_ids)
                 timer.prompt_tokens += len(sample.prompt_ids)
@@ -275,6 +277,7 @@ def _play(policy: Policy, pool, queue, config, skills, source, policy_version: i
                     progress.update(1)
                     continue
                 timer.environment += time.perf_counter() - tick
+                episode.rows[-1][CALLS_COLUMN] = step_calls
                 steps_done += 1
                 identity = {"episode_id": episode.episode_id, "group_id": episode.group_id, "step": episode.step - 1}
                 samples.append(dataclasses.replace(sample, **identity))
@@ -295,6 +298,21 @@ def _play(policy: Policy, pool, queue, config, skills, source, policy_version: i
     finally:
         progress.close()
     return finished
+
+
+def _generate_turn(policy: Policy, episodes: list[Episode], config, sampling, generator, timer) -> tuple[list, list[int]]:
+    """One batched generation for the live episodes (step 2 of the module docstring): the
+    generations and each step's in-response world-model calls (0 without imagination)."""
+    if config.imagination is not None:
+        return generate_with_imagination(policy, episodes, sampling, generator, config.imagination)
+    if config.layout == "multiturn":
+        generations, reprefills = multiturn_generations(policy, episodes, config.prompt, sampling, generator)
+        timer.context_reprefills += reprefills
+    else:
+        valid_actions = [episode.valid_actions for episode in episodes] if config.constrained else None
+        prompts = [episode.prompt() for episode in episodes]
+        generations = generate(policy, prompts, config=sampling, valid_actions=valid_actions, generator=generator)
+    return generations, [0] * len(episodes)
 
 
 def _start_episode(pool, task, episode_id, config, skills, timer, faults) -> Episode | None:

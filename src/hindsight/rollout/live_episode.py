@@ -14,9 +14,11 @@ the trajectory table of the data contract plus ``response_logprobs``; rows built
   given; ``won`` is True only on the winning step;
 - the history records the action played, unless the environment's step info names
   another (``info["history_action"]``), and the row's ``source`` is the caller's unless
-  the info names one (``info["source"]``): the one hook of EMPO's expert replay, whose
+  the info names one (``info["source"]``): the hook of EMPO's expert replay, whose
   Patch Module puts the expert's action into the history and marks the row "patched"
-  (``hindsight.envs.expert_replay``); real environments set neither;
+  (``hindsight.envs.expert_replay``); real environments set neither. An environment that
+  scores the whole response (the replay's format term reads the thought) has
+  ``step_with_response(action, response)``, called instead of ``step``;
 - the episode ends (``done``) when the environment terminates or truncates, when the task
   is won, or after ``max_steps`` steps (truncation by the rollout).
 """
@@ -108,7 +110,9 @@ class Episode:
             The table row (also appended to ``self.rows``).
         """
         acted_on, acted_info = self.observation, self.info
-        next_observation, reward, terminated, truncated, next_info = self.env.step(action)
+        step_with_response = getattr(self.env, "step_with_response", None)
+        outcome = step_with_response(action, response) if step_with_response is not None else self.env.step(action)
+        next_observation, reward, terminated, truncated, next_info = outcome
         won_now = bool(next_info.get("won", False)) and not self.won
         self.step += 1
         self.won = self.won or won_now

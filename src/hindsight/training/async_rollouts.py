@@ -2,35 +2,49 @@
 itself) or the asynchronous one (EvoCUA-1.5 reading, ALGORITHMS.md section 5, ours): a
 rollout worker process generates the rollouts of the next updates while the learner trains.
 
-``train_rl`` asks one producer, chosen by ``training.rl.async_rollouts``, for the rollout of
-each update (``next_rollout``), the proximal log-probs of its samples (``proximal_logprobs``)
-and tells it when a new policy version exists (``publish``). Versions count updates: the
-starting policy of update ``u`` is version ``u``.
+``train_rl`` asks the asynchronous producer (``training.rl.async_rollouts``) for the batch
+of each update (``next_batch``), the proximal log-probs of its samples
+(``proximal_logprobs``) and tells it when a new policy version exists (``publish``); the
+synchronous loop plays its rollouts in-line (``training.stepo.collect_update_batch``).
+Versions count updates: the starting policy of update ``u`` is version ``u``.
 
 Asynchronous, with ``max_staleness = k``:
 
 - the worker (``training.rollout_worker``: its own process, its own torch thread budget,
-  the environments) plays the rollout of update ``u`` with the newest weights it holds;
-- the learner asks for the rollout of update ``u`` only once version ``u - k`` is
+  the environments) plays the rollouts of update ``u`` with the newest weights it holds, in
+  mini-groups (``training.async_batches``: ``async_mini_groups`` whole groups per message);
+- the learner asks for the rollouts of update ``u`` only once version ``u - k`` is
   published, through the same FIFO as the weights, so every sample's staleness (learner
   version minus the version that generated it) is at most ``k``: generation is held back,
   no late sample is ever dropped (discarding starves the slow, hard tasks);
-- k = 0 is lock-step: the worker plays with exactly the learner's weights, the results equal
-  the synchronous loop's (same seeds, CPU, same thread count);
+- the learner draws the tasks itself when it issues the request (our reading: simpler than
+  shipping the pass rates to the worker, and deterministic given the estimates), with the
+  run's task draw (uniform, STEPO's band, the curriculum) and its pass rates of that moment:
+  those hold every update before ``u - k``, so the draw reads estimates at most ``k``
+  versions old (with k = 0 exactly the synchronous loop's);
+- STEPO's zero-variance filter runs in the learner on each round once its mini-groups are
+  in; a refill round is a new request of mini-groups for the same update, drawn from the
+  current estimates and played with the learner's current version (the worker plays the
+  waiting request with the smallest key first, so it goes ahead of later updates);
+- k = 0 is lock-step: the worker plays with exactly the learner's weights; with one message
+  per round (``async_mini_groups: 0``) the results equal the synchronous loop's, with every
+  task draw and filter (same seeds, CPU, same thread count);
 - the update is decoupled PPO (``algorithms.decoupled_ppo_loss``): the behaviour log-probs
   recorded at sampling time, the proximal log-probs recomputed by the learner (its version
   before the update) for the stale samples; a fresh sample's behaviour log-probs are its
   proximal ones.
 
-A whole rollout is played with one version (weights are loaded between rollouts, not
-mid-episode), so ``async/staleness_mean`` and ``async/staleness_max`` are equal within an
-update today; both are logged as the issue asks. ``async/learner_wait_seconds`` is the time
-the learner blocked on the rollout; ``async/worker_wait_seconds`` the time the worker sat idle
-before playing it.
+A mini-group is played with one version (weights are loaded between mini-groups, not
+mid-episode); ``async/staleness_mean`` and ``async/staleness_max`` are over every row played
+for the update, ``async/mini_groups_per_update`` counts its messages (refills included).
+``async/learner_wait_seconds`` is the time the learner blocked on them;
+``async/worker_wait_seconds`` and ``async/worker_rollout_seconds`` the worker's idle and
+playing time summed over them.
 
 With k >= 1 a run is not bit-reproducible: which version plays a rollout depends on timing
 (bounded by k either way). A resumed run starts a fresh worker from the checkpoint's weights;
-rollouts played ahead but not yet trained on when the run was killed are played again.
+rollouts played ahead but not yet trained on when the run was killed are played again (their
+tasks drawn anew, from the checkpoint's pass rates).
 
 A worker that dies or raises surfaces in the learner as ``RolloutWorkerError`` (with the
 worker's traceback); leaving the ``with`` block (normally, on an exception or on
@@ -51,10 +65,16 @@ import pandas as pd
 import torch
 
 from hindsight.policy.encoding import StepSample
-from hindsight.rollout.engine import RolloutConfig, RolloutResult, run_rollouts
-from hindsight.rollout.tasks import TaskRef, sample_update_tasks
+from hindsight.rollout.curriculum import PassRates, TaskDraw
+from hindsight.rollout.engine import RolloutConfig
+from hindsight.rollout.tasks import TaskRef
+from hindsight.training.async_batches import (
+    Delivery, RequestKey, UpdatePlan, assemble_batch, chunk_seed, chunk_tasks, round_table, staleness,
+)
+from hindsight.training.batch import RolloutBatch
 from hindsight.training.distillation import response_logprobs
 from hindsight.training.rl_config import RLConfig
+from hindsight.training.stepo import GroupFilter
 from hindsight.training.rollout_worker import pack, trainable_weights, unpack, worker_main
 
 logger = logging.getLogger(__name__)
@@ -69,31 +89,15 @@ class RolloutWorkerError(RuntimeError):
     """The rollout worker failed (raised, crashed or was killed)."""
 
 
-def update_rollout_request(
-    pool: Sequence[TaskRef], rollout_config: RolloutConfig, config: RLConfig, seed: int, update: int
-) -> tuple[list[TaskRef], RolloutConfig]:
-    """The tasks and rollout settings of update ``update`` (the same in both producers)."""
-    tasks = sample_update_tasks(pool, config.tasks_per_update, seed, update)
-    return tasks, dataclasses.replace(rollout_config, group_size=config.group_size, seed=seed * 1_000_003 + update)
-
-
 class SyncRollouts:
-    """Today's loop: the learner plays update ``u``'s rollout itself with version ``u``."""
-
-    def __init__(self, policy, env_factory: Callable, pool, rollout_config: RolloutConfig, config: RLConfig, seed: int):
-        self.policy, self.env_factory, self.pool = policy, env_factory, pool
-        self.rollout_config, self.config, self.seed = rollout_config, config, seed
+    """The synchronous loop: the learner plays update ``u``'s rollout itself with version ``u``
+    (``training.stepo.collect_update_batch``); nothing to run ahead, nothing stale."""
 
     def __enter__(self) -> "SyncRollouts":
         return self
 
     def __exit__(self, *exc) -> None:
         return None
-
-    def next_rollout(self, update: int) -> tuple[RolloutResult, dict[str, float]]:
-        """The rollout of ``update`` and its producer metrics (none here)."""
-        tasks, settings = update_rollout_request(self.pool, self.rollout_config, self.config, self.seed, update)
-        return run_rollouts(self.policy, self.env_factory, tasks, settings, policy_version=update), {}
 
     def proximal_logprobs(self, table: pd.DataFrame, samples, old_logp, update: int) -> None:
         """None: every sample is fresh, plain PPO."""
@@ -104,16 +108,20 @@ class SyncRollouts:
 
 
 class AsyncRollouts:
-    """A rollout worker process generating up to ``max_staleness`` versions ahead."""
+    """A rollout worker process generating up to ``max_staleness`` versions ahead, in
+    mini-groups, from tasks the learner draws."""
 
     def __init__(
-        self, policy, env_factory: Callable, pool, rollout_config: RolloutConfig, config: RLConfig, seed: int,
-        start_update: int, end_update: int,
+        self, policy, env_factory: Callable, pool: Sequence[TaskRef], rates: PassRates, tasks: TaskDraw,
+        groups: GroupFilter, rollout_config: RolloutConfig, config: RLConfig, seed: int, start_update: int, end_update: int,
     ):
-        self.policy, self.env_factory, self.pool = policy, env_factory, pool
+        self.policy, self.env_factory, self.pool, self.rates = policy, env_factory, pool, rates
+        self.tasks, self.groups = tasks, groups
         self.rollout_config, self.config, self.seed = rollout_config, config, seed
         self.start_update, self.end_update = start_update, end_update
-        self.requested = start_update  # the next update whose rollout is not yet asked for
+        self.requested = start_update  # the next update whose rollouts are not yet asked for
+        self.plans: dict[int, UpdatePlan] = {}
+        self.delivered: dict[RequestKey, Delivery] = {}
         self.process = None
 
     def __enter__(self) -> "AsyncRollouts":
@@ -129,8 +137,9 @@ class AsyncRollouts:
         try:
             self.process.start()
             logger.info(
-                "Rollout worker started (pid %d, %d thread(s), max staleness %d)",
+                "Rollout worker started (pid %d, %d thread(s), max staleness %d, mini-groups %d)",
                 self.process.pid, self.config.async_worker_threads, self.config.async_max_staleness,
+                self.config.async_mini_groups,
             )
             self._request_up_to(self.start_update + self.config.async_max_staleness)
         except BaseException:
@@ -142,41 +151,81 @@ class AsyncRollouts:
         self.close()
 
     def _request_up_to(self, last: int) -> None:
-        """Ask for the rollouts of every update up to ``last`` (inclusive) not asked yet."""
+        """Draw and ask for round 0 of every update up to ``last`` (inclusive) not asked yet."""
         while self.requested <= min(last, self.end_update - 1):
-            tasks, settings = update_rollout_request(self.pool, self.rollout_config, self.config, self.seed, self.requested)
-            self.inbox.put(pack(("rollout", self.requested, tasks, settings)))
+            plan = self.plans[self.requested] = UpdatePlan()
+            plan.draw_metrics = self._request_round(self.requested, 0, self.config.tasks_per_update)
             self.requested += 1
 
-    def next_rollout(self, update: int) -> tuple[RolloutResult, dict[str, float]]:
-        """Block until the worker delivers ``update``'s rollout; it and the ``async/`` metrics."""
+    def _request_round(self, update: int, round_index: int, count: int) -> dict[str, float] | None:
+        """Draw ``count`` tasks for a rollout round of ``update`` from the current pass rates
+        and ask for them in mini-groups; the draw's metrics (None: nothing left to draw)."""
+        plan = self.plans[update]
+        drawn, metrics = self.tasks.draw(
+            self.pool, self.rates, count, self.seed, update, round_index=round_index, exclude=plan.played
+        )
+        if not drawn:
+            return None
+        keys = []
+        for chunk, tasks in enumerate(chunk_tasks(drawn, self.config.async_mini_groups)):
+            key = (update, round_index, chunk)
+            settings = dataclasses.replace(
+                self.rollout_config, group_size=self.config.group_size, seed=chunk_seed(self.seed, update, round_index, chunk)
+            )
+            self.inbox.put(pack(("rollout", key, tasks, settings)))
+            keys.append(key)
+        plan.rounds.append(keys)
+        plan.played |= {task.group_id for task in drawn}
+        return metrics
+
+    def next_batch(self, update: int) -> RolloutBatch:
+        """Block until ``update``'s mini-groups are in (refill rounds of the group filter
+        requested as needed); the assembled batch with the ``async/`` metrics."""
         started = time.perf_counter()
-        while True:
-            try:
-                message = unpack(self.outbox.get(timeout=POLL_SECONDS))
+        plan, wanted = self.plans[update], self.config.tasks_per_update
+        deliveries: list[Delivery] = []
+        kept: list[str] = []
+        dropped = 0
+        for round_index in range(1 + self.groups.extra_rounds):
+            if round_index and self._request_round(update, round_index, wanted - len(kept)) is None:
                 break
-            except queue.Empty:
-                if not self.process.is_alive():
-                    self._raise_dead(update)
-        if message[0] == "error":
-            raise RolloutWorkerError(f"the rollout worker failed on the rollout of update {message[1]}:\n{message[2]}")
-        _, delivered, version, result, timings = message
-        if delivered != update:
-            raise RolloutWorkerError(f"the rollout worker delivered update {delivered}'s rollout, update {update} expected")
-        staleness = update - result.table["policy_version"].to_numpy()
-        if len(staleness) and (staleness.max() > self.config.async_max_staleness or staleness.min() < 0):
+            arrived = [self._receive(key) for key in plan.rounds[round_index]]
+            deliveries += arrived
+            new, constant = self.groups.keep(round_table(arrived), wanted - len(kept))
+            kept, dropped = kept + new, dropped + constant
+            if len(kept) >= wanted:
+                break
+        del self.plans[update]
+        batch = assemble_batch(update, deliveries, kept, dropped, len(plan.rounds), self.groups, plan.draw_metrics)
+        behind = staleness(update, deliveries)
+        if len(behind) and (behind.max() > self.config.async_max_staleness or behind.min() < 0):
             raise RolloutWorkerError(
-                f"update {update}: samples of policy versions {sorted(set(result.table['policy_version']))} break the "
+                f"update {update}: samples of policy versions {sorted(set((update - behind).tolist()))} break the "
                 f"staleness bound {self.config.async_max_staleness}"
             )
-        metrics = {
-            "async/staleness_mean": float(staleness.mean()) if len(staleness) else 0.0,
-            "async/staleness_max": float(staleness.max()) if len(staleness) else 0.0,
+        batch.metrics.update({
+            "async/staleness_mean": float(behind.mean()) if len(behind) else 0.0,
+            "async/staleness_max": float(behind.max()) if len(behind) else 0.0,
             "async/learner_wait_seconds": time.perf_counter() - started,
-            "async/worker_wait_seconds": timings["worker_wait_seconds"],
-            "async/worker_rollout_seconds": timings["worker_rollout_seconds"],
-        }
-        return result, metrics
+            "async/worker_wait_seconds": sum(d.timings["worker_wait_seconds"] for d in deliveries),
+            "async/worker_rollout_seconds": sum(d.timings["worker_rollout_seconds"] for d in deliveries),
+        })
+        return batch
+
+    def _receive(self, key: RequestKey) -> Delivery:
+        """Block until the mini-group ``key`` is delivered (others arriving meanwhile are kept)."""
+        while key not in self.delivered:
+            try:
+                message = unpack(self.outbox.get(timeout=POLL_SECONDS))
+            except queue.Empty:
+                if not self.process.is_alive():
+                    self._raise_dead(key[0])
+                continue
+            if message[0] == "error":
+                raise RolloutWorkerError(f"the rollout worker failed on the rollout of {_which(message[1])}:\n{message[2]}")
+            _, delivered, version, result, timings = message
+            self.delivered[tuple(delivered)] = Delivery(version, result, timings)
+        return self.delivered.pop(key)
 
     def _raise_dead(self, update: int) -> None:
         try:  # its last words may still be in the pipe
@@ -184,7 +233,7 @@ class AsyncRollouts:
         except queue.Empty:
             message = None
         if message is not None and message[0] == "error":
-            raise RolloutWorkerError(f"the rollout worker failed on the rollout of update {message[1]}:\n{message[2]}")
+            raise RolloutWorkerError(f"the rollout worker failed on the rollout of {_which(message[1])}:\n{message[2]}")
         raise RolloutWorkerError(
             f"the rollout worker (pid {self.process.pid}) died with exit code {self.process.exitcode} "
             f"while the learner waited for the rollout of update {update}"
@@ -233,3 +282,11 @@ class AsyncRollouts:
             channel.cancel_join_thread()  # unread messages must not block the learner's exit
             channel.close()
         logger.info("Rollout worker (pid %s) stopped with exit code %s", process.pid, process.exitcode)
+
+
+def _which(key: RequestKey | None) -> str:
+    """A request key in words, for the learner's errors."""
+    if key is None:
+        return "no request yet"
+    update, round_index, chunk = key
+    return f"update {update} (round {round_index}, mini-group {chunk})"

@@ -32,3 +32,7 @@ class LossTerm:
     """Its weight in the total loss."""
     rows: str = "all"
     """all or distilled (``ROWS``): the samples its mini-batch aggregation count covers."""
+    minibatch_share: bool = False
+    """Its loss and metrics are already this micro-batch's part of the mini-batch's (ESPO,
+    whose episodes span micro-batches): the update sums them as they are, not weighted by
+    the term's aggregation count."""

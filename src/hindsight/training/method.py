@@ -98,6 +98,11 @@ class Method:
         """``spec -> TextEnvironment`` its training episodes play in."""
         return env_factory
 
+    def rollout_settings(self, rollout: RolloutConfig, *, heldout: bool) -> RolloutConfig:
+        """How its episodes are played: training ones (``heldout`` False) and held-out
+        evaluation ones (True); e.g. WM-R1 adds in-response world-model calls."""
+        return rollout
+
     def after_rollout(self, policy: Policy, batch: RolloutBatch, rollout: RolloutConfig, rl: RLConfig, seed: int, update: int) -> None:
         """Change the played batch before anything is scored; add metrics to ``batch.metrics``."""
 

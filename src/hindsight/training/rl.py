@@ -7,7 +7,8 @@ One update:
      the method's transition source (the environment, expert replay, a world model), drawn
      uniformly, by STEPO pass-rate calibration or by the curriculum
      (``rollout.curriculum``); STEPO may drop zero-variance groups and refill
-     (``training.stepo``); the method may then change the batch (WM-R1's replay);
+     (``training.stepo``); the curriculum's positive replay swaps in stored successes of
+     hard tasks (``training.positive_replay``); the method may then change the batch (WM-R1's replay);
   2. signals: the method fills what its loss needs beyond the recorded log-probs (SEED and
      OPID: the policy writes a skill per finished episode and every sample is re-scored
      with it, ``batch.teacher_logp``);
@@ -50,6 +51,7 @@ from hindsight.training.rl_config import RLConfig
 from hindsight.training.rl_parallel import gather_update_batch, mean_over_ranks, shard_tasks
 from hindsight.training.rl_update import update_policy
 from hindsight.training.schedule import Schedule
+from hindsight.training.positive_replay import replay_hard_successes
 from hindsight.training.stepo import collect_update_batch
 
 
@@ -107,17 +109,28 @@ def play_update(
     with the rollout weights (merged LoRA, dtype) in the method's transition source, a
     rank's shard under ``torchrun``, groups kept by the STEPO filter; then the method's
     changes to the played batch."""
-    if state.schedule.asynchronous:
-        rollout, metrics = producer.next_rollout(update)
-        return RolloutBatch(table=rollout.table, samples=rollout.samples, played=rollout.table, metrics=metrics, update=update)
+    if state.schedule.asynchronous:  # drawn, played in mini-groups and filtered as the schedule says
+        return replay_successes(policy, producer.next_batch(update), state, rollout_config, config, update)
     shard = (lambda tasks: shard_tasks(parallel, tasks)) if parallel is not None else None
     with inference_policy(policy, config.rollout_merge_lora, config.rollout_dtype) as actor:
         batch = collect_update_batch(
-            actor, method.transitions(env_factory), state.pool, state.rates, rollout_config, config, seed, update,
+            actor, method.transitions(env_factory), state.pool, state.rates, method.rollout_settings(rollout_config, heldout=False),
+            config, seed, update,
             tasks=state.schedule.tasks, groups=state.schedule.groups, shard=shard, source=method.row_source,
         )
     batch.update = update
+    replay_successes(policy, batch, state, rollout_config, config, update)
     method.after_rollout(policy, batch, rollout_config, config, seed, update)
+    return batch
+
+
+def replay_successes(
+    policy: Policy, batch: RolloutBatch, state: LoopState, rollout_config: RolloutConfig, config: RLConfig, update: int
+) -> RolloutBatch:
+    """The curriculum's difficult positive replay (``training.positive_replay``), when on."""
+    if config.curriculum and config.curriculum_positive_replay:
+        replayed = replay_hard_successes(policy, batch, state.rates, rollout_config, config, update)
+        batch.metrics["curriculum/replayed_successes"] = float(replayed)
     return batch
 
 
@@ -175,7 +188,9 @@ def train_rl(
     reference_model.eval()
     start_update = state.run.update
     end_update = config.updates if stop_after_updates is None else min(config.updates, start_update + stop_after_updates)
-    with state.schedule.producer(policy, env_factory, state.pool, rollout_config, config, seed, start_update, end_update) as producer:
+    with state.schedule.producer(
+        policy, env_factory, state.pool, state.rates, rollout_config, config, seed, start_update, end_update
+    ) as producer:
         for update in range(start_update, end_update):
             started = time.perf_counter()
             batch = play_update(policy, method, producer, env_factory, state, rollout_config, config, seed, update, parallel)
@@ -185,7 +200,8 @@ def train_rl(
                 batch = gather_update_batch(parallel, batch)
                 metrics, played = mean_over_ranks(parallel, metrics), batch.table  # no STEPO filter under torchrun
             state.rates.observe(played)
-            batch.proximal_logp = producer.proximal_logprobs(batch.table, batch.samples, batch.old_logp, update)
+            proximal = producer.proximal_logprobs(batch.table, batch.samples, batch.old_logp, update)
+            batch.proximal_logp = proximal if proximal is not None else batch.proximal_logp  # replayed successes
             metrics.update(train_on_batch(policy, reference_model, method, batch, config, state, parallel))
             producer.publish(update + 1)
             metrics.update(rollout_metrics(played, simulated=batch.simulated))

@@ -88,18 +88,29 @@ class RLConfig:
     """STEPO pass-rate calibration: draw only tasks whose pass-rate estimate lies strictly
     inside (low, high), e.g. [0.0, 1.0] (unseen tasks count as inside); None: off."""
     curriculum: bool = False
-    """Task curriculum (``rollout.curriculum``): mix learnable tasks, replayed hard
-    successes and a share of infeasible ones instead of a uniform draw."""
+    """Task curriculum (``rollout.curriculum``): mix learnable tasks, hard successes (with
+    their stored successes replayed) and a share of generated infeasible tasks instead of a
+    uniform draw."""
     curriculum_infeasible_share: float = 0.125
-    """Curriculum: share of each update's tasks drawn from never-solved tasks."""
+    """Curriculum: share drawn from generated infeasible variants of the pool's tasks (the
+    goal names an absent object; ``envs.infeasible``); above 0, every task drawn offers the
+    action ``declare infeasible``."""
     curriculum_replay_share: float = 0.25
     """Curriculum: share drawn from hard successes (solved once, estimate <= hard threshold)."""
     curriculum_hard_threshold: float = 0.25
     """Curriculum: a solved task whose pass-rate estimate is at most this counts as hard."""
+    curriculum_positive_replay: bool = True
+    """Curriculum: difficult positive replay, each hard-success group swaps one rollout for
+    its task's stored won episode (``training.positive_replay``)."""
     pass_rate_smoothing: float = 0.5
     """Weight of the newest group's success rate in a task's pass-rate estimate (EMA)."""
     odysse_episode_minibatches: bool = False
     """ODYSSE sampler: every step sample of one episode goes into the same mini-batch."""
+    odysse_objective: str = "token"
+    """ODYSSE's policy loss: token (token-level PPO clip) or espo (our reading of its
+    episode-level objective: one clipped ratio per episode, the geometric mean of its token
+    ratios, advantages re-centred over the mini-batch's episodes; ``training.espo_update``);
+    espo needs ``odysse_episode_minibatches: true``."""
     async_rollouts: bool = False
     """Generate rollouts in a second process (``training.async_rollouts``) while the learner
     trains, with decoupled PPO on stale samples; False: the synchronous loop."""
@@ -110,7 +121,12 @@ class RLConfig:
     async_worker_threads: int = 1
     """Async: torch intra-op threads of the rollout worker process."""
     async_behaviour_weight_cap: float | None = None
-    """Async: upper bound of the decoupled-PPO weight pi_prox / pi_behav (None: no cap)."""
+    """Async and the curriculum's positive replay: upper bound of the decoupled-PPO weight
+    pi_prox / pi_behav (None: no cap)."""
+    async_mini_groups: int = 0
+    """Async (our reading of EvoCUA's mini-groups, ``training.async_batches``): whole groups
+    per worker message; the learner assembles an update from them as they arrive and the
+    worker takes newer weights between them (0: one message per rollout round)."""
 
     def __post_init__(self) -> None:
         if not 0 < self.task_fraction <= 1:
@@ -120,6 +136,24 @@ class RLConfig:
         if self.micro_batch_tokens is not None and self.micro_batch_tokens < 1:
             raise ValueError(f"training.rl.micro_batch_tokens must be a positive token count or null, got {self.micro_batch_tokens}")
         self._check_task_schedule()
+        self._check_objective()
+
+    def _check_objective(self) -> None:
+        """ODYSSE's objective (``training.espo_update``)."""
+        if self.odysse_objective not in ("token", "espo"):
+            raise ValueError(f"training.rl.odysse_objective must be token or espo, got {self.odysse_objective!r}")
+        if self.odysse_objective == "espo" and not self.odysse_episode_minibatches:
+            raise ValueError(
+                "training.rl.odysse_objective: espo needs whole episodes per mini-batch: set "
+                "training.rl.odysse_episode_minibatches: true (or odysse_objective: token)"
+            )
+        if self.odysse_objective == "espo" and self.async_rollouts:
+            raise ValueError("training.rl.odysse_objective: espo does not combine with training.rl.async_rollouts (set one)")
+        if self.odysse_objective == "espo" and self.curriculum and self.curriculum_positive_replay:
+            raise ValueError(
+                "training.rl.odysse_objective: espo has no decoupled form for replayed successes: set "
+                "training.rl.curriculum_positive_replay: false (or odysse_objective: token)"
+            )
 
     def _check_task_schedule(self) -> None:
         """The STEPO and curriculum settings (``rollout.curriculum``, ``training.stepo``)."""
@@ -147,18 +181,13 @@ class RLConfig:
 
     def _check_async(self) -> None:
         """The asynchronous-rollout settings (``training.async_rollouts``)."""
-        if self.async_rollouts and (
-            self.curriculum or self.stepo_pass_rate_band is not None or self.stepo_filter_zero_variance
-        ):
-            raise ValueError(
-                "training.rl.async_rollouts draws every update's tasks in advance: it does not combine with "
-                "curriculum, stepo_pass_rate_band or stepo_filter_zero_variance"
-            )
         if self.async_max_staleness < 0 or self.async_worker_threads < 1:
             raise ValueError(
                 "training.rl.async_max_staleness must be >= 0 and training.rl.async_worker_threads >= 1, got "
                 f"{self.async_max_staleness} and {self.async_worker_threads}"
             )
+        if self.async_mini_groups < 0:
+            raise ValueError(f"training.rl.async_mini_groups must be >= 0 (0: one message per round), got {self.async_mini_groups}")
 
 
 def with_overrides(base: RLConfig, overrides: dict[str, Any]) -> RLConfig:

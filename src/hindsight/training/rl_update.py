@@ -21,12 +21,12 @@ import torch
 
 from hindsight import algorithms
 from hindsight.policy import Policy
-from hindsight.policy.encoding import StepSample, collate
-from hindsight.policy.logprobs import token_logprobs
+from hindsight.policy.encoding import StepSample
 from hindsight.training.batch import MicroBatch, RolloutBatch
 from hindsight.training.data_parallel import DataParallel, micro_batch_plan
 from hindsight.training.distillation import response_logprobs
-from hindsight.training.episode_batches import chain_micro_batch_plan, is_multiturn, right_aligned_logprobs
+from hindsight.training.episode_batches import chain_micro_batch_plan, is_multiturn
+from hindsight.training.espo_update import EpisodeTotals, check_espo, pad_right_aligned, policy_response_logprobs
 from hindsight.training.minibatches import MinibatchOrder
 from hindsight.training.loss_terms import LossTerm
 from hindsight.training.method import Method
@@ -36,53 +36,51 @@ from hindsight.training.rl_config import RLConfig
 logger = logging.getLogger(__name__)
 
 
-def _pad_right_aligned(rows: Sequence[torch.Tensor], width: int) -> torch.Tensor:
-    out = torch.zeros(len(rows), width)
-    for index, row in enumerate(rows):
-        if len(row):
-            out[index, -len(row) :] = row
-    return out
-
-
 def micro_batch_loss_terms(
-    model, micro: MicroBatch, pad: int, reference_rows: Sequence[torch.Tensor] | None, config: RLConfig, method: Method, device
+    model, micro: MicroBatch, pad: int, reference_rows: Sequence[torch.Tensor] | None, config: RLConfig, method: Method, device,
+    episodes: EpisodeTotals | None = None,
 ) -> list[LossTerm]:
     """The loss terms of one micro-batch, each aggregated over its own tokens: ppo always,
     then the method's own (SEED's distillation where some sample has a teacher), kl when a
     reference is given. With ``micro.proximal_logp`` (asynchronous rollouts) the ppo term is
     decoupled PPO: ``old_logp`` are the behaviour log-probs, the clip is centred on the
-    proximal ones."""
+    proximal ones. With ``episodes`` (``odysse_objective: espo``) it is ESPO, one clipped
+    ratio per episode over the whole mini-batch (``training.espo_update``)."""
     chunk = micro.samples
-    if is_multiturn(chunk):  # one forward pass per episode (training.episode_batches)
-        logp, mask, width = right_aligned_logprobs(model, chunk, pad)
-    else:
-        tokens = collate(chunk, pad).to(device)
-        width = tokens.response_width
-        logp = token_logprobs(model, tokens)[:, -width:].float().cpu()
-        mask = tokens.choice_mask[:, -width:].float().cpu()  # response tokens the policy chose (no forced ones)
-    old = _pad_right_aligned(micro.old_logp, width)
+    logp, mask, width = policy_response_logprobs(model, chunk, pad, device)
+    old = pad_right_aligned(micro.old_logp, width)
     has_teacher = torch.tensor([row is not None for row in micro.teacher_logp], dtype=torch.float32)
-    teacher = _pad_right_aligned(
+    teacher = pad_right_aligned(
         [row if row is not None else torch.zeros(len(sample.response_ids)) for row, sample in zip(micro.teacher_logp, chunk)],
         width,
     )
     distill_mask = mask * has_teacher[:, None]
+    if episodes is not None:
+        terms = [episodes.loss_term(logp, old, mask, chunk, config)]
+        return terms + _other_terms(logp, teacher, distill_mask, mask, reference_rows, width, config, method)
     advantage = method.token_advantages(micro.advantages, teacher, old, distill_mask)
     clip = {"clip_low": config.clip_low, "clip_high": config.clip_high, "dual_clip": config.dual_clip, "agg": config.loss_agg}
     if micro.proximal_logp is None:
         loss, ppo_metrics = algorithms.ppo_clip_loss(logp, old, advantage, mask, **clip)
     else:
         loss, ppo_metrics = algorithms.decoupled_ppo_loss(
-            logp, _pad_right_aligned(micro.proximal_logp, width), old, advantage, mask,
+            logp, pad_right_aligned(micro.proximal_logp, width), old, advantage, mask,
             behaviour_weight_cap=config.async_behaviour_weight_cap, **clip,
         )
     ppo_metrics = {f"ppo/{k}": float(v) for k, v in ppo_metrics.items()}
     # |l - l_old|: before the first optimizer step l is the old policy recomputed by the trainer
     ppo_metrics["rollout/logprob_gap"] = float(algorithms.masked_mean((logp - old).abs().detach(), mask))
     terms = [LossTerm("ppo", loss, mask, ppo_metrics)]
-    terms += method.extra_loss_terms(logp, teacher, distill_mask, config.loss_agg)
+    return terms + _other_terms(logp, teacher, distill_mask, mask, reference_rows, width, config, method)
+
+
+def _other_terms(
+    logp, teacher, distill_mask, mask, reference_rows, width: int, config: RLConfig, method: Method
+) -> list[LossTerm]:
+    """The method's own terms, then the KL to the reference when given."""
+    terms = method.extra_loss_terms(logp, teacher, distill_mask, config.loss_agg)
     if reference_rows is not None:
-        reference = _pad_right_aligned(reference_rows, width)
+        reference = pad_right_aligned(reference_rows, width)
         kl = algorithms.aggregate_loss(algorithms.kl_low_var(logp, reference), mask, config.loss_agg)
         terms.append(LossTerm("kl", kl, mask, {}, coefficient=config.kl_coef))
     return terms
@@ -145,10 +143,13 @@ def update_policy(
     the step equals the one-process step up to float rounding (``data_parallel``). With
     ``batch.proximal_logp`` (asynchronous rollouts) ``batch.old_logp`` are the behaviour
     log-probs and the ppo term is ``algorithms.decoupled_ppo_loss``. ``minibatches`` cuts
-    each epoch (default: as ``config.odysse_episode_minibatches`` asks).
+    each epoch (default: as ``config.odysse_episode_minibatches`` asks). With
+    ``config.odysse_objective == "espo"`` the ppo term is ESPO (``training.espo_update``):
+    each mini-batch first measures its episodes' ratios in a pass without gradient.
     """
     model = policy.model
     pad = policy.tokenizer.pad_token_id
+    check_espo(config.odysse_objective, method, parallel=parallel is not None)
     reference = ReferenceLogprobs(reference_model, batch.samples, config, pad, lazy=parallel is not None) if config.kl_coef else None
     replica = parallel.wrap(model) if parallel is not None else model  # what the gradients flow through
     multiturn = is_multiturn(batch.samples)
@@ -195,6 +196,10 @@ def minibatch_step(
         else micro_batch_plan(parallel, index, lengths, config.micro_batch_tokens)
     )
     totals = _aggregation_totals(batch, index, config)
+    episodes = (
+        EpisodeTotals.measure(replica, batch, index, plan, policy.tokenizer.pad_token_id, policy.device, config)
+        if config.odysse_objective == "espo" else None
+    )
     optimizer.zero_grad(set_to_none=True)
     losses: dict[str, float] = {}
     coefficients: dict[str, float] = {}
@@ -203,11 +208,13 @@ def minibatch_step(
         with parallel.synchronised(replica, number == len(plan) - 1) if parallel else contextlib.nullcontext():
             terms = micro_batch_loss_terms(
                 replica, batch.select(micro), policy.tokenizer.pad_token_id,
-                reference.rows(micro) if reference is not None else None, config, method, policy.device,
+                reference.rows(micro) if reference is not None else None, config, method, policy.device, episodes,
             )
             total = torch.zeros(())
             for term in terms:
-                share = weight * algorithms.aggregation_count(term.mask, config.loss_agg) / max(totals[term.rows], 1.0)
+                share = weight if term.minibatch_share else (
+                    weight * algorithms.aggregation_count(term.mask, config.loss_agg) / max(totals[term.rows], 1.0)
+                )
                 total = total + term.coefficient * share * term.loss
                 losses[term.name] = losses.get(term.name, 0.0) + share * float(term.loss.detach())
                 coefficients[term.name] = term.coefficient
@@ -217,7 +224,7 @@ def minibatch_step(
     if parallel is not None:  # each rank holds its part of every sum
         weighted, losses = parallel.sum_metrics(weighted), parallel.sum_metrics(losses)
         coefficients = _coefficients_over_ranks(parallel, coefficients)
-    metrics = dict(weighted)
+    metrics = {**weighted, **(episodes.metrics(config) if episodes is not None else {})}
     for name, value in losses.items():
         metrics["kl/ref" if name == "kl" else f"losses/{name}"] = value
     metrics["losses/total"] = sum(coefficients[name] * value for name, value in losses.items())

@@ -5,15 +5,17 @@ it has (``training.async_rollouts`` is the learner's side).
 The learner and the worker talk through two queues, each message a pickled tuple:
 
 - learner -> worker (``inbox``, one FIFO): ``("weights", version, {name: tensor})`` after
-  every update, ``("rollout", update, tasks, rollout_config)`` for each rollout wanted, and
-  ``("stop",)``;
-- worker -> learner (``outbox``): ``("rollout", update, version, RolloutResult, timings)``
-  or ``("error", update, traceback text)``.
+  every update, ``("rollout", key, tasks, rollout_config)`` for each mini-group wanted
+  (``key``: ``(update, round, chunk)``, ``training.async_batches``), and ``("stop",)``;
+- worker -> learner (``outbox``): ``("rollout", key, version, RolloutResult, timings)``
+  or ``("error", key, traceback text)``.
 
 Because one FIFO carries both, a request always finds every weight version published
-before it already loaded: that is what bounds the staleness (the learner issues the request
+before it already loaded: that is what bounds the staleness (the learner issues the requests
 of update ``u`` only once version ``u - max_staleness`` is published). Before playing, the
-worker also takes any newer weights already waiting, so it plays with the freshest version.
+worker takes every message already waiting (newer weights: loaded, so it plays with the
+freshest version; requests: queued) and plays the waiting request with the smallest key
+first, so a refill round of the update the learner is on goes ahead of later updates.
 
 Messages are pickled by hand (plain ``pickle``, so tensors travel as bytes through the
 pipe instead of one shared-memory file descriptor each). The weights sent are the trainable
@@ -28,8 +30,6 @@ import queue
 import signal
 import time
 import traceback
-from collections import deque
-
 import torch
 
 from hindsight.rollout.engine import run_rollouts
@@ -81,40 +81,40 @@ def worker_main(policy_blob: bytes, version: int, env_factory, threads: int, inb
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     torch.set_num_threads(threads)
     policy = pickle.loads(policy_blob)
-    pending: deque[tuple] = deque()
+    requests: dict[tuple, tuple] = {}
     idle_since = time.perf_counter()
-    update = None
+    key = None
     try:
         while True:
-            message = pending.popleft() if pending else unpack(inbox.get())
-            if message[0] == "stop":
-                return
-            if message[0] == "weights":
-                load_weights(policy.model, message[2])
-                version = message[1]
-                continue
-            _, update, tasks, settings = message
-            while True:  # newer weights already waiting: play with the freshest version
+            messages = [] if requests else [unpack(inbox.get())]
+            while True:  # everything already waiting: the freshest weights, every request
                 try:
-                    waiting = unpack(inbox.get_nowait())
+                    messages.append(unpack(inbox.get_nowait()))
                 except queue.Empty:
                     break
-                if waiting[0] == "weights":
-                    load_weights(policy.model, waiting[2])
-                    version = waiting[1]
+            for message in messages:
+                if message[0] == "stop":
+                    return
+                if message[0] == "weights":
+                    load_weights(policy.model, message[2])
+                    version = message[1]
                 else:
-                    pending.append(waiting)
+                    requests[tuple(message[1])] = message[2:]
+            if not requests:
+                continue
+            key = min(requests)
+            tasks, settings = requests.pop(key)
             started = time.perf_counter()
             policy.version = version
             result = run_rollouts(policy, env_factory, tasks, settings, policy_version=version)
             finished = time.perf_counter()
             timings = {"worker_wait_seconds": started - idle_since, "worker_rollout_seconds": finished - started}
-            outbox.put(pack(("rollout", update, version, result, timings)))
+            outbox.put(pack(("rollout", key, version, result, timings)))
             idle_since = finished
     except KeyboardInterrupt:  # Ctrl-C reaches the whole process group: the learner shuts down
         return
     except SystemExit:  # terminated: exit through the normal path (atexit closes the JVMs)
         raise
     except BaseException:
-        outbox.put(pack(("error", update, traceback.format_exc())))
+        outbox.put(pack(("error", key, traceback.format_exc())))
         raise

@@ -151,12 +151,12 @@ def collect_update_batch(
         kept, dropped = kept + new, dropped + constant
         if len(kept) >= config.tasks_per_update:
             break
-    table, samples, everything = _kept_rows(results, kept)
+    table, samples, everything = kept_rows(results, kept)
     metrics.update(groups.metrics(len(kept), dropped, len(results), len(table), len(everything)))
     return RolloutBatch(table=table, samples=samples, played=everything, metrics=metrics)
 
 
-def _kept_rows(results: Sequence[RolloutResult], kept: Sequence[str]) -> tuple[pd.DataFrame, list, pd.DataFrame]:
+def kept_rows(results: Sequence[RolloutResult], kept: Sequence[str]) -> tuple[pd.DataFrame, list, pd.DataFrame]:
     """(the kept rows, their samples, every row played): one round that kept every group
     is passed on as it is."""
     if len(results) == 1 and set(kept) == set(results[0].table["group_id"]):

@@ -22,18 +22,21 @@ Three decisions, and why:
 - **Rewards are the real environment's rule** (``envs.reward.step_reward``): the success
   reward on the solved step, every action valid (constrained decoding).
 
-Imagined turns (optional, bounded; off by default): ``make_env(spec, imagined_turns=k)``
+Imagined turns (optional, bounded; off by default; the older, separate-turn reading, exclusive
+with the in-response calls of ``rollout.imagination`` that WM-R1 runs by default): ``make_env(spec, imagined_turns=k)``
 with k > 0 also offers ``imagine: <a>`` for every valid action ``a`` (``IMAGINE_PREFIX``), at
 most k times before each committed action. Choosing one asks the world model what ``a``
 would do, without playing it: the state stays, the prediction is shown under the current
 observation, and the turn is a step of its own (reward 0). Our reading of WM-R1's "the
 policy may ask the world model what happens if I do X (bounded count) before committing to
-a real action" (ALGORITHMS.md section 4; ``training.rl.wmr1_imagined_turns``). Past the
+a real action" (``training.rl.methods.wmr1.imagined_turns``). Past the
 bound the options are gone, and a request all the same (free generation) is refused: an
 invalid action, no world-model call.
 
 ``WorldModelSimulator`` holds the world model, the recorded tasks and the settings, builds
-one environment per spec for the rollout engine and counts the world-model calls.
+one environment per spec for the rollout engine and counts the world-model calls; its
+``predict_transition`` also serves the in-response calls (``rollout.imagination``) in any
+environment.
 """
 
 from __future__ import annotations
@@ -158,6 +161,13 @@ class WorldModelSimulator:
         ``imagined_turns`` imagined turns before each committed action (0: none)."""
         return WorldModelEnvironment(spec, self, imagined_turns)
 
+    def predict_transition(self, task: str, history: list[tuple[str, str]], observation: str, action: str) -> str:
+        """The world model's next observation after ``action`` from ``observation``, with the
+        earlier (observation, action) pairs of ``history`` (the newest ``settings.history``)."""
+        past = history[-self.settings.history:] if self.settings.history else []
+        prompt = transition_prompt(task, past, observation, action, max_chars=self.settings.max_observation_chars)
+        return self.predict(prompt)
+
     def predict(self, prompt: str) -> str:
         """One greedy world-model answer."""
         self.calls += 1
@@ -209,10 +219,7 @@ class WorldModelEnvironment(TextEnvironment):
 
     def _predict(self, action: str) -> str:
         """The world model's next observation after ``action`` from the current state."""
-        settings = self.simulator.settings
-        past = self.history[-settings.history:] if settings.history else []
-        prompt = transition_prompt(self.task, past, self.observation, action, max_chars=settings.max_observation_chars)
-        return self.simulator.predict(prompt)
+        return self.simulator.predict_transition(self.task, self.history, self.observation, action)
 
     def _imagine(self, action: str) -> StepResult:
         """An imagined turn (module docstring): the state stays; over the bound, refused."""

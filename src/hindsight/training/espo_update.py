@@ -1,0 +1,136 @@
+"""ESPO in the RL update (``training.rl.odysse_objective: espo``): our reading of ODYSSE's
+episode-level objective, one clipped importance ratio per episode (``algorithms.espo_loss``)
+in place of the token-level PPO term.
+
+It needs whole episodes per mini-batch (``odysse_episode_minibatches: true``). A mini-batch
+still runs as micro-batches within ``micro_batch_tokens``, and those cut episodes apart
+(samples are sorted by length), so an episode's ratio is measured first over the whole
+mini-batch: ``EpisodeTotals.measure`` runs one forward pass without gradient over the
+mini-batch's micro-batches and sums ``logp - old_logp`` and the chosen tokens per episode.
+Each micro-batch's ESPO term is then its share of the mini-batch loss, with the gradient
+through its own tokens (``espo_loss`` with the totals): summed over the micro-batches, the
+step is the one-pass step. The price is that extra forward pass per mini-batch.
+
+Advantages: each episode's is the mean over its steps of the full batch's advantage,
+re-centred (and, with ``std_normalize``, scaled) over the episodes of the mini-batch
+(``algorithms.episode_minibatch_advantages``). Refused: asynchronous rollouts (decoupled
+PPO has no episode-level form here; the curriculum's positive replay likewise),
+``torchrun`` (the totals would need summing over the
+ranks) and methods with token-level advantages (OPID), which one ratio per episode drops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from hindsight import algorithms
+from hindsight.policy.encoding import StepSample, collate
+from hindsight.policy.logprobs import token_logprobs
+from hindsight.training.batch import RolloutBatch
+from hindsight.training.episode_batches import is_multiturn, right_aligned_logprobs
+from hindsight.training.loss_terms import LossTerm
+from hindsight.training.method import Method
+from hindsight.training.rl_config import RLConfig
+
+ESPO_AGGREGATION = "episode-mean"
+"""How the update aggregates ESPO over episodes: each episode weighs one (``loss_agg``
+still applies to the KL and the method's own terms)."""
+
+
+def pad_right_aligned(rows: Sequence[torch.Tensor], width: int) -> torch.Tensor:
+    """[B, width] with each row right-aligned (the response layout), zeros on the left."""
+    out = torch.zeros(len(rows), width)
+    for index, row in enumerate(rows):
+        if len(row):
+            out[index, -len(row) :] = row
+    return out
+
+
+def policy_response_logprobs(model, chunk: Sequence[StepSample], pad: int, device) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """(log-probs [B, R] of the responses under ``model``, choice mask [B, R], R), responses
+    right-aligned; one forward pass per episode in the multi-turn layout."""
+    if is_multiturn(chunk):  # one forward pass per episode (training.episode_batches)
+        return right_aligned_logprobs(model, chunk, pad)
+    tokens = collate(chunk, pad).to(device)
+    width = tokens.response_width
+    logp = token_logprobs(model, tokens)[:, -width:].float().cpu()
+    mask = tokens.choice_mask[:, -width:].float().cpu()  # response tokens the policy chose (no forced ones)
+    return logp, mask, width
+
+
+def check_espo(objective: str, method: Method, *, parallel: bool) -> None:
+    """Refuse ESPO (``objective``, the setting ``odysse_objective``) where it cannot run
+    correctly (module docstring)."""
+    if objective != "espo":
+        return
+    if parallel:
+        raise ValueError("training.rl.odysse_objective: espo is not supported under torchrun (set it to token)")
+    if type(method).token_advantages is not Method.token_advantages:
+        raise ValueError(
+            f"training.rl.odysse_objective: espo takes one advantage per episode; method {method.name!r} "
+            "has token-level advantages (set odysse_objective: token or choose another algorithm)"
+        )
+
+
+@dataclass
+class EpisodeTotals:
+    """The episodes of one mini-batch, measured before its step."""
+
+    index: dict[str, int]
+    """Episode id -> its position in the tensors below."""
+    log_ratio_sum: torch.Tensor
+    """[E] sum of ``logp - old_logp`` over each episode's chosen tokens."""
+    tokens: torch.Tensor
+    """[E] each episode's chosen tokens."""
+    advantages: torch.Tensor
+    """[E] each episode's advantage, normalised over the mini-batch's episodes."""
+
+    @classmethod
+    @torch.no_grad()
+    def measure(
+        cls, model, batch: RolloutBatch, members: Sequence[int], plan: Sequence[tuple[list[int], float]], pad: int, device,
+        config: RLConfig,
+    ) -> "EpisodeTotals":
+        """One forward pass without gradient over the mini-batch ``members`` (run as ``plan``)."""
+        if batch.proximal_logp is not None:
+            raise ValueError(
+                "training.rl.odysse_objective: espo has no decoupled (proximal) form: this batch has proximal log-probs "
+                "(async_rollouts or curriculum_positive_replay); set odysse_objective: token or turn those off"
+            )
+        episode_ids = [batch.samples[i].episode_id for i in members]
+        index = {episode: position for position, episode in enumerate(dict.fromkeys(episode_ids))}
+        rows = torch.tensor([index[episode] for episode in episode_ids])
+        per_sample = algorithms.episode_minibatch_advantages(batch.advantages[list(members)], rows, scale=config.std_normalize)
+        advantages = torch.zeros(len(index)).index_copy(0, rows, per_sample.float())
+        log_ratio_sum, tokens = torch.zeros(len(index)), torch.zeros(len(index))
+        for micro, _ in plan:
+            chunk = batch.select(micro)
+            logp, mask, width = policy_response_logprobs(model, chunk.samples, pad, device)
+            log_ratio = torch.where(mask != 0, logp - pad_right_aligned(chunk.old_logp, width), torch.zeros_like(logp))
+            at = torch.tensor([index[sample.episode_id] for sample in chunk.samples])
+            log_ratio_sum.index_add_(0, at, log_ratio.sum(dim=-1))
+            tokens.index_add_(0, at, mask.sum(dim=-1))
+        return cls(index, log_ratio_sum, tokens, advantages)
+
+    def metrics(self, config: RLConfig) -> dict[str, float]:
+        """``espo/episode_clipfrac``, ``espo/ratio_mean``, ``espo/ratio_max``, ``espo/episodes_per_minibatch``."""
+        figures = algorithms.espo_metrics(self.log_ratio_sum, self.tokens, self.advantages, config.clip_low, config.clip_high)
+        figures["episodes_per_minibatch"] = figures.pop("episodes")
+        return {f"espo/{key}": value for key, value in figures.items()}
+
+    def loss_term(
+        self, logp: torch.Tensor, old: torch.Tensor, mask: torch.Tensor, samples: Sequence[StepSample], config: RLConfig
+    ) -> LossTerm:
+        """The ESPO term of one micro-batch: its share of the mini-batch loss (``ppo`` in the
+        metrics, so ``losses/ppo`` reads the ESPO loss)."""
+        rows = torch.tensor([self.index[sample.episode_id] for sample in samples])
+        loss, _ = algorithms.espo_loss(
+            logp, old, self.advantages[rows], mask, rows, clip_low=config.clip_low, clip_high=config.clip_high,
+            agg=ESPO_AGGREGATION, episode_log_ratio_sum=self.log_ratio_sum, episode_tokens=self.tokens,
+        )
+        share = float(mask.sum()) / max(float(self.tokens.sum()), 1.0)  # token-weighted over the micro-batches
+        gap = float(algorithms.masked_mean((logp - old).abs().detach(), mask))
+        return LossTerm("ppo", loss, mask, {"rollout/logprob_gap": share * gap}, minibatch_share=True)

@@ -1,0 +1,95 @@
+"""Stored episodes put back into a batch: rebuilding their step samples from the table and
+scoring them with the current policy (``rebuild_scored_samples``, shared with WM-R1's
+replay), and the curriculum's difficult positive replay (``replay_hard_successes``).
+
+Difficult positive replay (EvoCUA; the mechanics are our reading): every group of the batch
+whose task is a hard success (won before, pass-rate estimate <= ``curriculum_hard_threshold``,
+``rollout.curriculum``) and has a stored won episode swaps its last rollout for that episode
+(rows ``source: replay``, episode id ``replay/<group_id>/v<update>``). Its step samples are
+rebuilt from the stored rows; their behaviour log-probs are the ones recorded when it was
+played (``response_logprobs``), the proximal log-probs the current policy's, so the update
+is decoupled PPO (``algorithms.decoupled_ppo_loss``) with the weight ``pi_prox / pi_behav``
+capped by ``async_behaviour_weight_cap``; every fresh sample has proximal = behaviour
+(weight 1, plain PPO). A stored episode whose rebuilt responses do not match its recorded
+log-probs token for token is not replayed. Pass rates read only the episodes played
+(``batch.played``), never the replayed one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+import torch
+
+from hindsight.envs.infeasible import is_infeasible_group
+from hindsight.policy.encoding import StepSample, samples_from_table
+from hindsight.rollout.config import RolloutConfig
+from hindsight.rollout.curriculum import PassRates, curriculum_bucket
+from hindsight.training.batch import RolloutBatch
+from hindsight.training.distillation import response_logprobs
+from hindsight.training.rl_config import RLConfig
+
+REPLAY_SOURCE = "replay"
+"""The ``source`` of a replayed stored episode in the rollout table (episode ids ``replay/...``)."""
+
+
+def rebuild_samples(policy, rows: pd.DataFrame, rollout: RolloutConfig) -> tuple[pd.DataFrame, list[StepSample]]:
+    """(the rows sorted by episode and step, their rebuilt step samples in that order)."""
+    samples = samples_from_table(
+        rows, policy.tokenizer, rollout.prompt, constrained=rollout.constrained, max_length=rollout.max_length or 1024
+    )
+    return rows.sort_values(["episode_id", "step"]).reset_index(drop=True), samples
+
+
+def rebuild_scored_samples(
+    policy, rows: pd.DataFrame, rollout: RolloutConfig
+) -> tuple[pd.DataFrame, list[StepSample], list[torch.Tensor]]:
+    """``rebuild_samples`` and the current policy's log-probs of each sample's response."""
+    rows, samples = rebuild_samples(policy, rows, rollout)
+    logp = [lp.float() for lp in response_logprobs(policy.model, samples, 16, policy.tokenizer.pad_token_id)]
+    return rows, samples, logp
+
+
+def replay_candidates(batch: RolloutBatch, rates: PassRates, hard_threshold: float) -> list[str]:
+    """The batch's groups of hard-success tasks that have a stored won episode, in order."""
+    groups = [g for g in dict.fromkeys(batch.table["group_id"]) if not is_infeasible_group(g)]
+    return [
+        g for g in groups
+        if g in rates.successes and curriculum_bucket(rates.record(g), hard_threshold) == "hard_success"
+    ]
+
+
+def replay_hard_successes(
+    policy, batch: RolloutBatch, rates: PassRates, rollout: RolloutConfig, config: RLConfig, update: int
+) -> int:
+    """Swap the last rollout of each hard-success group for its stored won episode (module
+    docstring); fills ``batch.proximal_logp`` when it replays any. Returns how many.
+
+    The replayed samples are scored in one pass, in batch order, with the scoring sizes of
+    the asynchronous path's proximal log-probs (``mini_batch_size``, ``micro_batch_tokens``),
+    so a lock-step asynchronous run scores them exactly as the synchronous one."""
+    swapped, rows_in, samples_in = [], [], []
+    for group_id in replay_candidates(batch, rates, config.curriculum_hard_threshold):
+        rows = pd.DataFrame(rates.successes[group_id])
+        rows["episode_id"], rows["source"] = f"{REPLAY_SOURCE}/{group_id}/v{update}", REPLAY_SOURCE
+        rows, samples = rebuild_samples(policy, rows, rollout)
+        recorded = [torch.as_tensor(list(lp), dtype=torch.float32) for lp in rows["response_logprobs"]]
+        if any(len(r) != len(s.response_ids) for r, s in zip(recorded, samples)):
+            continue  # the rebuilt responses are not the recorded ones: no behaviour log-probs
+        episodes = batch.table.loc[batch.table["group_id"] == group_id, "episode_id"]
+        swapped.append(sorted(set(episodes))[-1])
+        rows_in.append(rows)
+        samples_in += [dataclasses.replace(s, old_logprobs=r) for s, r in zip(samples, recorded)]
+    if not swapped:
+        return 0
+    current = response_logprobs(
+        policy.model, samples_in, config.mini_batch_size, policy.tokenizer.pad_token_id, token_budget=config.micro_batch_tokens
+    )
+    keep = ~batch.table["episode_id"].isin(swapped).to_numpy()
+    kept_samples = [sample for sample, kept in zip(batch.samples, keep) if kept]
+    proximal = [torch.as_tensor(s.old_logprobs, dtype=torch.float32) for s in kept_samples] + list(current)
+    table = pd.concat([batch.table[keep], *[rows[batch.table.columns] for rows in rows_in]], ignore_index=True)
+    table.attrs = dict(batch.table.attrs)
+    batch.table, batch.samples, batch.proximal_logp = table, kept_samples + samples_in, proximal
+    return len(swapped)
