@@ -1,5 +1,5 @@
-"""Pure math of the RL methods (ALGORITHMS.md section 6): advantages, returns, anchor-state
-groups, token-level losses and their aggregation. No model, environment or I/O here.
+"""Pure math of the RL methods: advantages, returns, anchor-state groups, token-level losses
+and their aggregation. No model, environment or I/O here.
 
 Step samples are flattened (one entry per step sample); token-level tensors are [B, T] over
 response tokens with a mask. Files:

@@ -2,7 +2,8 @@
 OPID (advantage shifted by the skill-conditioned log-prob), EMPO (episode + same-step level).
 
 Step samples are flattened: one entry per step sample, in any order; ``group_ids`` says which
-task instance (group of rollouts) a sample belongs to. See ALGORITHMS.md sections 1, 2 and 3.
+task instance (group of rollouts) a sample belongs to. What each follows of its source and
+what is our reading: docs/fidelity.md (SEED, OPID, GRPO, GiGPO, EMPO).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def group_normalized_advantages(
     """GRPO advantage ``A_i = (S_i - mean_g) / (std_g + eps)`` (or ``S_i - mean_g``).
 
     Without ``traj_ids`` the mean and the unbiased std run over ALL step samples of the group:
-    a trajectory of T steps contributes T copies of its score (ALGORITHMS.md 1.4). With
+    a trajectory of T steps contributes T copies of its score (as in SEED). With
     ``traj_ids`` they run over one value per trajectory (the score its samples carry), and
     every sample gets its trajectory's advantage.
 
@@ -118,7 +119,7 @@ def gigpo_advantages(
     eps: float = 1e-6,
     similarity_threshold: float | None = None,
 ) -> torch.Tensor:
-    """GiGPO advantage ``A = A_episode + step_weight * A_step`` (ALGORITHMS.md section 2).
+    """GiGPO advantage ``A = A_episode + step_weight * A_step`` (docs/fidelity.md, GiGPO).
 
     ``A_episode`` is the GRPO advantage (statistics over all step samples of the group, as
     ``group_normalized_advantages``). ``A_step`` is ``R_t - mean`` over the anchor-state step
@@ -158,9 +159,9 @@ def opid_advantages(
 ) -> torch.Tensor:
     """OPID token advantage ``A = A_episode + weight * (l_skill - l_old) * mask``.
 
-    The predecessor of SEED's distillation loss (ALGORITHMS.md "Predecessor variant"): the
-    skill-conditioned shift is folded into the advantage, with no normalisation. Everything
-    is detached (advantages are constants of the loss).
+    The predecessor of SEED's distillation loss (docs/fidelity.md, OPID): the skill-conditioned
+    shift is folded into the advantage, with no normalisation. Everything is detached
+    (advantages are constants of the loss).
 
     Args:
         episode_advantages: [B] or [B, T] episode advantage of each sequence.
@@ -189,7 +190,7 @@ def empo_advantages(
     step_weight: float = 1.0,
     eps: float = 1e-6,
 ) -> torch.Tensor:
-    """EMPO dual-level advantage ``w_ep * A_episode + w_step * A_step`` (ALGORITHMS.md 3).
+    """EMPO dual-level advantage ``w_ep * A_episode + w_step * A_step`` (docs/fidelity.md, EMPO).
 
     ``A_episode`` is the std-normalised GRPO advantage over the task's rollouts;
     ``A_step`` std-normalises the step return ``G_t`` within the samples of the same task at

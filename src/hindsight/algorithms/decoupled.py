@@ -1,5 +1,5 @@
-"""Decoupled PPO for stale rollouts (asynchronous rollouts, ALGORITHMS.md section 5; our
-reading, after Hilton et al. 2021 "Batch size-invariance for policy optimization" and the
+"""Decoupled PPO for stale rollouts (asynchronous rollouts, docs/fidelity.md, "The schedulers";
+our reading, after Hilton et al. 2021 "Batch size-invariance for policy optimization" and the
 decoupled objective of AReaL).
 
 Three policies meet when a batch was sampled by an older version than the learner's:

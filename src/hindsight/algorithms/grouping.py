@@ -1,4 +1,4 @@
-"""Anchor-state step groups for GiGPO (ALGORITHMS.md section 2).
+"""Anchor-state step groups for GiGPO (docs/fidelity.md, GiGPO).
 
 Inside each task group, step samples whose anchor observation (the raw environment
 observation, without history) is the same state form one step group. Exact mode compares

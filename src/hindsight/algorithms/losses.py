@@ -1,6 +1,6 @@
 """Token-level losses of the RL update: PPO clip with dual clip, gated on-policy
 distillation (SEED; ungated for the control), and the low-variance KL to the reference
-(ALGORITHMS.md 1.5).
+(docs/fidelity.md, SEED).
 
 All inputs are [B, T] tensors over the response tokens of B step samples; ``mask`` marks the
 tokens that count (response tokens; for distillation, those of samples with a parsed skill).
@@ -21,7 +21,7 @@ KL_LOG_RATIO_CLAMP = 20.0
 clamped values are >= 10 in magnitude there anyway, so the result is unchanged."""
 DISTILL_GATES = ("sigmoid", "ungated")
 """``opd_loss``'s gate: sigmoid(beta * gap) (SEED), or fixed at 1 (the ungated control:
-naive on-policy self-distillation, ALGORITHMS.md 1, "Controls")."""
+naive on-policy self-distillation; docs/fidelity.md, SEED)."""
 
 
 def ppo_clip_loss(

@@ -189,7 +189,7 @@ def wm_r1_rewards(
     progress: float | None = None,
     imagined: Any = None,
 ) -> torch.Tensor:
-    """WM-R1 trajectory reward ``1.0 R_succ + 0.5 R_len + 0.1 R_wm`` (ALGORITHMS.md section 4).
+    """WM-R1 trajectory reward ``1.0 R_succ + 0.5 R_len + 0.1 R_wm`` (docs/fidelity.md, WM-R1).
 
     ``R_succ`` is 1 for a success and 0 otherwise; ``R_len`` is ``wm_r1_length_rewards``
     over the trajectory lengths with budget ``max_length``; ``R_wm`` is the same shape over

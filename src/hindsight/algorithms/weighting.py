@@ -1,5 +1,5 @@
-"""STEPO helpers (our reading, ALGORITHMS.md section 5): per-trajectory sample weights and
-the zero-variance group filter.
+"""STEPO helpers (our reading; docs/fidelity.md, "The schedulers"): per-trajectory sample
+weights and the zero-variance group filter.
 
 - ``stepo_trajectory_weights``: each step sample weighs ``1 / T_i`` (T_i = number of samples
   of its trajectory in the batch), so every trajectory contributes the same total weight.

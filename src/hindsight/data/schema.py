@@ -1,14 +1,14 @@
 """The project's tables: their columns, types, and the check that runs wherever data enters.
 
-This module is the one place that names table columns: the trajectory table (one row per
-step sample, ``TRAJECTORY_COLUMNS``; DESIGN.md data contracts), the rollout table (the same
-plus the sampled tokens' log-probs, ``ROLLOUT_COLUMNS``), the per-episode outcomes and
-summary derived from it (``EPISODE_OUTCOME_COLUMNS``, ``EPISODE_SUMMARY_COLUMNS``) and the
-Skills table (``SKILLS_TABLE_COLUMNS``). ``validate_trajectories`` checks a table that came from
-outside (a file, another process) and returns it with canonical column order and dtypes;
-the first problem raises ``TrajectoryValidationError`` naming the origin, the row (or the
-file line, when the caller passes ``row_labels``) and the field. Episode-level facts
-(success, length, return) are derived by ``hindsight.data.outcomes``, never stored.
+This module is the one place that names table columns: the trajectory table (one row per step
+sample, ``TRAJECTORY_COLUMNS``), the rollout table (the same plus the sampled tokens' log-probs,
+``ROLLOUT_COLUMNS``), the per-episode outcomes and summary derived from it
+(``EPISODE_OUTCOME_COLUMNS``, ``EPISODE_SUMMARY_COLUMNS``) and the Skills table
+(``SKILLS_TABLE_COLUMNS``). ``validate_trajectories`` checks a table that came from outside (a
+file, another process) and returns it with canonical column order and dtypes; the first problem
+raises ``TrajectoryValidationError`` naming the origin, the row (or the file line, when the
+caller passes ``row_labels``) and the field. Episode-level facts (success, length, return) are
+derived by ``hindsight.data.outcomes``, never stored.
 """
 
 from __future__ import annotations

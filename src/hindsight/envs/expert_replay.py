@@ -1,4 +1,4 @@
-"""Expert trajectories as the environment: EMPO's semi-online rollout (ALGORITHMS.md 3).
+"""Expert trajectories as the environment: EMPO's semi-online rollout (docs/fidelity.md, EMPO).
 
 ``ExpertReplayEnvironment`` is a ``TextEnvironment`` whose "simulator" is a set of recorded
 expert trajectories (any source of the ingested ``expert_trajectories`` / ``trajectories``
@@ -43,8 +43,8 @@ type's trajectories (the trajectory's own first, then the others, up to
 ``max_candidates``), sorted. Constrained decoding over that list keeps a small policy's
 output well formed and makes a mismatch a choice between plausible actions of the same
 vocabulary, where free generation by a tiny from-scratch policy would rarely produce an
-in-vocabulary action at all (DESIGN.md); with ``rollout.constrained: false`` (an LLM) the
-policy generates freely and the list is only shown in the prompt.
+in-vocabulary action at all; with ``rollout.constrained: false`` (an LLM) the policy
+generates freely and the list is only shown in the prompt.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ from hindsight.envs.base import EnvironmentConfigError, EnvironmentSpec, StepRes
 REPLAY_ENV = "expert_replay"
 """``EnvironmentSpec.env`` (and the table's ``env``) of replayed episodes."""
 FORMAT_WEIGHT, ACTION_WEIGHT = 0.1, 0.9
-"""EMPO step reward weights (ALGORITHMS.md 3)."""
+"""EMPO step reward weights (docs/fidelity.md, EMPO)."""
 REQUIRED_COLUMNS = ("episode_id", "task", "task_type", "split", "step", "observation", "valid_actions", "action", "response", "won")
 
 

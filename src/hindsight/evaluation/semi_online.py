@@ -1,4 +1,4 @@
-"""Semi-online metrics of EMPO (ALGORITHMS.md 3) and the per-update EMPO mechanism metrics.
+"""Semi-online metrics of EMPO (docs/fidelity.md, EMPO) and the per-update EMPO mechanism metrics.
 
 Semi-online evaluation rolls the policy on held-out expert trajectories, conditioned on its
 own history, and stops at the first mismatch (an ``ExpertReplayEnvironment`` with

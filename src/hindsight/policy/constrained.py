@@ -3,9 +3,9 @@
 A small policy trained from scratch cannot reliably copy object names, so by default its
 actions are decoded through a trie over the tokenized valid actions (each action's ids
 followed by EOS): at every position only the tokens that continue some valid action are
-allowed, and the policy's distribution is renormalised over them (DESIGN.md, "The embedded
-default"). Every decoded response is then exactly the canonical tokenization of one valid
-action plus EOS, so re-tokenizing the action text gives back the same ids.
+allowed, and the policy's distribution is renormalised over them. Every decoded response is
+then exactly the canonical tokenization of one valid action plus EOS, so re-tokenizing the
+action text gives back the same ids.
 
 The allowed sets depend only on the valid actions and the response prefix, never on the
 prompt, so a scorer can rebuild them (``ActionTrie.allowed_along``) to score the same

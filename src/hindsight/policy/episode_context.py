@@ -1,5 +1,4 @@
-"""The multi-turn layout: one episode is one growing token sequence (DESIGN.md, "Multi-turn
-sequences").
+"""The multi-turn layout: one episode is one growing token sequence.
 
     Task: <task text>                          header (the skill block after it, when any)
     Current observation: <observation 0>       turn 0: the observation segment

@@ -1,8 +1,8 @@
 """The one prompt builder used by training, rollout and scoring.
 
 A step prompt is plain text with fixed line markers, so that a skill can be injected after
-the task line (ALGORITHMS.md section 1) and a prompt can be rebuilt exactly from the
-trajectory table (the observations and actions of the earlier steps of the episode):
+the task line (``hindsight.policy.skill_injection``) and a prompt can be rebuilt exactly
+from the trajectory table (the observations and actions of the earlier steps of the episode):
 
     Task: <task text>
     Known facts:                       (only when something was pinned)

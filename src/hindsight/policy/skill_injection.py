@@ -1,4 +1,4 @@
-"""Skill injection into a step prompt (ALGORITHMS.md section 1, "Skill injection").
+"""Skill injection into a step prompt (docs/fidelity.md, SEED).
 
 The block
 

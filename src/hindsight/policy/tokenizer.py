@@ -1,10 +1,10 @@
 """A byte-level BPE tokenizer trained locally on the environment's text.
 
-The embedded default policy is built from scratch (DESIGN.md, "The embedded default"), so
-its tokenizer is too: byte-level BPE (every string is encodable, no unknown token) trained
-with the ``tokenizers`` library on the texts the policy will read and write (step prompts,
-expert actions, the prompt template), then wrapped as a transformers
-``PreTrainedTokenizerFast`` so that it saves and loads like any HF tokenizer.
+The embedded default policy is built from scratch, so its tokenizer is too: byte-level BPE
+(every string is encodable, no unknown token) trained with the ``tokenizers`` library on the
+texts the policy will read and write (step prompts, expert actions, the prompt template),
+then wrapped as a transformers ``PreTrainedTokenizerFast`` so that it saves and loads like any
+HF tokenizer.
 
 Conventions the rest of the project relies on:
 

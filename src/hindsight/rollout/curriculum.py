@@ -1,5 +1,5 @@
 """Which tasks an RL update plays: per-task pass-rate estimates and the task schedulers that
-read them (STEPO pass-rate calibration and a curriculum; ALGORITHMS.md section 5).
+read them (STEPO pass-rate calibration and a curriculum; docs/fidelity.md, "The schedulers").
 
 The details of STEPO and of EvoCUA's curriculum are not public; what follows is our
 reading, and the README says so.

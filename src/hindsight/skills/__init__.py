@@ -1,5 +1,5 @@
-"""Hindsight skills (ALGORITHMS.md section 1): teachers that write a skill for each finished
-episode, robust parsing of their JSON, the validation filter, and the analyzer's SFT set.
+"""SEED's hindsight skills (docs/fidelity.md, SEED): teachers that write a skill for each
+finished episode, robust parsing of their JSON, the validation filter, and the analyzer's SFT set.
 Skill injection into prompts is prompt building and lives in ``hindsight.policy.skill_injection``
 (its names are re-exported here).
 

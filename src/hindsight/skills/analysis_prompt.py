@@ -1,5 +1,5 @@
 """The analysis prompt a teacher answers with a skill, and the JSON target it is trained on
-(ALGORITHMS.md section 1).
+(docs/fidelity.md, SEED).
 
 The prompt gives the task description, ``episode_success: success|failure``, the trajectory
 as ``Step k / Observation / Response / Action valid: true|false`` blocks, the instruction for

@@ -1,10 +1,10 @@
 """Episodes as the skill teachers see them, built from the trajectory table.
 
-``episodes_from_table`` groups the table's rows (one per step sample, see the data contract
-in the project brief / DESIGN.md) by ``episode_id`` and orders them by ``step``. Episode facts
-come from ``hindsight.data.outcomes.episode_outcomes``, not from stored columns: success =
-any(won), or, when a return threshold is given, sum(reward) >= threshold (ALGORITHMS.md
-section 1); a table without ``reward`` counts every step as 0.
+``episodes_from_table`` groups the table's rows (one per step sample, columns in
+``hindsight.data.schema.TRAJECTORY_COLUMNS``) by ``episode_id`` and orders them by ``step``.
+Episode facts come from ``hindsight.data.outcomes.episode_outcomes``, not from stored
+columns: success = any(won), or, when a return threshold is given, sum(reward) >= threshold;
+a table without ``reward`` counts every step as 0.
 """
 
 from __future__ import annotations

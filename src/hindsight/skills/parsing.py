@@ -1,4 +1,4 @@
-"""Robust parsing of a teacher's JSON skill (ALGORITHMS.md section 1).
+"""Robust parsing of a teacher's JSON skill (docs/fidelity.md, SEED).
 
 Teachers (an LLM endpoint, the policy itself, the rule miner) answer with
 ``{"episode_summary": str, "episode_skill": str}``, often wrapped: a fenced ```json block,

@@ -4,7 +4,7 @@
 policy: free greedy text, or the structured decoder of ``skills.structured``;
 ``list[str] -> list[str]``), builds one analysis prompt per episode, generates all answers
 in one call and parses them. No retry: an answer that does not parse gives
-``parse_ok=False`` and the trajectory keeps only its RL loss (ALGORITHMS.md 1, Stage 2).
+``parse_ok=False`` and the trajectory keeps only its RL loss (docs/fidelity.md, SEED).
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ def skills_table(
     accepted: Sequence[bool] | None = None,
     delta_success: Sequence[float] | None = None,
 ) -> pd.DataFrame:
-    """The Skills table (DESIGN.md data contracts): one row per record.
+    """The Skills table (``hindsight.data.schema.SKILLS_TABLE_COLUMNS``): one row per record.
 
     A record that parsed nothing keeps its empty ``summary`` and ``skill`` ("").
 

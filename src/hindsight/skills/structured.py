@@ -15,7 +15,7 @@ itself and lets the policy fill the fields, greedily:
    fields).
 
 The content is the policy's own: the frame only removes the format as a failure cause, and
-the distillation gate decides how much an unhelpful skill counts (ALGORITHMS.md 1).
+the distillation gate decides how much an unhelpful skill counts (``algorithms.opd_loss``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The validation filter of Stage 1 (ALGORITHMS.md section 1, step 3) and the validated
+"""The validation filter of SEED's Stage 1 (docs/fidelity.md, SEED) and the validated
 Skills table (its shape is ``hindsight.skills.records.skills_table``).
 
 A skill is kept when, rolling the same task out again with the skill injected, the number of

@@ -1,6 +1,6 @@
 """Where the RL loop's rollouts come from: the synchronous producer (the learner plays them
-itself) or the asynchronous one (EvoCUA-1.5 reading, ALGORITHMS.md section 5, ours): a
-rollout worker process generates the rollouts of the next updates while the learner trains.
+itself) or the asynchronous one (our reading of EvoCUA-1.5; docs/fidelity.md, "The schedulers"):
+a rollout worker process generates the rollouts of the next updates while the learner trains.
 
 ``train_rl`` asks the asynchronous producer (``training.rl.async_rollouts``) for the batch
 of each update (``next_batch``), the proximal log-probs of its samples

@@ -103,7 +103,7 @@ def scores_table(
     tokenizer,
     gate_beta: float = 5.0,
 ) -> pd.DataFrame:
-    """One row per response token of every sample that has a skill (DESIGN.md scores table).
+    """One row per response token of every sample that has a skill (columns ``SCORES_COLUMNS``).
 
     ``gap = logp_skill - logp_plain`` and ``gate = sigmoid(gate_beta * gap)``.
     """

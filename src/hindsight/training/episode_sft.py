@@ -1,5 +1,5 @@
 """Supervised fine-tuning in the multi-turn layout: whole-episode sequences with an
-action-token mask (DESIGN.md, "Multi-turn sequences").
+action-token mask (the layout of ``hindsight.policy.episode_context``).
 
 A policy rolled out with ``rollout.layout: multiturn`` reads, after turn 0, one growing token
 sequence per episode (``policy.episode_context``: header, then per turn an observation

@@ -1,6 +1,6 @@
 """How one PPO epoch splits a batch of step samples into mini-batches (one optimizer step
-each): the plain shuffle, or the ODYSSE episodic sampler (ALGORITHMS.md section 5; the
-details of ODYSSE are not public, this is our reading).
+each): the plain shuffle, or the ODYSSE episodic sampler (the details of ODYSSE are not public,
+this is our reading; docs/fidelity.md, "The schedulers").
 
 - plain: a random permutation of the samples cut into runs of ``size``; the steps of one
   episode land in different mini-batches;

@@ -1,4 +1,4 @@
-"""WM-R1's world model (ALGORITHMS.md section 4): the text format of its examples and its
+"""WM-R1's world model (docs/fidelity.md, WM-R1): the text format of its examples and its
 solved marker (``transitions``), its held-out scores (``quality``) and the environment that
 steps with it (``environment``: ``WorldModelSimulator``); the RL side is ``hindsight.methods.wmr1``."""
 

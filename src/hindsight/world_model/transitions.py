@@ -1,6 +1,6 @@
 """The world model's text format: (task, history, action) -> next observation.
 
-WM-R1 (ALGORITHMS.md section 4) replaces the environment by a causal LM that predicts the
+WM-R1 (docs/fidelity.md, WM-R1) replaces the environment by a causal LM that predicts the
 next observation. Its training examples come from the trajectory table (expert episodes and
 policy rollouts alike): step t of an episode gives one example
 

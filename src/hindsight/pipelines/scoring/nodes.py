@@ -29,8 +29,8 @@ def score_distillation_signals(
     has a parsed skill, under the same decoding rule the actor used.
 
     Returns:
-        The scores table (DESIGN.md): episode_id, step, token_index, token, logp_plain,
-        logp_skill, gap, gate.
+        The scores table (``hindsight.training.distillation.SCORES_COLUMNS``): episode_id, step,
+        token_index, token, logp_plain, logp_skill, gap, gate.
     """
     parsed = skills[skills["parse_ok"]]
     skill_of = dict(zip(parsed["episode_id"], parsed["skill"]))

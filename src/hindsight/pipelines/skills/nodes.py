@@ -1,4 +1,4 @@
-"""Nodes of the skills pipeline (Stage 1 of SEED, ALGORITHMS.md section 1, steps 1-4).
+"""Nodes of the skills pipeline (Stage 1 of SEED; docs/fidelity.md, SEED).
 
 1. the base policy plays each training task K times (``skill_rollouts``);
 2. a teacher writes one skill per finished episode, for those rollouts and for the expert
@@ -104,8 +104,8 @@ def validate_skills(
     success and >= 0.125 in rate (parameters ``skills.validation``).
 
     Returns:
-        The skills table (DESIGN.md): episode_id, group_id, success, summary, skill,
-        teacher, accepted, delta_success, parse_ok.
+        The skills table (``hindsight.data.schema.SKILLS_TABLE_COLUMNS``): episode_id, group_id,
+        success, summary, skill, teacher, accepted, delta_success, parse_ok.
     """
     from hindsight.skills.records import SkillRecord
 

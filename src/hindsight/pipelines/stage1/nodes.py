@@ -65,7 +65,7 @@ def stage1_examples(
     settings: Stage1Config,
 ) -> pd.DataFrame:
     """The Stage-1 mixture: behaviour cloning, skill-conditioned behaviour cloning on every
-    expert step whose episode has a skill (``episode_skills``; ALGORITHMS.md injection), and
+    expert step whose episode has a skill (``episode_skills``, injected after the task line), and
     the analyzer pairs that are not held out; with ``stage1.own_rollout_repeat`` > 0 also
     that many copies of hindsight skill use on ``own_rollouts`` (``own_rollout_examples``):
     each won rollout's steps with the skill written from that episode (kind "own_skill_bc";

@@ -1,4 +1,4 @@
-"""Nodes of the world-model stage and of WM-R1 training (ALGORITHMS.md section 4).
+"""Nodes of the world-model stage and of WM-R1 training (docs/fidelity.md, WM-R1).
 
 World model: examples from the trajectories (and the base policy's rollouts), a model
 (a local HF directory, or the embedded Qwen2 with a tokenizer trained on the examples),
