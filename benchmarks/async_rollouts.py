@@ -19,6 +19,7 @@ printed too. A benchmark, not a test:
 
     python benchmarks/async_rollouts.py                                   # tiny policy, ~5 min on 2 free cores
     python benchmarks/async_rollouts.py --updates 4 --staleness 0 1 2
+    python benchmarks/async_rollouts.py --rounds 2 --mini-groups 1    # EvoCUA's mini-groups: one group a message
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ def one_run(policy, tasks, config: RLConfig, heldout: int) -> dict:
             staleness_max=float(history["async/staleness_max"].max()),
             learner_wait_s=float(history["async/learner_wait_seconds"].sum()),
             worker_wait_s=float(history["async/worker_wait_seconds"].sum()),
+            mini_groups_per_update=float(history["async/mini_groups_per_update"].mean()),
         )
     return figures
 
@@ -108,6 +110,7 @@ def main() -> None:
     parser.add_argument("--gold-episodes", type=int, default=8)
     parser.add_argument("--bc-steps", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--mini-groups", type=int, nargs="*", default=[], help="also async-k with N whole groups per worker message")
     args = parser.parse_args()
 
     torch.set_num_threads(1)
@@ -121,6 +124,10 @@ def main() -> None:
     print(f"start policy: held-out greedy success {heldout_success(policy, args.heldout):.3f} on {args.heldout} test tasks")
     runs = {"sync": RLConfig(**base)}
     runs.update({f"async-{k}": RLConfig(**base, async_rollouts=True, async_max_staleness=k) for k in args.staleness})
+    runs.update({
+        f"async-{k}-mini{n}": RLConfig(**base, async_rollouts=True, async_max_staleness=k, async_mini_groups=n)
+        for k in args.staleness for n in args.mini_groups
+    })
     rows = []
     for round_index in range(args.rounds):  # interleaved rounds (the load drifts), order reversed every other round
         for name, config in (list(runs.items()) if round_index % 2 == 0 else list(runs.items())[::-1]):

@@ -3,7 +3,7 @@
 
 One warm start for every method: a tiny policy behaviour-cloned on gold twc episodes (so
 that it wins some episodes and groups have signal). Each method (``grpo``,
-``grpo_stepo``, ``grpo_curriculum``, ``grpo_odysse`` from ``experiments.methods``) then
+``grpo_stepo``, ``grpo_curriculum``, ``grpo_odysse``, ``grpo_espo`` from ``experiments.methods``) then
 runs ``--updates`` RL updates of ``--tasks`` x ``--group`` episodes from that start with
 the same seed, and is evaluated on the same held-out "seen" tasks (train-fold seeds never
 trained on, one sampled episode each). The budget is equal in updates and in tasks drawn
@@ -52,7 +52,7 @@ from hindsight.training.rl_config import RLConfig  # noqa: E402
 from hindsight.training.sft import SFTConfig, train_sft  # noqa: E402
 
 SPEC = EnvironmentSpec("textworldexpress", "twc", {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}, max_steps=10)
-METHOD_NAMES = ["grpo", "grpo_stepo", "grpo_curriculum", "grpo_odysse"]
+METHOD_NAMES = ["grpo", "grpo_stepo", "grpo_curriculum", "grpo_odysse", "grpo_espo"]
 
 
 def warm_start(gold_episodes: int, bc_steps: int, project: ProjectConfig):

@@ -1,5 +1,5 @@
 """The methods of the experiment grid, in report order: one list, with each method's label
-and what it changes (ALGORITHMS.md section 1, "Ablations" and "Controls").
+and what it changes (SEED's ablations and controls; docs/fidelity.md, SEED).
 
 A method is a starting checkpoint and a set of overrides of the RL settings:
 
@@ -32,6 +32,7 @@ A method is a starting checkpoint and a set of overrides of the RL settings:
                       pass-rate calibration in (0, 1)
     grpo_curriculum   GRPO with the curriculum (learnable, hard successes, infeasible share)
     grpo_odysse       GRPO with the ODYSSE episodic mini-batch sampler
+    grpo_espo         GRPO with the ODYSSE sampler and ESPO, our reading of its episode-level objective
     grpo_state2state  GRPO from the State2State checkpoint (the catalog's ``state2state_policy``:
                       ``kedro run --pipeline state2state``), the same RL budget as ``grpo``
     grpo_async        GRPO with asynchronous rollouts (a rollout worker process), staleness <= 1
@@ -96,6 +97,10 @@ METHOD_LIST = (
     ),
     Method("grpo_curriculum", "GRPO + curriculum", "base", {"algorithm": "grpo", "curriculum": True}, default_grid=False),
     Method("grpo_odysse", "GRPO + ODYSSE sampler", "base", {"algorithm": "grpo", "odysse_episode_minibatches": True}, default_grid=False),
+    Method(
+        "grpo_espo", "GRPO + ODYSSE ESPO", "base",
+        {"algorithm": "grpo", "odysse_episode_minibatches": True, "odysse_objective": "espo"}, default_grid=False,
+    ),
     Method("grpo_state2state", "GRPO after State2State", "state2state", {"algorithm": "grpo"}, default_grid=False),
     Method("grpo_async", "GRPO + async rollouts", "base", {"algorithm": "grpo", "async_rollouts": True, "async_max_staleness": 1}, default_grid=False),
 )
