@@ -1,0 +1,219 @@
+"""The configuration reference: every parameters file's keys, types, defaults and meaning,
+rendered as markdown from the settings dataclasses and their field docstrings.
+
+Each settings field is documented where it is defined, by the string literal that follows
+it (an attribute docstring). ``render()`` walks ``file_settings()`` (one dataclass per
+``conf/base/parameters*.yml``), descends into nested settings dataclasses and into each
+built-in RL method's settings (``training.rl.methods.<name>``), and writes one entry per key.
+``docs/configuration.md`` is this output, committed; ``tests/config/test_reference.py``
+regenerates it and fails when the two differ, so the reference cannot drift from the code::
+
+    python -m hindsight.config.reference > docs/configuration.md
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import json
+import re
+import textwrap
+from functools import lru_cache
+from typing import Any
+
+from hindsight.config.files import file_settings
+from hindsight.methods import method_class, method_names
+from hindsight.params import as_dict
+from hindsight.training.rl_config import RLConfig
+
+HEADER = """# Configuration reference
+
+<!-- Generated from the settings dataclasses of `src/hindsight/config/` and the modules they
+compose: do not edit. Regenerate with `python -m hindsight.config.reference > docs/configuration.md`;
+`tests/config/test_reference.py` fails when this file and the code differ. -->
+
+Every key of every parameters file, with its type, its default and what it does. The
+defaults live in the settings dataclasses (`hindsight.config`); `conf/base/` restates them
+(a test keeps the two equal), and other configuration environments (`conf/test/`,
+`conf/pretrained/`, `conf/dual_control/`) override some of them. Override any key on the
+command line with `kedro run --params <key>=<value>` (dotted keys, several separated by
+commas); a key that no dataclass knows stops the run before any node runs, naming the key
+and its file.
+"""
+
+
+@lru_cache(maxsize=None)
+def field_docs(cls: type) -> dict[str, str]:
+    """Each field of dataclass ``cls`` (its bases included) -> the string literal written
+    right after it in the class body ("" for a field without one)."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass):
+            continue
+        try:
+            source = textwrap.dedent(inspect.getsource(klass))
+        except (OSError, TypeError):
+            continue
+        body = ast.parse(source).body[0].body  # type: ignore[attr-defined]
+        for statement, following in zip(body, body[1:] + [None]):
+            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+                doc = ""
+                if (
+                    isinstance(following, ast.Expr)
+                    and isinstance(following.value, ast.Constant)
+                    and isinstance(following.value.value, str)
+                ):
+                    doc = inspect.cleandoc(following.value.value)
+                docs[statement.target.id] = doc
+    return docs
+
+
+def _summary(cls: type) -> str:
+    """The first paragraph of a class docstring, on one line."""
+    doc = inspect.getdoc(cls) or ""
+    if doc == inspect.getdoc(object) or doc.startswith(f"{cls.__name__}("):  # no docstring of its own
+        return ""
+    return _prose(doc.split("\n\n")[0])
+
+
+def _prose(text: str) -> str:
+    """A docstring as one markdown line: reST ``code`` becomes `code`; outside code spans
+    ``<`` and ``*`` are escaped so that markdown keeps them as text."""
+    text = " ".join(text.split())
+    text = text.replace("``", "`")
+    parts = re.split(r"(`[^`]*`)", text)
+    for i, part in enumerate(parts):
+        if not part.startswith("`"):
+            parts[i] = part.replace("&", "&amp;").replace("<", "&lt;").replace("*", r"\*")
+    return "".join(parts)
+
+
+def _type_name(field: dataclasses.Field) -> str:
+    hint = field.type
+    name = hint if isinstance(hint, str) else getattr(hint, "__name__", str(hint))
+    return name.replace("typing.", "")
+
+
+def _value(value: Any) -> str:
+    """A default as YAML would write it (JSON flow style for lists and mappings)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = as_dict(value)
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value) if value == "" or value != value.strip() else value
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(as_dict(value), ensure_ascii=False)
+    return repr(value)
+
+
+def _code(text: str) -> str:
+    """``text`` as a markdown code span (longer fences when it holds a backtick)."""
+    fence = "``" if "`" in text else "`"
+    pad = " " if "`" in text else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _default(field: dataclasses.Field) -> Any:
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        return field.default_factory()  # type: ignore[misc]
+    return dataclasses.MISSING
+
+
+def _differences(value: Any, reference: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """Dotted keys where the dict ``value`` differs from ``reference``, with their values."""
+    out: list[tuple[str, Any]] = []
+    for key, item in value.items():
+        other = reference.get(key, dataclasses.MISSING)
+        if isinstance(item, dict) and isinstance(other, dict) and item and other:
+            out += _differences(item, other, f"{prefix}{key}.")
+        elif item != other:
+            out.append((f"{prefix}{key}", item))
+    return out
+
+
+class _Renderer:
+    """Writes the entries; remembers which settings classes were listed in full, and where."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.listed: dict[type, tuple[str, Any]] = {}
+        """Settings class -> the key it was first listed in full under, and its defaults there."""
+
+    def entry(self, key: str, type_name: str, default: str, doc: str) -> None:
+        line = f"- {_code(key)} ({_code(type_name)}"
+        if default:
+            line += f", default {_code(default)}"
+        line += ")"
+        if doc:
+            line += f": {doc}"
+        self.lines.append(line)
+
+    def block(self, cls: type, prefix: str, defaults: Any = None) -> None:
+        """Every field of ``cls`` under ``prefix``; ``defaults`` is the enclosing default
+        instance (its values win over the class defaults, as in ``GridPreset`` presets)."""
+        self.listed.setdefault(cls, (prefix.rstrip("."), defaults if defaults is not None else cls()))
+        docs = field_docs(cls)
+        for field in dataclasses.fields(cls):
+            if field.name.startswith("_") or not field.init:
+                continue
+            key = f"{prefix}{field.name}"
+            default = getattr(defaults, field.name) if defaults is not None else _default(field)
+            doc = _prose(docs.get(field.name, ""))
+            if dataclasses.is_dataclass(default) and not isinstance(default, type):
+                self.nested(type(default), key, default, _type_name(field), doc)
+            elif isinstance(default, dict) and default and all(dataclasses.is_dataclass(v) for v in default.values()):
+                names = ", ".join(_code(name) for name in default)
+                self.entry(key, _type_name(field), "", f"{doc} Defaults: {names}.".strip())
+                for name, value in default.items():
+                    self.block(type(value), f"{key}.{name}.", value)
+            else:
+                shown = "" if default is dataclasses.MISSING else _value(default)
+                self.entry(key, _type_name(field), shown, doc)
+                if cls is RLConfig and field.name == "methods":
+                    self.methods(key)
+
+    def nested(self, cls: type, key: str, default: Any, type_name: str, doc: str) -> None:
+        if cls not in self.listed:
+            self.entry(key, type_name, "", doc)
+            self.block(cls, f"{key}.", default)
+            return
+        first, first_default = self.listed[cls]
+        changed = _differences(as_dict(default), as_dict(first_default))
+        note = f"the keys of {_code(first)} (listed there)"
+        if changed:
+            note += "; defaults that differ here: " + ", ".join(_code(f"{k}: {_value(v)}") for k, v in changed)
+        self.entry(key, type_name, "", f"{doc} {note[0].upper()}{note[1:]}.".strip())
+
+    def methods(self, prefix: str) -> None:
+        """Each built-in method's own settings (``<prefix>.<method>.<key>``)."""
+        for name in method_names():
+            settings = method_class(name).Settings
+            if not method_class(name).__module__.startswith("hindsight.methods.") or not dataclasses.fields(settings):
+                continue
+            self.block(settings, f"{prefix}.{name}.")
+
+
+def render() -> str:
+    """The configuration reference as markdown (``docs/configuration.md``)."""
+    renderer = _Renderer()
+    out = [HEADER]
+    for file_name, (block, cls) in file_settings().items():
+        renderer.lines = []
+        renderer.block(cls, f"{block}." if block else "")
+        title = f"`{file_name}`" + (f": `{block}`" if block else ": shared settings")
+        out.append(f"## {title}\n")
+        summary = _summary(cls)
+        if summary:
+            out.append(summary + "\n")
+        out.append("\n".join(renderer.lines) + "\n")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(render(), end="")
