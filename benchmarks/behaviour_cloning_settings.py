@@ -1,8 +1,8 @@
 """Held-out success of behaviour cloning under one choice of settings (prints its figures).
 
-How the default warm-up settings and game parameters were chosen (README "Tuning the
-default"): collect the expert episodes, behaviour-clone a fresh embedded policy, and play it
-on the held-out "seen" and "unseen" tasks, greedy and sampled, optionally with the
+How the default warm-up settings and game parameters were chosen (docs/results.md, "Tuning
+the default"): collect the expert episodes, behaviour-clone a fresh embedded policy, and
+play it on the held-out "seen" and "unseen" tasks, greedy and sampled, optionally with the
 random-valid-action floor on the same tasks. Everything else comes from the project's
 parameters (``conf/base``, then ``conf/local``); ``--set`` overrides any of them by its
 dotted name, with a YAML value. No Stage 1 and no RL: this isolates the warm-up.

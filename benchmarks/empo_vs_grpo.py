@@ -1,4 +1,4 @@
-"""EMPO vs online GRPO on TextWorldExpress at equal update budgets (issue 14; prints figures).
+"""EMPO vs online GRPO on TextWorldExpress at equal update budgets (prints figures).
 
 1. Expert (gold) episodes of the train fold are collected and a fresh policy of the
    project's preset is behaviour-cloned on them: the one starting checkpoint of both runs.

@@ -1,4 +1,4 @@
-"""Faults and bad input: what a run survives, measured (issue 13). The umbrella script.
+"""Faults and bad input: what a run survives, measured. The umbrella script (docs/reliability.md).
 
 Runs each section's ``measure()`` and prints its figures under a heading:
 
@@ -140,7 +140,7 @@ def run_section(key: str, options: argparse.Namespace) -> tuple[list[str], bool]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Faults and bad input: what a run survives, measured (issue 13).")
+    parser = argparse.ArgumentParser(description="Faults and bad input: what a run survives, measured.")
     parser.add_argument("--skip", action="append", default=[], choices=sorted(SECTIONS), help="leave a section out (repeatable)")
     parser.add_argument("--only", action="append", default=[], choices=sorted(SECTIONS), help="run only these sections")
     parser.add_argument("--skip-resume", action="store_true", help="same as --skip resume (the long section)")

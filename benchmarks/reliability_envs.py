@@ -1,4 +1,4 @@
-"""Environment faults during rollouts, measured (issue 13): JVM kills and hangs.
+"""Environment faults during rollouts, measured: JVM kills and hangs (docs/reliability.md).
 
 Each trial plays a real rollout and injects one fault at a random moment (seeded), from
 another thread, as the system would:

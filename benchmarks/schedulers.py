@@ -1,5 +1,5 @@
 """STEPO, the curriculum and the ODYSSE sampler against the plain GRPO loop at equal budget
-(issue 15): held-out success, training success, environment steps and wall time.
+(docs/schedulers.md): held-out success, training success, environment steps and wall time.
 
 One warm start for every method: a tiny policy behaviour-cloned on gold twc episodes (so
 that it wins some episodes and groups have signal). Each method (``grpo``,

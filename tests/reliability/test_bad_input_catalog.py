@@ -124,7 +124,7 @@ def test_the_good_run_wrote_every_versioned_output(ingested):
     assert len(versions) == len(VERSIONED)
     table = pd.read_parquet(record.outputs[VERSIONED["trajectories"]])
     assert set(table["env"]) == {"textworldexpress", "external"}
-    assert len(list(MALFORMED.iterdir())) - 1 == len(EXPECTED_ERRORS) >= 32  # the README aside
+    assert len(list(MALFORMED.iterdir())) - 1 == len(EXPECTED_ERRORS) >= 32  # its README.md aside
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_ERRORS))

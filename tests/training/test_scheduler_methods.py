@@ -1,4 +1,4 @@
-"""The grid's scheduler methods (issue 15): each cell's RL settings switch on its option,
+"""The grid's scheduler methods: each cell's RL settings switch on its option,
 and the default presets leave them out (the default grid takes no longer)."""
 
 from __future__ import annotations

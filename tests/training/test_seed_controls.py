@@ -1,4 +1,4 @@
-"""The two SEED controls of the experiment grid (issue 11) on a tiny real run: one update of
+"""The two SEED controls of the experiment grid on a tiny real run: one update of
 the behaviour-cloned tiny policy on a twc and a cookingworld task, the policy writing its
 own (compact) skills as in the grid, for SEED, ``seed_ungated`` and ``seed_unrelated_skill``.
 

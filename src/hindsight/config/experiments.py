@@ -73,7 +73,7 @@ class ExperimentsConfig:
     """``parameters_experiments.yml``: the experiment grid."""
 
     preset: str = "full"
-    """Which preset runs: full (the README's Results), controls (SEED against its two
+    """Which preset runs: full (docs/results.md, "The experiment grid"), controls (SEED against its two
     controls and GRPO), distill_weight (SEED and its unrelated-skill control with the
     distillation term at weight 1) or quick (minutes)."""
     cache_dir: str = "data/07_model_output/experiment_cells"

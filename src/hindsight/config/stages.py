@@ -91,7 +91,7 @@ class BehaviourCloningConfig:
     sft: SFTConfig = field(default_factory=_behaviour_cloning_sft)
     """A step budget, not a time budget: the same data gives the same weights on any CPU.
     750 steps of 8 are about 3.7 epochs of the default 1630 expert steps (~3 min on 2
-    cores with bf16); at a fixed token budget, more smaller steps learned faster (README
+    cores with bf16); at a fixed token budget, more smaller steps learned faster (docs/results.md,
     "Tuning the default")."""
 
 
@@ -167,7 +167,7 @@ class SkillsConfig:
     """The validation filter."""
     analyzer_sft_from: str = "every_episode"
     """The analyzer SFT set is built from the accepted skills (``accepted``: the paper), from
-    every parsed one (``parsed``), or (``every_episode``: issue 11's route A) from the rule
+    every parsed one (``parsed``), or (``every_episode``: route A, the default) from the rule
     teacher of the ``analyzer`` language, one skill for every expert episode and every
     base-policy rollout (the teacher's skills are still validated and kept for the bank)."""
     analyzer_heldout_fraction: float = 0.1

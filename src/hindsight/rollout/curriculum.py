@@ -2,7 +2,7 @@
 read them (STEPO pass-rate calibration and a curriculum; docs/fidelity.md, "The schedulers").
 
 The details of STEPO and of EvoCUA's curriculum are not public; what follows is our
-reading, and the README says so.
+reading, and docs/fidelity.md says so.
 
 - ``PassRates`` keeps, per task (``group_id``), the episodes played, the episodes won and
   an exponential moving average of the success rate of its groups: the first group sets

@@ -1,4 +1,4 @@
-"""A compact skill language in the policy's own vocabulary (issue 11, route A).
+"""A compact skill language in the policy's own vocabulary (route A: the default run's skills).
 
 A tiny from-scratch policy does not learn to write the long JSON skills of the rule miner
 (170-380 tokens after a prompt cut to the last steps), so its analyses never parse. Here a

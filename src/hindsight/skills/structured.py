@@ -1,8 +1,8 @@
 """Structured analyzer decoding: the policy writes only the two strings of the skill JSON.
 
-A small policy does not learn the analyzer's JSON frame from a few SFT examples (README
-"Known limits": parse rate 0), so its analyses give no skill and SEED's distillation term
-no signal. Like a JSON-schema-guided decoder, ``structured_skill_outputs`` writes the frame
+A small policy does not learn the analyzer's JSON frame from a few SFT examples
+(docs/known_limits.md: parse rate 0), so its analyses give no skill and SEED's distillation
+term no signal. Like a JSON-schema-guided decoder, ``structured_skill_outputs`` writes the frame
 itself and lets the policy fill the fields, greedily:
 
 1. prompt + ``{"episode_summary": "`` -> the policy writes the summary: at least one token

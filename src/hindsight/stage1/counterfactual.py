@@ -20,8 +20,8 @@ then decides between objects, not verbs), never an information action ("look", "
 "inventory"). Steps whose action the skill does not list, ``avoid:`` skills and steps with no
 candidate give no example. The examples never appear without their skill, so the plain
 behaviour-cloning data is unchanged; the shared weights still carry the swapped targets into
-the plain policy (measured in README "SEED with the policy's own skills": at 300 Stage-1
-steps the expert's actions lose 0.16-0.23 nats/token without the skill).
+the plain policy (measured in docs/results.md, "SEED with the policy's own skills": at 300
+Stage-1 steps the expert's actions lose 0.16-0.23 nats/token without the skill).
 
 Two more kinds teach which item of a skill fits the state, and when a skill does not fit:
 
@@ -35,7 +35,7 @@ Two more kinds teach which item of a skill fits the state, and when a skill does
   with the skill of an episode of another task type (``skills.assignment``), the expert's
   action still the target: a skill that does not fit the state changes nothing.
 
-Measured (README "SEED with the policy's own skills"): with both, the skill no longer
+Measured (docs/results.md, "SEED with the policy's own skills"): with both, the skill no longer
 overrides the state and the policy reads the order where it is unsure of the action, but
 the premise's mean gap on won episodes stays below 0 (-0.074 at best, 60 held-out tasks).
 """

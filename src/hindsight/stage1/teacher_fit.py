@@ -1,4 +1,4 @@
-"""Fitting the hindsight teacher on the policy's own episodes (issue 11, route A).
+"""Fitting the hindsight teacher on the policy's own episodes (route A).
 
 SEED's teacher is the policy re-reading its own actions with the skill it wrote from the
 same episode (``l_skill``). Over the policy's own samples the expected teacher gap
@@ -7,7 +7,7 @@ the policy's actions given the hindsight skill ``k`` of their episode this is th
 conditional mutual information ``I(a; k | s) >= 0`` (and, for each skill, a KL divergence
 >= 0); for any other skill-conditioned model it is that minus a divergence. Expert steps
 cannot teach that posterior: the expert's action is predictable from the state, so the
-skill adds nothing there (README, "Why the teacher gap is negative"). The policy's own
+skill adds nothing there (docs/results.md, "Why the teacher gap is negative"). The policy's own
 episodes, sampled at the temperature RL samples at, can, since the skill written from an
 episode tells which of its random choices were made.
 

@@ -3,7 +3,7 @@ kept (``GroupFilter``: every group; ``ZeroVarianceFilter``) and how step samples
 (``SampleWeights``: equally; ``EpisodeBalance``); which tasks are played is the task draw's
 (``rollout.curriculum.TaskDraw``).
 
-The details of STEPO are not public; this is our reading (the README says so):
+The details of STEPO are not public; this is our reading (docs/fidelity.md, "The schedulers"):
 
 - policy-aware filtering (``stepo_filter_zero_variance``): a group whose episode returns
   are all equal carries no group-relative signal (``algorithms.zero_variance_groups``), so

@@ -104,7 +104,7 @@ def build_initial_policy(
             raise FileNotFoundError(
                 "behaviour_cloning.policy.from_pretrained_model is set but the catalog holds no 'pretrained_model' "
                 "(data/06_models/pretrained_model): convert it once with "
-                "`kedro run --env <env> --pipeline pretrained_model` (README: the pretrained route)"
+                "`kedro run --env <env> --pipeline pretrained_model` (docs/pretrained.md)"
             )
         model_dir = pretrained_model
     if model_dir:
