@@ -1,23 +1,32 @@
-"""Kedro project settings: configuration environments and project hooks."""
+"""Kedro project settings: configuration environments (and the ``tracking`` settings file,
+``hindsight.hooks.mlflow_run``) and project hooks."""
 
 from hindsight.hooks import (
+    DatasetLineageHooks,
     DataVersionHooks,
     EnvironmentCheckHooks,
     MemoryReleaseHooks,
+    MissingInputHooks,
     ModelLoggingHooks,
     NodeResourceHooks,
     ReportArtifactHooks,
     ReproducibilityHooks,
     RunRecordHooks,
     SettingsHooks,
+    SystemMetricsHooks,
+    TrainingRunHooks,
 )
 
 HOOKS = (
     EnvironmentCheckHooks(),
+    SystemMetricsHooks(),
+    MissingInputHooks(),  # after SystemMetricsHooks: both run first, the last registered first
+    TrainingRunHooks(),
     ReproducibilityHooks(),
     SettingsHooks(),
     RunRecordHooks(),
     DataVersionHooks(),
+    DatasetLineageHooks(),
     ReportArtifactHooks(),
     ModelLoggingHooks(),
     MemoryReleaseHooks(),
@@ -29,5 +38,6 @@ CONFIG_LOADER_ARGS = {
     "default_run_env": "local",
     "config_patterns": {
         "mlflow": ["mlflow*", "mlflow*/**"],
+        "tracking": ["tracking*", "tracking*/**"],
     },
 }

@@ -144,3 +144,29 @@ def test_mlflow_run_records_what_reproduces_it(run):
     assert tags["version.torch"] == importlib.metadata.version("torch")
     assert tags["version.transformers"] == importlib.metadata.version("transformers")
     assert len(tags["params.sha1"]) == 40
+
+
+def test_the_mlflow_run_reads_as_a_training_run(trained_project, run):
+    """MLflow as a training tool: the experiment opens on its training runs, the run is named
+    after what ran, the datasets it read and wrote are its dataset inputs (Kedro names and
+    versions), and every checkpoint it saved is a logged model of the run."""
+    project, _ = trained_project
+    client = project.mlflow_client()
+    info = run.mlflow_run.info
+    assert client.get_experiment(info.experiment_id).tags["mlflow.experimentKind"] == "custom_model_development"
+    assert info.run_name != "__default__" and info.run_name.startswith("default · test · ")
+
+    inputs = {item.dataset.name: item for item in client.get_run(info.run_id).inputs.dataset_inputs}
+    assert {"trajectories", "skills", "base_policy", "stage1_policy", "rl_policy", "training_history"} <= set(inputs)
+    assert inputs["trajectories"].dataset.digest == run.outputs["03_primary/trajectories.parquet"].parent.name
+    context = {tag.key: tag.value for tag in inputs["trajectories"].tags}["mlflow.data.context"]
+    assert context == "output"  # written by ingestion, then read back by the later stages
+
+    tags = run.mlflow_run.data.tags
+    for checkpoint in ("base_policy", "stage1_sft_policy", "stage1_policy", "rl_policy"):
+        model = client.get_logged_model(tags[f"logged_model.{checkpoint}"])
+        assert model.name == checkpoint and model.source_run_id == info.run_id, checkpoint
+    base = client.get_logged_model(tags["logged_model.base_policy"])
+    assert base.tags["hindsight.path"] == str(run.outputs["06_models/base_policy"])  # a reference, no copy
+    outputs = {output.model_id for output in client.get_run(info.run_id).outputs.model_outputs}
+    assert {tags[f"logged_model.{name}"] for name in ("base_policy", "stage1_policy", "rl_policy")} <= outputs

@@ -1,7 +1,16 @@
-"""The trained policy as an MLflow model linked to the run that produced it.
+"""Every checkpoint a run saves as an MLflow model of that run.
 
-A policy is saved by the catalog as an ordinary HF directory (``ModelDirectoryDataset``).
-``log_policy_model`` also logs it with MLflow's transformers flavour
+Two ways, by cost. The final policies (``LOGGED_POLICIES``: RL, EMPO) are logged whole, so
+that ``models:/<id>`` loads them from MLflow alone (below). Every other checkpoint the
+catalog saves (a ``ModelDirectoryDataset``: the base, Stage-1 SFT, Stage-1, State2State and
+pretrained policies, the world model) is logged as an *external* MLflow 3 model
+(``mlflow.create_external_model``) pointing at its versioned directory: a ``LoggedModel``
+of the run (source run, tags ``hindsight.dataset`` / ``hindsight.version`` /
+``hindsight.path``, a run output at the checkpoint's step) that copies no weights; MLflow
+writes only its small ``MLmodel`` stub (``log_checkpoint_reference``).
+
+A final policy, saved by the catalog as an ordinary HF directory, is also logged by
+``log_policy_model`` with MLflow's transformers flavour
 (``mlflow.transformers.log_model``, an MLflow 3 ``LoggedModel``): the model's source run is
 the active run, and the run's metrics at ``step`` (the final RL update) are linked to it, so
 the MLflow UI leads from a metric of the run to the weights that produced it, and back.
@@ -36,9 +45,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 LOGGED_POLICIES = ("rl_policy", "empo_policy")
-"""Catalog datasets whose saved policy is logged as an MLflow model: the final policies (RL,
-EMPO). The base and Stage-1 policies are intermediate checkpoints, already versioned
-datasets whose versions are tagged on the run (``data_version.<dataset>``)."""
+"""Catalog datasets whose saved policy is logged whole as an MLflow model: the final
+policies (RL, EMPO). Every other checkpoint is logged as a reference to its versioned
+directory (``log_checkpoint_reference``)."""
+CHECKPOINT_MODEL_TYPE = "hindsight-checkpoint"
+"""``model_type`` of a checkpoint logged by reference."""
 
 TASK = "text-generation"
 REQUIREMENT_PACKAGES = ("torch", "transformers", "tokenizers", "safetensors")
@@ -120,6 +131,39 @@ def log_policy_model(policy: Policy, name: str, step: int = 0) -> LoggedPolicy |
     seconds = time.perf_counter() - started
     logger.info("Logged %s as MLflow model %s (run %s) in %.1fs", name, info.model_id, run.info.run_id, seconds)
     return LoggedPolicy(model_id=info.model_id, model_uri=f"models:/{info.model_id}", run_id=run.info.run_id, seconds=seconds)
+
+
+def log_checkpoint_reference(name: str, directory: Path, version: str | None, step: int = 0) -> LoggedPolicy | None:
+    """Log a saved checkpoint as an external MLflow model of the active run: its weights stay
+    in the catalog's versioned directory, which the model's tags name.
+
+    Args:
+        name: The catalog dataset (the model's name in MLflow, e.g. ``base_policy``).
+        directory: The version's directory (``data/06_models/<name>/<version>/<name>``).
+        version: The Kedro version of the checkpoint.
+        step: The run's step the checkpoint belongs to (its number of updates).
+
+    Returns:
+        The logged model's id and source run; None when no MLflow run is active.
+    """
+    import mlflow
+    from mlflow.entities import LoggedModelOutput
+
+    run = mlflow.active_run()
+    if run is None:
+        return None
+    started = time.perf_counter()
+    tags = {"hindsight.dataset": name, "hindsight.path": str(Path(directory).absolute())}
+    if version:
+        tags["hindsight.version"] = version
+    model = mlflow.create_external_model(
+        name=name, source_run_id=run.info.run_id, tags=tags, model_type=CHECKPOINT_MODEL_TYPE,
+        params={"hindsight.updates": str(int(step))},
+    )
+    mlflow.log_outputs(models=[LoggedModelOutput(model_id=model.model_id, step=int(step))])
+    seconds = time.perf_counter() - started
+    logger.info("Logged %s (version %s) as external MLflow model %s in %.2fs", name, version, model.model_id, seconds)
+    return LoggedPolicy(model_id=model.model_id, model_uri=f"models:/{model.model_id}", run_id=run.info.run_id, seconds=seconds)
 
 
 def load_logged_policy(model_uri: str, device: str | None = "cpu"):

@@ -107,25 +107,43 @@ class ReproducibilityHooks:
 RECORDED_PACKAGES = ("textworld-express", "scienceworld", "textworld", "torch", "transformers", "peft", "kedro", "mlflow")
 
 
+def _git(args: list[str], cwd: str) -> str | None:
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
 def run_record(params: dict, project_path: Path | None = None) -> dict[str, str]:
-    """What reproduces a run, as MLflow tags: the git commit of the project (with
-    ``-dirty`` when the work tree has changes), the installed versions of the environment
-    and learning packages, and a hash of the resolved parameters."""
+    """What reproduces a run, as MLflow tags: the git commit of the project, the installed
+    versions of the environment and learning packages, and a hash of the resolved parameters.
+
+    The commit says ``-dirty`` when the work tree differs from it (a tracked file changed or
+    an untracked file not ignored), and then ``git.dirty`` lists the paths (``git status
+    --porcelain``) and ``git.diff_sha1`` hashes the changes of tracked files, so a dirty run
+    says what differed and two runs with the same edits can be matched. Nothing the run
+    itself writes counts (run outputs are ignored; kedro-telemetry, which would append to
+    ``pyproject.toml``, is declined in the committed ``.telemetry``)."""
     import hashlib
     import json
-    import subprocess
     from importlib.metadata import PackageNotFoundError, version
 
     tags = {"params.sha1": hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()}
-    try:
-        cwd = str(project_path or Path.cwd())
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=cwd, capture_output=True, text=True, timeout=10)
-        if commit.returncode == 0:
-            tags["git.commit"] = commit.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.SubprocessError):
-        pass
-    tags.setdefault("git.commit", "unknown (not a git work tree)")
+    cwd = str(project_path or Path.cwd())
+    commit = _git(["rev-parse", "HEAD"], cwd)
+    status = _git(["status", "--porcelain"], cwd)
+    if commit:
+        dirty = bool(status and status.strip())
+        tags["git.commit"] = commit.strip() + ("-dirty" if dirty else "")
+        if dirty:
+            tags["git.dirty"] = status.strip()[:4000]
+            diff = _git(["diff", "HEAD", "--no-ext-diff", "--binary"], cwd) or ""
+            tags["git.diff_sha1"] = hashlib.sha1(diff.encode()).hexdigest()
+    else:
+        tags["git.commit"] = "unknown (not a git work tree)"
     for package in RECORDED_PACKAGES:
         try:
             tags[f"version.{package}"] = version(package)
@@ -135,11 +153,17 @@ def run_record(params: dict, project_path: Path | None = None) -> dict[str, str]
 
 
 class RunRecordHooks:
-    """Tag every MLflow run with ``run_record``: the commit, the package versions and the
+    """Tag every MLflow run with ``run_record``: the commit of the project the session runs
+    (its ``project_path``, wherever the process was started), the package versions and the
     parameter hash that produced it (logged at the first node, once the run is open)."""
 
     def __init__(self) -> None:
         self._params: dict | None = None
+        self._project_path: Path | None = None
+
+    @hook_impl
+    def after_context_created(self, context) -> None:
+        self._project_path = Path(context.project_path)
 
     @hook_impl
     def before_pipeline_run(self, run_params, pipeline, catalog) -> None:
@@ -151,19 +175,16 @@ class RunRecordHooks:
             return
         from hindsight import tracking
 
-        tracking.set_tags(run_record(self._params))
+        tracking.set_tags(run_record(self._params, self._project_path))
         self._params = None
 
 
 def _version_of(dataset, save: bool) -> str | None:
-    """The version folder a versioned dataset last read (or wrote), None if unversioned."""
-    if getattr(dataset, "_version", None) is None:
-        return None
-    try:
-        path = Path(dataset._get_save_path() if save else dataset._get_load_path())
-    except Exception:
-        return None
-    return path.parent.name
+    """The version folder a versioned dataset last read (or just wrote), None if unversioned."""
+    from hindsight.hooks.lineage import dataset_location
+
+    found = dataset_location(dataset, save)
+    return found[1] if found else None
 
 
 class DataVersionHooks:
@@ -233,31 +254,60 @@ class ReportArtifactHooks:
 
 
 class ModelLoggingHooks:
-    """Log each trained policy the catalog saves (``model_logging.LOGGED_POLICIES``: the RL
-    policy) as an MLflow model of the run, its final metrics linked to it, and tag the run
-    with the model's id (``logged_model.<dataset>``).
+    """Log every checkpoint the catalog saves (a ``ModelDirectoryDataset``) as an MLflow model
+    of the run, and tag the run with the model's id (``logged_model.<dataset>``): the final
+    policies (``model_logging.LOGGED_POLICIES``) whole, their final metrics linked to them;
+    the others as references to their versioned directories (``hooks.model_logging``).
 
     The weights are already safe in their versioned dataset when this runs: a failure to log
     them to MLflow is reported as a warning (and a ``logged_model.<dataset>`` tag saying so),
     not raised, so the rest of the run (evaluation) still happens.
     """
 
+    def __init__(self) -> None:
+        self._catalog = None
+
+    @hook_impl
+    def after_catalog_created(self, catalog) -> None:
+        self._catalog = catalog
+
+    def _checkpoint_location(self, dataset_name: str) -> tuple[Path, str | None] | None:
+        """The saved version's directory and version, if ``dataset_name`` is a checkpoint."""
+        from hindsight.datasets import ModelDirectoryDataset
+        from hindsight.hooks.lineage import dataset_location
+
+        if self._catalog is None:
+            return None
+        try:
+            dataset = self._catalog.get(dataset_name)
+        except Exception:
+            return None
+        if not isinstance(dataset, ModelDirectoryDataset):
+            return None
+        return dataset_location(dataset, save=True)
+
     @hook_impl
     def after_dataset_saved(self, dataset_name: str, data, node) -> None:
-        from hindsight.hooks.model_logging import LOGGED_POLICIES, log_policy_model
+        from hindsight.hooks.model_logging import LOGGED_POLICIES, log_checkpoint_reference, log_policy_model
 
-        if dataset_name not in LOGGED_POLICIES:
+        checkpoint = None if dataset_name in LOGGED_POLICIES else self._checkpoint_location(dataset_name)
+        if dataset_name not in LOGGED_POLICIES and checkpoint is None:
             return
         from hindsight import tracking
 
+        name = dataset_name.split("@")[0]
+        step = int(getattr(data, "version", 0) or 0)
         try:
-            logged = log_policy_model(data, dataset_name, step=int(getattr(data, "version", 0)))
+            if checkpoint is None:
+                logged = log_policy_model(data, name, step=step)
+            else:
+                logged = log_checkpoint_reference(name, checkpoint[0], checkpoint[1], step=step)
         except Exception as error:  # noqa: BLE001 - tracking must not lose a finished training run
             logger.warning(
                 "Could not log %s as an MLflow model (%s: %s); its weights are in the catalog",
-                dataset_name, type(error).__name__, error,
+                name, type(error).__name__, error,
             )
-            tracking.set_tags({f"logged_model.{dataset_name}": f"failed: {type(error).__name__}: {error}"[:500]})
+            tracking.set_tags({f"logged_model.{name}": f"failed: {type(error).__name__}: {error}"[:500]})
             return
         if logged is not None:
-            tracking.set_tags({f"logged_model.{dataset_name}": logged.model_id})
+            tracking.set_tags({f"logged_model.{name}": logged.model_id})
