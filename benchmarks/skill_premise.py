@@ -1,4 +1,4 @@
-"""Does a compact skill the policy writes itself help the policy? (issue 11, route A; prints figures)
+"""Does a compact skill the policy writes itself help the policy? (route A; prints figures)
 
 SEED's distillation needs two things from the policy: analyses that parse into a skill, and a
 skill that, injected into the prompt, makes the right actions likelier (``l_skill > l_plain``).
@@ -102,7 +102,7 @@ def main() -> None:
     from hindsight.policy.tokenizer import train_tokenizer
     from hindsight.rollout.engine import run_rollouts
     from hindsight.rollout.random_agent import run_random_agent
-    from hindsight.rollout.tasks import split_tasks
+    from hindsight.rollout.tasks import seen_tasks, split_tasks
     from hindsight.skills import episodes_from_table, parse_skill_json
     from hindsight.skills.compact import (
         MAX_TEMPLATES, CompactRuleTeacher, compact_analysis_prompt, compact_skill, episode_templates, skill_vocabulary,
@@ -157,7 +157,7 @@ def main() -> None:
 
     # 3b. The premise check on held-out tasks, with the policy's own skill.
     offset = project.environment.seen_seed_offset
-    heldout_tasks = [task for spec in project.specs() for task in split_tasks(spec, "train", args.heldout_tasks, offset)]
+    heldout_tasks = [task for spec in project.specs() for task in seen_tasks(spec, args.heldout_tasks, offset)]
     rollout = run_rollouts(policy, make_env, heldout_tasks, project.rollout_config(group_size=1, temperature=1.0))
     played = episodes_from_table(rollout.table)
     own_outputs = grammar_skill_outputs(policy, [compact_analysis_prompt(episode) for episode in played],

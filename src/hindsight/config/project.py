@@ -53,9 +53,11 @@ class EnvironmentConfig:
     ``hindsight.envs.gym_adapter``)."""
     max_steps: int = 20
     """Steps after which an episode ends unsolved."""
-    seen_seed_offset: int = 500
+    seen_seed_offset: int | None = None
     """First train-fold task position of the held-out "seen" split: the training tasks lie
-    before it (TextWorldExpress's train fold has 1000 seeds per game)."""
+    before it. null: 500, or half the game's train fold when it holds fewer than 1000 tasks
+    (TextWorldExpress: 1000 per game, so 500; a ScienceWorld task's 14 train variations: 7;
+    ``hindsight.rollout.tasks.seen_offset``)."""
     games: list[GameConfig] = field(default_factory=_default_games)
     """The games trained and evaluated on (one task type each)."""
     reward: RewardConfig = field(default_factory=RewardConfig)

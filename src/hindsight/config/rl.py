@@ -8,7 +8,8 @@ import logging
 from hindsight.config.project import ProjectConfig
 from hindsight.config.stages import HeldoutPlay, TrainingConfig
 from hindsight.methods.run import RLSetup
-from hindsight.rollout.tasks import split_tasks
+from hindsight.envs.base import EnvironmentConfigError
+from hindsight.rollout.tasks import seen_offset, split_tasks
 
 logger = logging.getLogger(__name__)
 
@@ -18,18 +19,24 @@ def rl_setup(project: ProjectConfig, training: TrainingConfig, heldout: HeldoutP
     first ``training.tasks_per_game`` train-fold seeds of each game), checking that the
     held-out "seen" tasks were never trained on."""
     specs = project.specs()
-    pool = [task for spec in specs for task in split_tasks(spec, "train", training.tasks_per_game)]
+    try:
+        pool = [task for spec in specs for task in split_tasks(spec, "train", training.tasks_per_game)]
+    except EnvironmentConfigError as error:
+        raise EnvironmentConfigError(f"{error} The training tasks are the first training.tasks_per_game={training.tasks_per_game} of each game's train fold: lower it.") from error
     if project.rollout.temperature != 1.0:
         logger.warning(
             "RL rollouts are sampled at T=%s but every log-prob is taken at T=1: the PPO ratio and the "
             "distillation target are off-policy (set rollout.temperature: 1.0)", project.rollout.temperature,
         )
-    offset = project.environment.seen_seed_offset
+    configured = project.environment.seen_seed_offset
     play = heldout or training.heldout
-    if "seen" in play.splits and offset < training.tasks_per_game:
-        raise ValueError(
-            f"environment.seen_seed_offset={offset} overlaps the {training.tasks_per_game} training tasks per game "
-            "(training.tasks_per_game): held-out 'seen' tasks must never be trained on"
-        )
+    for spec in specs if "seen" in play.splits else []:
+        offset = seen_offset(spec, configured)
+        if offset < training.tasks_per_game:
+            where = f"environment.seen_seed_offset={configured}" if configured is not None else f"the held-out 'seen' offset of {spec.game!r} ({offset}: half its train fold)"
+            raise ValueError(
+                f"{where} overlaps the {training.tasks_per_game} training tasks per game (training.tasks_per_game): "
+                "held-out 'seen' tasks must never be trained on; lower training.tasks_per_game or set environment.seen_seed_offset"
+            )
     return RLSetup(specs=specs, rollout=project.rollout_config(), heldout=project.heldout_config(play), pool=pool, analyzer=project.analyzer)
 

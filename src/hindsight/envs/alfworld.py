@@ -149,6 +149,10 @@ class AlfWorldEnvironment(ListedActionStep, InProcessEngineAdapter):
             available, count, offset, "ALFWorld", f"solvable {split} games of type {self.spec.game!r}"
         )
 
+    def fold_size(self, split: str) -> int:
+        """How many solvable games of the type ``split`` holds."""
+        return len(self._split_games(split))
+
     def _start_engine(self, game_file: str, with_expert: bool = False):
         import textworld
         from alfworld.agents.environment.alfred_tw_env import (

@@ -100,6 +100,10 @@ class TextEnvironment(ABC):
     def seeds(self, split: str, count: int, offset: int = 0) -> list[int]:
         """``count`` task seeds of fold ``split`` starting at position ``offset``."""
 
+    def fold_size(self, split: str) -> int | None:
+        """How many tasks fold ``split`` holds; None when it is unbounded or unknown."""
+        return None
+
     @abstractmethod
     def restart(self) -> None:
         """Bring a crashed backend back (new process / JVM); the next call is ``reset``."""

@@ -262,6 +262,10 @@ class ExpertReplayEnvironment(TextEnvironment):
         available = len(self.replay.by_split.get(split, []))
         return list(range(offset, min(offset + count, available)))
 
+    def fold_size(self, split: str) -> int:
+        check_split(split)
+        return len(self.replay.by_split.get(split, []))
+
     def restart(self) -> None:
         self._trajectory = None
 

@@ -133,6 +133,9 @@ class DeclarableEnvironment(TextEnvironment):
     def seeds(self, split: str, count: int, offset: int = 0) -> list[int]:
         return self.env.seeds(split, count, offset)
 
+    def fold_size(self, split: str) -> int | None:
+        return self.env.fold_size(split)
+
     def restart(self) -> None:
         self.env.restart()
 

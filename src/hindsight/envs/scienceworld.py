@@ -154,6 +154,13 @@ class ScienceWorldEnvironment(JavaObjectAdapter):
             self._variations[split], count, offset, f"ScienceWorld task {self.task_name!r}", f"{split} variations"
         )
 
+    def fold_size(self, split: str) -> int:
+        """How many variations split ``split`` of the task holds."""
+        check_split(split)
+        if not self._variations:
+            self._load(0, gold=False)
+        return len(self._variations[split])
+
     def reset(self, seed: int, split: str = "train") -> tuple[str, dict[str, Any]]:
         """Load variation ``seed`` (of split ``split``); return (observation, info)."""
         check_split(split)

@@ -104,6 +104,10 @@ class TextWorldEnvironment(ListedActionStep, InProcessEngineAdapter):
         """``count`` generation seeds of ``split`` from position ``offset``."""
         return seed_window(split_seed_range(split), count, offset, "TextWorld", f"{split} seeds")
 
+    def fold_size(self, split: str) -> int:
+        """How many generation seeds ``split`` holds."""
+        return len(split_seed_range(split))
+
     def reset(self, seed: int, split: str = "train") -> tuple[str, dict[str, Any]]:
         """Generate (or reuse) game ``seed`` of ``split`` and start it."""
         game_file = os.fspath(ensure_game(self.cache_dir, self.game_type, self.settings, split, int(seed)))

@@ -134,6 +134,10 @@ class TextWorldExpressEnvironment(ListedActionStep, JavaObjectAdapter):
             self._split_seeds(split), count, offset, f"TextWorldExpress {self.game!r}", f"{split} seeds"
         )
 
+    def fold_size(self, split: str) -> int:
+        """How many official seeds fold ``split`` holds."""
+        return len(self._split_seeds(split))
+
     def _split_seeds(self, split: str) -> list[int]:
         check_split(split)
         if split not in self._seeds_by_split:

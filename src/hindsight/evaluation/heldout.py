@@ -2,7 +2,8 @@
 trained on, in two splits like ALFWorld's seen/unseen.
 
 - "seen": train-fold seeds from position ``seen_seed_offset`` of the fold on (never used for training; same
-  object vocabulary as training);
+  object vocabulary as training; None: 500, or half a train fold of fewer than 1000 tasks,
+  ``hindsight.rollout.tasks.seen_offset``);
 - "unseen": the environment's test fold (new object names).
 
 Used by the evaluation pipeline and, every K updates, by the RL loop.
@@ -20,7 +21,7 @@ import pandas as pd
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.policy import Policy
 from hindsight.rollout.engine import RolloutConfig, run_rollouts
-from hindsight.rollout.tasks import TaskRef, split_tasks
+from hindsight.rollout.tasks import TaskRef, seen_tasks, split_tasks
 from hindsight.rollout.random_agent import run_random_agent
 
 logger = logging.getLogger(__name__)
@@ -32,8 +33,9 @@ class HeldoutConfig:
 
     episodes_per_game: int = 25
     """Tasks per game and split (one episode each)."""
-    seen_seed_offset: int = 500
-    """First train-fold seed of the "seen" split; must exceed every training seed."""
+    seen_seed_offset: int | None = None
+    """First train-fold seed of the "seen" split; must exceed every training seed. None: 500,
+    or half the game's train fold when it holds fewer than 1000 tasks (``seen_offset``)."""
     splits: tuple[str, ...] = ("seen", "unseen")
     """Which held-out splits to play."""
     decodings: dict = dataclasses.field(default_factory=lambda: {"sampled": 0.4, "greedy": 0.0})
@@ -46,13 +48,12 @@ class HeldoutConfig:
 
 def heldout_tasks(specs: Sequence[EnvironmentSpec], config: HeldoutConfig) -> dict[str, list[TaskRef]]:
     """The held-out task list of each split (``seen`` / ``unseen``)."""
-    fold = {"seen": ("train", config.seen_seed_offset), "unseen": ("test", 0)}
     tasks: dict[str, list[TaskRef]] = {}
     for split in config.splits:
-        env_split, offset = fold[split]
-        tasks[split] = [
-            task for spec in specs for task in split_tasks(spec, env_split, config.episodes_per_game, offset)
-        ]
+        if split == "seen":
+            tasks[split] = [task for spec in specs for task in seen_tasks(spec, config.episodes_per_game, config.seen_seed_offset)]
+        else:
+            tasks[split] = [task for spec in specs for task in split_tasks(spec, "test", config.episodes_per_game)]
     return tasks
 
 

@@ -87,6 +87,61 @@ def split_tasks(spec: EnvironmentSpec, split: str, count: int, offset: int = 0, 
     return make_tasks(spec, split, seeds)
 
 
+DEFAULT_SEEN_OFFSET = 500
+"""The held-out "seen" offset on a train fold of 1000 tasks or more (TextWorldExpress's hold
+1000 per game); a smaller fold starts its "seen" tasks half-way (``seen_offset``)."""
+
+
+def _seen_start(env, offset: int | None) -> int:
+    if offset is not None:
+        return int(offset)
+    size = env.fold_size("train")
+    return DEFAULT_SEEN_OFFSET if size is None else min(DEFAULT_SEEN_OFFSET, size // 2)
+
+
+def seen_offset(spec: EnvironmentSpec, offset: int | None, env_factory=None) -> int:
+    """The train-fold position where the held-out "seen" tasks of ``spec`` start:
+    ``offset`` (``environment.seen_seed_offset``) when set; when None, 500, or half the
+    game's train fold where that holds fewer than 1000 tasks (a ScienceWorld task's 14
+    variations: 7)."""
+    if offset is not None:
+        return int(offset)
+    if env_factory is None:
+        from hindsight.envs import make_env as env_factory
+    env = env_factory(spec)
+    try:
+        return _seen_start(env, offset)
+    finally:
+        env.close()
+
+
+def seen_tasks(spec: EnvironmentSpec, count: int, offset: int | None, env_factory=None) -> list[TaskRef]:
+    """``count`` held-out "seen" tasks of ``spec``: train-fold tasks from ``seen_offset`` on.
+
+    Raises:
+        EnvironmentConfigError: The fold is too small; the message names the settings.
+    """
+    from hindsight.envs.base import EnvironmentConfigError
+
+    if env_factory is None:
+        from hindsight.envs import make_env as env_factory
+    env = env_factory(spec)
+    start = offset
+    try:
+        start = _seen_start(env, offset)
+        seeds = env.seeds("train", count, start)
+    except EnvironmentConfigError as error:
+        chosen = f"environment.seen_seed_offset={offset}" if offset is not None else f"environment.seen_seed_offset=null (here {start})"
+        raise EnvironmentConfigError(
+            f"{error} The held-out 'seen' tasks are {count} per game from {chosen}: set environment.seen_seed_offset "
+            "lower (null: 500, or half the game's train fold when it holds fewer than 1000 tasks), or play fewer "
+            "held-out tasks per game (the stage's episodes_per_game)."
+        ) from error
+    finally:
+        env.close()
+    return make_tasks(spec, "train", seeds)
+
+
 def training_task_pool(tasks: Sequence[TaskRef], fraction: float, seed: int) -> list[TaskRef]:
     """The first ``fraction`` of a shuffled (fixed seed) training-task list: smaller
     fractions are subsets of larger ones, so the data-efficiency grid is nested."""

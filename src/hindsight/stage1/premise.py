@@ -3,7 +3,7 @@
 SEED distils from the policy re-scoring its own actions with its own hindsight skill in
 context (``l_skill``). That signal helps only if (1) the policy writes skills that parse and
 say something, and (2) with a skill in context the policy's log-probs move the right way.
-This module measures both after Stage 1 (issue 11, route A):
+This module measures both after Stage 1 (route A):
 
 - ``evaluate_analyzer``: the analyzer on held-out (analysis prompt -> skill) pairs, decoded
   exactly as the RL loop decodes (compact: greedy under each episode's grammar; json: greedy

@@ -23,7 +23,7 @@ from hindsight.methods.registry import build_method
 from hindsight.methods.run import checkpoint_directory, frozen_copy, heldout_evaluator
 from hindsight.policy import Policy
 from hindsight.rollout.engine import RolloutConfig
-from hindsight.rollout.tasks import split_tasks
+from hindsight.rollout.tasks import seen_offset, split_tasks
 from hindsight.state2state.exploration import explore_states
 from hindsight.state2state.goal_env import GoalEnvironmentFactory, goal_task_refs
 from hindsight.state2state.task_set import check_task_set
@@ -41,7 +41,7 @@ def explore_training_games(
     tasks_per_game: int,
     random_episodes: int,
     policy_episodes: int,
-    seen_seed_offset: int,
+    seen_seed_offset: int | None,
     seed: int,
 ) -> pd.DataFrame:
     """Reached states of the first ``tasks_per_game`` train seeds of every game, by the
@@ -55,17 +55,19 @@ def explore_training_games(
         random_episodes: Random-valid-action episodes per instance.
         policy_episodes: Policy episodes per instance.
         seen_seed_offset: First train-fold seed of the held-out "seen" split
-            (``environment.seen_seed_offset``).
+            (``environment.seen_seed_offset``; None: ``rollout.tasks.seen_offset``'s default).
         seed: Seed of the exploration.
 
     Raises:
         ValueError: The explored seeds reach the held-out "seen" seeds.
     """
-    if tasks_per_game > seen_seed_offset:
-        raise ValueError(
-            f"state2state.tasks_per_game={tasks_per_game} reaches environment.seen_seed_offset={seen_seed_offset}: "
-            "held-out 'seen' tasks must never be explored"
-        )
+    for spec in specs:
+        offset = seen_offset(spec, seen_seed_offset)
+        if tasks_per_game > offset:
+            raise ValueError(
+                f"state2state.tasks_per_game={tasks_per_game} reaches the held-out 'seen' tasks of {spec.game!r}, which start "
+                f"at {offset} (environment.seen_seed_offset={seen_seed_offset}): held-out 'seen' tasks must never be explored"
+            )
     tasks = [task for spec in specs for task in split_tasks(spec, "train", tasks_per_game)]
     return explore_states(
         tasks, make_env,

@@ -73,6 +73,10 @@ class DualControlEnvironment(ListedActionStep, EnvironmentAdapter):
         """``count`` task seeds of fold ``split`` from position ``offset``."""
         return seed_window(split_seeds(split), count, offset, "dual_control 'telecom'", f"{split} seeds")
 
+    def fold_size(self, split: str) -> int:
+        """How many task seeds fold ``split`` holds."""
+        return len(split_seeds(split))
+
     def reset(self, seed: int, split: str = "train") -> tuple[str, dict[str, Any]]:
         """Start task ``seed`` of fold ``split``; return (observation, info)."""
         if int(seed) not in split_seeds(split):

@@ -21,7 +21,7 @@ from hindsight.envs import make_env
 from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples, log_prefixed
 from hindsight.policy import Policy
 from hindsight.rollout.engine import run_rollouts
-from hindsight.rollout.tasks import split_tasks
+from hindsight.rollout.tasks import seen_tasks, split_tasks
 from hindsight.skills.analyzers import policy_teacher, rule_teacher
 from hindsight.skills.assignment import unrelated_skills
 from hindsight.stage1.counterfactual import counterfactual_examples, reorder_examples, unrelated_skill_examples
@@ -166,6 +166,17 @@ def _play_train_tasks(policy: Policy, project: ProjectConfig, tasks_per_game: in
     """The policy plays ``tasks_per_game`` train-fold tasks per game from position ``offset``
     (one episode each): the rollout result and its episodes."""
     tasks = [task for spec in project.specs() for task in split_tasks(spec, "train", tasks_per_game, offset)]
+    return _play(policy, project, tasks, temperature, seed)
+
+
+def _play_seen_tasks(policy: Policy, project: ProjectConfig, tasks_per_game: int, temperature: float, seed: int):
+    """The policy plays ``tasks_per_game`` held-out "seen" tasks per game (train-fold tasks
+    from ``environment.seen_seed_offset`` on, one episode each): the rollout result and its episodes."""
+    offset = project.environment.seen_seed_offset
+    return _play(policy, project, [task for spec in project.specs() for task in seen_tasks(spec, tasks_per_game, offset)], temperature, seed)
+
+
+def _play(policy: Policy, project: ProjectConfig, tasks: list, temperature: float, seed: int):
     rollout = run_rollouts(policy, make_env, tasks, project.rollout_config(group_size=1, temperature=temperature, seed=seed))
     return rollout, episodes_from_table(rollout.table)
 
@@ -204,9 +215,7 @@ def check_skill_premise(stage1_policy: Policy, project: ProjectConfig, settings:
     and the split by whether the skill lists the step's action (``.../{listed,unlisted}/...``)."""
     if settings.premise_tasks_per_game == 0:
         return premise_table(stage1_policy, [], [], {})
-    rollout, episodes = _play_train_tasks(
-        stage1_policy, project, settings.premise_tasks_per_game, project.environment.seen_seed_offset, 1.0, project.seeds.evaluation
-    )
+    rollout, episodes = _play_seen_tasks(stage1_policy, project, settings.premise_tasks_per_game, 1.0, project.seeds.evaluation)
     own_records = policy_teacher(stage1_policy, project.analyzer).write_skills(episodes)
     own = {record.episode_id: record.skill for record in own_records if record.parse_ok}
     rule = {record.episode_id: record.skill for record in rule_teacher(project.analyzer).write_skills(episodes) if record.parse_ok}
