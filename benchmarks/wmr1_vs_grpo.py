@@ -124,6 +124,9 @@ def main() -> None:
           f"GRPO {int(grpo.history['charts/env_steps_total'].iloc[-1])} ({len(grpo.history)} updates)")
     print(f"WM-R1: {len(history)} updates, world-model calls {int(history['world_model/calls'].sum())}, simulated success per update "
           f"{[round(v, 2) for v in history['world_model/simulated_success_rate']]}, replayed groups {[int(v) for v in history['world_model/replayed_groups']]}")
+    mechanism = {key: [round(float(v), 2) for v in history[key]] for key in history.columns
+                 if key in ("world_model/calls_per_step", "world_model/budget_progress", "world_model/length_budget_mean")}
+    print(f"WM-R1 mechanism per update: {mechanism}")
     print("held-out success on the real environment (sampled, T=0.4):")
     columns = sorted({key for result in results.values() for key in result if key.endswith("/all/success_rate")})
     for name, result in results.items():
