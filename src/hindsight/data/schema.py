@@ -26,7 +26,6 @@ from hindsight.envs.base import SPLITS
 logger = logging.getLogger(__name__)
 
 SOURCES = ("expert", "rollout", "patched", "world_model")
-ENV_FAMILIES = ("textworldexpress", "scienceworld", "textworld", "alfworld", "external")
 
 
 class TrajectoryValidationError(ValueError):
@@ -61,7 +60,7 @@ TRAJECTORY_COLUMNS: dict[str, Column] = {
     "done": Column("bool", "episode ended after this step"),
     "won": Column("bool", "the task was solved by this step (True only on the winning step)"),
     "action_valid": Column("bool", "the env accepted the action"),
-    "source": Column("str", "expert / rollout / patched / world_model"),
+    "source": Column("str", "expert / rollout / patched / world_model / replay"),
     "policy_version": Column("int", "version of the acting policy (-1 for experts / external)"),
 }
 
@@ -85,7 +84,7 @@ EPISODE_SUMMARY_COLUMNS: dict[str, Column] = {
     "env": Column("str", "environment family"),
     "task_type": Column("str", "game or task family"),
     "split": Column("str", "train / dev / test"),
-    "source": Column("str", "expert / rollout / patched / world_model"),
+    "source": Column("str", "expert / rollout / patched / world_model / replay"),
     "length": EPISODE_OUTCOME_COLUMNS["length"],
     "return": EPISODE_OUTCOME_COLUMNS["return"],
     "success": EPISODE_OUTCOME_COLUMNS["success"],
