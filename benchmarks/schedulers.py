@@ -53,6 +53,13 @@ from hindsight.training.sft import SFTConfig, train_sft  # noqa: E402
 
 SPEC = EnvironmentSpec("textworldexpress", "twc", {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}, max_steps=10)
 METHOD_NAMES = ["grpo", "grpo_stepo", "grpo_curriculum", "grpo_odysse", "grpo_espo"]
+MECHANISM_FIGURES = {
+    "stepo/dropped_groups": "sum", "stepo/extra_rounds": "sum",
+    "curriculum/infeasible_drawn": "sum", "curriculum/hard_success_drawn": "sum", "curriculum/replayed_successes": "sum",
+    "curriculum/infeasible_declared_rate": "mean", "curriculum/feasible_declared_rate": "mean",
+    "espo/episode_clipfrac": "mean", "espo/ratio_max": "max", "espo/episodes_per_minibatch": "mean",
+}
+"""Per-run figures that show each scheduler's mechanism ran (summed or averaged over updates)."""
 
 
 def warm_start(gold_episodes: int, bc_steps: int, project: ProjectConfig):
@@ -112,9 +119,9 @@ def main() -> None:
                 "train_success": float(history["rollout/success_rate"].mean()),
                 "env_steps": float(history["charts/env_steps_total"].iloc[-1]), "seconds": seconds,
             }
-            for extra in ("stepo/dropped_groups", "stepo/extra_rounds", "curriculum/infeasible_drawn", "curriculum/hard_success_drawn"):
+            for extra, aggregate in MECHANISM_FIGURES.items():
                 if extra in history:
-                    row[extra] = float(history[extra].sum())
+                    row[extra] = float(getattr(history[extra], aggregate)())
             rows.append(row)
             print({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}, flush=True)
     table = pd.DataFrame(rows)
