@@ -19,6 +19,7 @@ from hindsight.envs import EnvironmentConfigError, EnvironmentSpec, make_env
 from hindsight.envs.gym_wrapper import REPLACEMENT_CHAR, TEXT_CHARSET, TWX_GAMES, fold_size, register_gym_env
 from hindsight.envs.textworldexpress import GAME_PARAMETERS
 from hindsight.skills.skill_bank import skill_bank_from_table
+from toy_env import ToyEnvironment
 
 pytestmark = pytest.mark.filterwarnings("ignore:Game .* is not fully supported")
 
@@ -79,7 +80,7 @@ def test_gold_episode_through_gym_wins_and_every_observation_is_in_the_space():
 
 
 def test_characters_outside_the_charset_are_replaced_and_long_observations_cut():
-    class Echo(hindsight.envs.TextEnvironment):
+    class Echo(ToyEnvironment):
         spec = EnvironmentSpec("echo", "echo")
 
         def reset(self, seed, split="train"):
@@ -88,17 +89,6 @@ def test_characters_outside_the_charset_are_replaced_and_long_observations_cut()
         def step(self, action):
             return action, 0.0, False, False, {}
 
-        def gold_actions(self):
-            return []
-
-        def seeds(self, split, count, offset=0):
-            return list(range(offset, offset + count))
-
-        def restart(self):
-            pass
-
-        def close(self):
-            pass
 
     register_gym_env("test/echo-v0", lambda max_observation_length=20: hindsight.envs.gym_wrapper.wrap_as_gym(Echo(), max_observation_length))
     env = gymnasium.make("test/echo-v0")

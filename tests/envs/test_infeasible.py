@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from hindsight.envs.base import EnvironmentConfigError, EnvironmentSpec, TextEnvironment
+from hindsight.envs.base import EnvironmentConfigError, EnvironmentSpec
 from hindsight.envs.infeasible import (
     ABSENT_OBJECT_CANDIDATES,
     DECLARE_ACTION,
@@ -21,12 +21,15 @@ from hindsight.envs.infeasible import (
 )
 from hindsight.envs.reward import RewardConfig, step_reward
 from hindsight.rollout.tasks import TaskRef
+from toy_env import ToyEnvironment
 
 SPEC = EnvironmentSpec("toy", "box", {"rooms": 1}, reward=RewardConfig(success_reward=5.0))
 
 
-class BoxEnv(TextEnvironment):
+class BoxEnv(ToyEnvironment):
     """Open the box to win; the room holds a violin (a candidate object) and a box."""
+
+    GOLD = ("open box",)
 
     def __init__(self, spec: EnvironmentSpec) -> None:
         self.spec = spec
@@ -40,18 +43,6 @@ class BoxEnv(TextEnvironment):
         won = action == "open box"
         info = {"valid_actions": ["look"], "won": won, "action_valid": True, "score": float(won)}
         return "The box is open." if won else "A room.", step_reward(won, True, self.spec.reward), won, False, info
-
-    def gold_actions(self):
-        return ["open box"]
-
-    def seeds(self, split, count, offset=0):
-        return list(range(offset, offset + count))
-
-    def restart(self):
-        pass
-
-    def close(self):
-        pass
 
 
 def test_the_named_object_is_absent_and_fixed_by_the_seed():

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
-from hindsight.envs.base import EnvironmentSpec, TextEnvironment
+from hindsight.envs.base import EnvironmentSpec
 from hindsight.methods import build_method
 from hindsight.rollout.curriculum import PassRates, TaskRecord
 from hindsight.rollout.engine import RolloutConfig, run_rollouts
@@ -22,6 +22,7 @@ from hindsight.training.distillation import response_logprobs
 from hindsight.training.positive_replay import REPLAY_SOURCE, replay_hard_successes
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.rl_update import update_policy
+from toy_env import ToyEnvironment
 
 SPEC = EnvironmentSpec("toy", "box", {}, max_steps=2)
 CONFIG = RLConfig(
@@ -31,8 +32,10 @@ CONFIG = RLConfig(
 ROLLOUT = RolloutConfig(temperature=1.0, max_length=512, max_parallel=4, progress=False, group_size=2)
 
 
-class BoxEnv(TextEnvironment):
+class BoxEnv(ToyEnvironment):
     """Opening the box wins; looking does nothing."""
+
+    GOLD = ("open box",)
 
     def __init__(self, spec):
         self.spec = spec
@@ -43,18 +46,6 @@ class BoxEnv(TextEnvironment):
     def step(self, action):
         won = action == "open box"
         return "Done." if won else "A room.", 10.0 * won, won, False, {"valid_actions": ["open box", "look"], "won": won}
-
-    def gold_actions(self):
-        return ["open box"]
-
-    def seeds(self, split, count, offset=0):
-        return list(range(offset, offset + count))
-
-    def restart(self):
-        pass
-
-    def close(self):
-        pass
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from hindsight import algorithms
-from hindsight.envs.base import EnvironmentSpec, TextEnvironment
+from hindsight.envs.base import EnvironmentSpec
 from hindsight.methods import MethodContext, build_method
 from hindsight.methods.wmr1 import wmr1_scores, world_model_metrics
 from hindsight.policy.constrained import ActionTrie
@@ -23,6 +23,7 @@ from hindsight.rollout.imagination import CALLS_COLUMN, PREDICTION_LAYOUT, Imagi
 from hindsight.rollout.tasks import make_tasks
 from hindsight.training.rl_config import RLConfig
 from hindsight.world_model.environment import IMAGINE_PREFIX, RecordedTasks, WorldModelSettings, WorldModelSimulator
+from toy_env import ToyEnvironment
 
 SPEC = EnvironmentSpec("toy", "box", {}, max_steps=4)
 VALID = ["open box", "look"]
@@ -30,8 +31,10 @@ PREDICTION = "You open the box."
 ROLLOUT = RolloutConfig(temperature=1.0, max_length=512, max_parallel=4, progress=False, group_size=4, seed=3)
 
 
-class BoxEnv(TextEnvironment):
+class BoxEnv(ToyEnvironment):
     """A real-like environment (no world model inside): opening the box wins."""
+
+    GOLD = ("open box",)
 
     def __init__(self, spec):
         self.spec = spec
@@ -44,18 +47,6 @@ class BoxEnv(TextEnvironment):
         self.played.append(action)
         won = action == "open box"
         return "Done." if won else "A room.", 10.0 * won, won, False, {"valid_actions": list(VALID), "won": won}
-
-    def gold_actions(self):
-        return ["open box"]
-
-    def seeds(self, split, count, offset=0):
-        return list(range(offset, offset + count))
-
-    def restart(self):
-        pass
-
-    def close(self):
-        pass
 
 
 class ScriptedSimulator(WorldModelSimulator):
