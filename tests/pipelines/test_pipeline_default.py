@@ -99,6 +99,19 @@ def test_seed_distils_from_the_policys_own_skills(history):
     assert history["opd/gate_mean"].between(0, 1).all() and history["opd/teacher_gap_mean"].notna().all()
     assert (history["losses/total"] != 0).all() and (history["losses/grad_norm"] > 0).all()
 
+def test_the_validation_filter_plays_each_distinct_skill_of_a_task_once(run):
+    """Records of one task with the same skill share one validation: the episodes played are
+    M per distinct (task, skill), and records with equal skills get equal verdicts."""
+    metrics = run.mlflow_run.data.metrics
+    skills = pd.read_parquet(run.outputs["04_feature/skills.parquet"])
+    parsed = skills[skills["parse_ok"]]
+    distinct = parsed.drop_duplicates(["group_id", "skill"])
+    assert metrics["skills/validated_distinct"] == len(distinct)
+    assert metrics["skills/validation_episodes"] == len(distinct) * 2  # conf/test: skills.validation.rollouts
+    verdicts = parsed.groupby(["group_id", "skill"])["delta_success"].nunique()
+    assert (verdicts == 1).all()
+
+
 
 def test_stage1_reports_the_analyzer_and_the_skill_premise(run):
     metrics = run.mlflow_run.data.metrics

@@ -101,7 +101,8 @@ def validate_skills(
 ) -> pd.DataFrame:
     """Step 3: the validation filter. Each parsed skill is injected into the prompt of M new
     rollouts of its task; it is kept if it beats the plain rollouts of that task by >= 1
-    success and >= 0.125 in rate (parameters ``skills.validation``).
+    success and >= 0.125 in rate (parameters ``skills.validation``). A skill written for
+    several episodes of one task is validated once (``skills/validated_distinct``).
 
     Returns:
         The skills table (``hindsight.data.schema.SKILLS_TABLE_COLUMNS``): episode_id, group_id,
@@ -124,22 +125,28 @@ def validate_skills(
     settings = project.rollout_config(
         group_size=validation.rollouts, temperature=skills.temperature, seed=project.seeds.validation
     )
-    tasks = [task_of[record.group_id] for record in parsed]
-    episode_ids = planned_episode_ids(tasks, settings, policy_version=0, source="rollout")
-    skill_of_episode, record_of_episode = {}, {}
-    for index, record in enumerate(parsed):
-        for episode_id in episode_ids[index * settings.group_size : (index + 1) * settings.group_size]:
-            skill_of_episode[episode_id] = record.skill
-            record_of_episode[episode_id] = record.episode_id
+    # Episodes of one task often get the very same skill (the rule teacher names the same
+    # actions for every win of a task): each distinct (task, skill) is validated once and
+    # its outcome shared by every record that wrote it.
+    distinct = list(dict.fromkeys((record.group_id, record.skill) for record in parsed))
     outcomes: dict[str, ValidationOutcome] = {}
-    if parsed:
+    if distinct:
+        tasks = [task_of[group_id] for group_id, _ in distinct]
+        episode_ids = planned_episode_ids(tasks, settings, policy_version=0, source="rollout")
+        pair_of_episode = {
+            episode_id: index
+            for index in range(len(distinct))
+            for episode_id in episode_ids[index * settings.group_size : (index + 1) * settings.group_size]
+        }
+        skill_of_episode = {episode_id: distinct[index][1] for episode_id, index in pair_of_episode.items()}
         result = run_rollouts(base_policy, make_env, tasks, settings, policy_version=0, skills=skill_of_episode)
         won = episode_outcomes(result.table).set_index("episode_id")["success"]
-        per_record: dict[str, list[bool]] = {}
+        per_pair: dict[int, list[bool]] = {}
         for episode_id, success in won.items():
-            per_record.setdefault(record_of_episode[episode_id], []).append(bool(success))
+            per_pair.setdefault(pair_of_episode[episode_id], []).append(bool(success))
+        index_of_pair = {pair: index for index, pair in enumerate(distinct)}
         for record in parsed:
-            results = per_record.get(record.episode_id, [])
+            results = per_pair.get(index_of_pair[(record.group_id, record.skill)], [])
             base = plain_outcome.loc[record.group_id]
             outcomes[record.episode_id] = ValidationOutcome(
                 plain_successes=int(base["sum"]),
@@ -153,6 +160,8 @@ def validate_skills(
             "skills/accepted_rate": float(table["accepted"].mean()) if len(table) else 0.0,
             "skills/accepted": float(table["accepted"].sum()),
             "skills/mean_delta_success": float(table["delta_success"].mean()) if len(table) else 0.0,
+            "skills/validated_distinct": float(len(distinct)),
+            "skills/validation_episodes": float(len(distinct) * settings.group_size),
         }
     )
     logger.info("Validation kept %d of %d skills", int(table["accepted"].sum()), len(table))
