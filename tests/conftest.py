@@ -1,7 +1,7 @@
 """Fixtures for the whole suite: one thread for torch, and the real twc game with a tiny
 policy built on its gold episodes (each built once per session, shared by every directory);
 and how the parallel run (``pytest -n 2 --dist loadfile``: two worker processes, one core
-each) splits the files.
+each) splits the files: heaviest first, each worker with its own trained project.
 
 Torch runs on one intra-op thread: on a 2-core machine shared with other work, two OpenMP
 threads per process oversubscribe the cores and the tiny models' small ops slow down many
@@ -37,35 +37,79 @@ GOLD_EPISODES = 4
 """How many gold twc episodes the tokenizer is trained on (and the tests read)."""
 
 
-SHARED_PROJECT_FIXTURE = "trained_project"
-"""The session fixture that runs the whole default pipeline (tests/pipelines/conftest.py)."""
+SHARED_STAGE_FIXTURES = ("world_model_run", "state2state_run")
+"""Session fixtures that run a stage on the trained project (tests/pipelines/conftest.py):
+the files that read them run on one worker, so each stage runs once."""
+
+HEAVIEST_FIRST = [
+    # Test files (or the shared-stage group) by their measured wall time, slowest first
+    # (``python -m pytest -n 2 --dist loadfile --durations=0``, and with ``-m slow``): handed
+    # out first, so that the two workers end together instead of one starting the slowest
+    # file last.
+    "tests/pipelines/test_pipeline_experiments.py",
+    "shared stages",
+    "tests/training/test_distributed.py",
+    "tests/reliability/test_kill_resume.py",
+    "tests/training/test_async_rollouts.py",
+    "tests/reliability/test_rollout_worker_faults.py",
+    "tests/training/test_async_schedulers.py",
+    "tests/pipelines/test_pipeline_pretrained.py",
+    "tests/pipelines/test_pipeline_seed_distillation.py",
+    "tests/training/test_rl_schedulers_resume.py",
+    "tests/training/test_seed_controls.py",
+    "tests/training/test_rl_resume.py",
+    "tests/envs/test_scienceworld.py",
+    "tests/reliability/test_env_faults.py",
+    "tests/world_model/test_world_model_env.py",
+    "tests/training/test_seed_gpt_oss.py",
+    "tests/training/test_stepo.py",
+    "tests/pipelines/test_pipeline_multiturn_sft.py",
+    "tests/pipelines/test_pipeline_empo.py",
+]
 
 
 @functools.cache
-def reads_shared_project(test_file: str) -> bool:
-    """Whether a test file (a path relative to the project root) names the trained-project
-    fixture: a text match, because xdist's scheduler runs in the controller process, which
-    collects no test items (so no fixture names)."""
-    return SHARED_PROJECT_FIXTURE in (PROJECT_ROOT / test_file).read_text()
+def work_unit(test_file: str) -> str:
+    """The scheduling unit of a test file (a path relative to the project root): "shared
+    stages" for the files that read a shared-stage fixture (a text match, because xdist's
+    scheduler runs in the controller process, which collects no test items and so knows no
+    fixture names), else the file itself."""
+    text = (PROJECT_ROOT / test_file).read_text()
+    return "shared stages" if any(name in text for name in SHARED_STAGE_FIXTURES) else test_file
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Heaviest work units first (``HEAVIEST_FIRST``), the rest in collection order; the same
+    order in every worker, as xdist requires."""
+    rank = {unit: index for index, unit in enumerate(HEAVIEST_FIRST)}
+
+    def key(item):
+        unit = work_unit(item.nodeid.split("::", 1)[0])
+        return rank.get(unit, len(rank))
+
+    items.sort(key=key)  # stable: a file's tests keep their order
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """``pytest -n 2 --dist loadfile`` (pytest-xdist, the README's test command): each test
-    file runs whole on one worker (its module fixtures built once), and all the files that
-    read the trained project run on one worker, so the default pipeline runs once. (xdist's
-    own ``loadgroup`` marks do nothing under pytest 9: it renames a node id attribute that
-    pytest 9 no longer reads.)"""
+    file runs whole on one worker (its module fixtures built once), the files of a shared
+    stage together, heaviest first. Each worker builds the trained default project
+    (``trained_project``, a session fixture) the first time one of its files reads it: two
+    builds of about a minute, against one worker running every file that reads it.
+    (xdist's own ``loadgroup`` marks do nothing under pytest 9: it renames a node id
+    attribute that pytest 9 no longer reads.)"""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    class SharedProjectScheduling(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            test_file = nodeid.split("::", 1)[0]
-            return SHARED_PROJECT_FIXTURE if reads_shared_project(test_file) else test_file
+    config.option.loadscopereorder = False  # keep HEAVIEST_FIRST's order, not the test counts'
 
-    return SharedProjectScheduling(config, log)
+    class HeaviestFirstScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid.split("::", 1)[0])
+
+    return HeaviestFirstScheduling(config, log)
 
 
 @pytest.fixture(scope="session", autouse=True)

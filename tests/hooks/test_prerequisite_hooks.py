@@ -69,7 +69,6 @@ def test_the_producers_run_in_order(tmp_path):
     assert "no registered pipeline writes it" in missing_message("empo", ["x"], run_order(["x"], pipelines, catalog), pipelines, None)
 
 
-@pytest.mark.slow
 def test_kedro_run_of_empo_on_a_fresh_project_says_what_to_run_first(tmp_path):
     project = KedroProject(tmp_path)
     with pytest.raises(MissingInputError) as error:

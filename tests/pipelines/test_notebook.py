@@ -17,7 +17,6 @@ from nbclient import NotebookClient
 
 from kedro_project import PROJECT_ROOT
 
-pytestmark = pytest.mark.slow
 
 NOTEBOOK = PROJECT_ROOT / "notebooks" / "walkthrough.ipynb"
 AGENTS = ("stage1-sampled", "stage1-greedy", "rl-sampled", "rl-greedy", "random")

@@ -11,6 +11,8 @@ import pytest
 
 from kedro_project import KedroProject
 
+pytestmark = pytest.mark.slow  # a multi-process or whole-grid test: `-m slow` (CI runs it)
+
 QUICK_CELLS = 7 + 1  # all methods at 100% of the tasks, seed at 50%, one seed
 
 

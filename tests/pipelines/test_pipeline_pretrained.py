@@ -19,6 +19,8 @@ import pytest
 from kedro_project import KedroProject
 from tiny_gguf import write_tiny_gguf
 
+pytestmark = pytest.mark.slow  # a multi-process or whole-grid test: `-m slow` (CI runs it)
+
 LORA = {"rank": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj", "up_proj"], "last_layers": 1}
 PRETRAINED_RUN = {
     "behaviour_cloning": {"policy": {"from_pretrained_model": True, "lora": LORA}},

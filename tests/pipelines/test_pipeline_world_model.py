@@ -12,7 +12,6 @@ import pytest
 
 from hindsight.policy.model import load_policy
 
-pytestmark = pytest.mark.slow
 
 
 def test_world_model_then_wmr1(trained_project, world_model_run):

@@ -32,6 +32,8 @@ from hindsight.training.async_rollouts import RolloutWorkerError
 from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig
 
+pytestmark = pytest.mark.slow  # a multi-process or whole-grid test: `-m slow` (CI runs it)
+
 BUILDS = {"count": 0}
 """Environments built in this process (the worker's own copy of the module)."""
 

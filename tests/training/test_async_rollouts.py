@@ -19,6 +19,8 @@ from hindsight.rollout.engine import RolloutConfig
 from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig
 
+pytestmark = pytest.mark.slow  # a multi-process or whole-grid test: `-m slow` (CI runs it)
+
 SKILL_BANK = {"twc": "Take each object you see, then put it in its usual place before looking around again."}
 WALL_CLOCK = ("charts/update_seconds",)
 

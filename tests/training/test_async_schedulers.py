@@ -24,6 +24,8 @@ from hindsight.training.async_batches import Delivery, chunk_seed, chunk_tasks, 
 from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig
 
+pytestmark = pytest.mark.slow  # a multi-process or whole-grid test: `-m slow` (CI runs it)
+
 WALL_CLOCK = ("charts/update_seconds",)
 ROLLOUT = RolloutConfig(temperature=1.0, max_length=768, max_parallel=8, progress=False)
 

@@ -31,6 +31,8 @@ from hindsight.distributed import run_rl_update
 from hindsight.training.distributed import launch, run_sft, save_rollout_batch
 from hindsight.training.rl_config import RLConfig
 
+pytestmark = pytest.mark.slow  # a multi-process or whole-grid test: `-m slow` (CI runs it)
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 RL_CONFIG = RLConfig(
     algorithm="seed", kl_coef=0.0, methods={"seed": {"opd_coef": 0.5}}, learning_rate=1e-3, mini_batch_size=7,
