@@ -19,7 +19,7 @@ raw samples next to ``--out`` for a flame graph (``py-spy``'s raw format, readab
 speedscope and inferno). It is the tool for the next regression: run it before and after a
 change on the same machine.
 
-    python benchmarks/profile_run.py                       # the default run (about 8 min)
+    python benchmarks/profile_run.py                       # the default run (about 7 min)
     python benchmarks/profile_run.py -- --env test         # the test configuration
     python benchmarks/profile_run.py --raw data/profile.raw   # re-read a recorded profile
 
@@ -124,20 +124,25 @@ def attribute(samples: list[tuple[list[str], int]]) -> dict[str, collections.Cou
 
 
 def cpu_model() -> str:
-    """The CPU's model name and whether it does bf16 natively."""
+    """The CPU's model name, whether it does bf16 natively (``has_native_bf16``, the test
+    the trainers use) and its core count."""
+    import torch
+
+    from hindsight.policy.model import has_native_bf16
+
     model = platform.processor() or "unknown CPU"
     try:
-        text = Path("/proc/cpuinfo").read_text()
-        model = re.search(r"model name\s*:\s*(.*)", text)[1]
-        flags = re.search(r"flags\s*:\s*(.*)", text)[1].split()
-        model += ", " + ("native bf16 (" + " ".join(f for f in flags if "bf16" in f) + ")" if any("bf16" in f for f in flags) else "no native bf16")
+        model = re.search(r"model name\s*:\s*(.*)", Path("/proc/cpuinfo").read_text())[1]
     except (OSError, TypeError):
         pass
-    return f"{model}, {os.cpu_count()} cores"
+    bf16 = "native bf16" if has_native_bf16(torch.device("cpu")) else "no native bf16"
+    return f"{model}, {bf16}, {os.cpu_count()} cores"
 
 
 def print_table(table: dict[str, collections.Counter], wall_s: float | None, rate: int) -> None:
     total = sum(sum(c.values()) for c in table.values())
+    if total == 0:
+        raise SystemExit("the profile holds no sample of the main thread: was the run too short, or py-spy denied ptrace?")
     print(f"\nCPU: {cpu_model()}")
     if wall_s is not None:
         print(f"wall time of the whole command: {wall_s:.0f} s ({wall_s / 60:.1f} min)")
@@ -166,6 +171,8 @@ def main() -> None:
     parser.add_argument("kedro_args", nargs="*", help="after --: arguments of kedro run")
     args = parser.parse_args()
     if args.raw:
+        if not args.raw.is_file():
+            sys.exit(f"--raw {args.raw}: no such file (py-spy's raw output, written by a run of this script)")
         print_table(attribute(read_samples(args.raw)), None, args.rate)
         return
     py_spy = shutil.which("py-spy")

@@ -57,3 +57,15 @@ def test_the_table_prints_seconds_per_node(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| behaviour_cloning.train_base_policy      |      4 |" in out  # 35 samples at 10 Hz
     assert "CPU:" in out and "wall time of the whole command: 2 s" in out
+
+
+def test_an_empty_or_missing_profile_is_named(tmp_path, monkeypatch):
+    import pytest
+
+    empty = tmp_path / "empty.raw"
+    empty.write_text("_bootstrap (threading.py:1002);run (py4j/java_gateway.py:724) 9\n")
+    with pytest.raises(SystemExit, match="no sample of the main thread"):
+        profile_run.print_table(profile_run.attribute(profile_run.read_samples(empty)), wall_s=None, rate=10)
+    monkeypatch.setattr("sys.argv", ["profile_run.py", "--raw", str(tmp_path / "missing.raw")])
+    with pytest.raises(SystemExit, match="missing.raw: no such file"):
+        profile_run.main()

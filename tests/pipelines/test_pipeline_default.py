@@ -107,7 +107,7 @@ def test_the_validation_filter_plays_each_distinct_skill_of_a_task_once(run):
     parsed = skills[skills["parse_ok"]]
     distinct = parsed.drop_duplicates(["group_id", "skill"])
     assert metrics["skills/validated_distinct"] == len(distinct)
-    assert metrics["skills/validation_episodes"] == len(distinct) * 2  # conf/test: skills.validation.rollouts
+    assert metrics["skills/validation_episodes"] == len(distinct) * 2  # episodes played; conf/test: M = 2
     verdicts = parsed.groupby(["group_id", "skill"])["delta_success"].nunique()
     assert (verdicts == 1).all()
 

@@ -130,6 +130,7 @@ def validate_skills(
     # its outcome shared by every record that wrote it.
     distinct = list(dict.fromkeys((record.group_id, record.skill) for record in parsed))
     outcomes: dict[str, ValidationOutcome] = {}
+    played = 0
     if distinct:
         tasks = [task_of[group_id] for group_id, _ in distinct]
         episode_ids = planned_episode_ids(tasks, settings, policy_version=0, source="rollout")
@@ -141,6 +142,7 @@ def validate_skills(
         skill_of_episode = {episode_id: distinct[index][1] for episode_id, index in pair_of_episode.items()}
         result = run_rollouts(base_policy, make_env, tasks, settings, policy_version=0, skills=skill_of_episode)
         won = episode_outcomes(result.table).set_index("episode_id")["success"]
+        played = len(won)
         per_pair: dict[int, list[bool]] = {}
         for episode_id, success in won.items():
             per_pair.setdefault(pair_of_episode[episode_id], []).append(bool(success))
@@ -161,7 +163,7 @@ def validate_skills(
             "skills/accepted": float(table["accepted"].sum()),
             "skills/mean_delta_success": float(table["delta_success"].mean()) if len(table) else 0.0,
             "skills/validated_distinct": float(len(distinct)),
-            "skills/validation_episodes": float(len(distinct) * settings.group_size),
+            "skills/validation_episodes": float(played),
         }
     )
     logger.info("Validation kept %d of %d skills", int(table["accepted"].sum()), len(table))
