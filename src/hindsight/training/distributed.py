@@ -13,15 +13,18 @@ runs ``train_sft`` on its stripe of every batch; ``--settings`` is a YAML mappin
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
+import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Sequence
 
 import pandas as pd
+import psutil
 import torch
 import yaml
 
@@ -124,16 +127,75 @@ def project_parameters(conf_source: Path, env: str | None, overrides: Sequence[s
     return parameters
 
 
+class LearnerTimeout(RuntimeError):
+    """``launch``'s torchrun did not finish in time; the message holds each of its processes'
+    Python stack (``py-spy dump``, where the machine allows it) and the end of its output."""
+
+
 def launch(arguments: Sequence[str], processes: int, *, timeout_s: float | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
     """Run the learner's command line (``hindsight.distributed``) under ``torchrun`` on this machine (``--standalone``, ``processes``
     ranks) and wait: what a Kedro node calls, then reading rank 0's files from ``--out``.
 
+    torchrun and its ranks run in a process group of their own: on a timeout (or an
+    interrupt) the whole group is killed, so no rank outlives the call.
+
     Raises:
         RuntimeError: torchrun failed; the message holds the end of its output.
+        LearnerTimeout: torchrun ran past ``timeout_s``; the message holds the ranks' stacks.
     """
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(processes),
                "-m", "hindsight.distributed", *map(str, arguments)]
-    result = subprocess.run(command, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout_s)
-    if result.returncode != 0:
-        raise RuntimeError(f"torchrun exited with {result.returncode}: {result.stdout[-2000:]}{result.stderr[-4000:]}")
-    return result
+    process = subprocess.Popen(
+        command, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        stacks = process_stacks(process.pid)
+        _kill_group(process)
+        stdout, stderr = process.communicate()
+        raise LearnerTimeout(
+            f"torchrun did not finish within {timeout_s:.0f} s. Stacks of its processes:\n{stacks}\n"
+            f"--- end of its output ---\n{stdout[-2000:]}{stderr[-4000:]}"
+        ) from None
+    except BaseException:
+        _kill_group(process)
+        raise
+    if process.returncode != 0:
+        raise RuntimeError(f"torchrun exited with {process.returncode}: {stdout[-2000:]}{stderr[-4000:]}")
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+
+
+def process_stacks(pid: int, timeout_s: float = 30.0) -> str:
+    """The Python stacks of process ``pid`` and its descendants (``py-spy dump``), or why they
+    could not be read (py-spy missing, no ptrace rights)."""
+    try:
+        pids = [pid] + [child.pid for child in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error as error:
+        return f"(process {pid} is gone: {error})"
+    dumps = []
+    for each in pids:
+        try:
+            result = subprocess.run(["py-spy", "dump", "--pid", str(each)], capture_output=True, text=True, timeout=timeout_s)
+            dumps.append(f"--- process {each} ---\n{result.stdout or result.stderr}")
+        except (OSError, subprocess.TimeoutExpired) as error:
+            dumps.append(f"--- process {each}: no stack ({error}) ---")
+    return "\n".join(dumps)
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    """Kill ``process``, its process group and every descendant (torchrun starts its ranks
+    in sessions of their own, so the group alone would leave them running, holding the
+    output pipes open)."""
+    try:
+        descendants = psutil.Process(process.pid).children(recursive=True)
+    except psutil.Error:
+        descendants = []
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    for child in descendants:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+    psutil.wait_procs(descendants, timeout=30)
+    process.wait()
