@@ -188,3 +188,16 @@ def test_the_dual_control_configuration_builds_on_the_telecom_domain():
     environment = settings["project"].environment
     assert environment.env == "dual_control" and [game.game for game in environment.games] == ["telecom"]
     assert settings["training"].rl.algorithm == check_parameters(_merged_parameters("base"))["training"].rl.algorithm
+
+
+def test_rollout_backend_is_chosen_by_configuration():
+    """``rollout.backend`` builds the engine every stage's rollouts use: the torch engine by
+    default and in conf/pretrained (measured fastest on 2 cores), CTranslate2 when named."""
+    from hindsight.policy.backends import CTranslate2Backend, TorchBackend
+
+    base = build(ProjectConfig, {})
+    assert isinstance(base.rollout_config().backend, TorchBackend)
+    pretrained = yaml.safe_load((CONF / "pretrained" / "parameters.yml").read_text())
+    assert pretrained["rollout"]["backend"] == "torch"
+    engine = build(ProjectConfig, {"rollout": {"backend": "ctranslate2", "backend_compute_type": "float32"}}).rollout_config(group_size=4)
+    assert isinstance(engine.backend, CTranslate2Backend) and engine.backend.exact and engine.group_size == 4

@@ -20,7 +20,7 @@ import pytest
 from scienceworld.constants import JAR_PATH as SCIENCEWORLD_JAR
 from textworld_express.constants import JAR_PATH as TWX_JAR
 
-import hindsight.rollout.engine as engine_module
+from hindsight.policy.backends import TorchBackend
 from hindsight.config import EnvironmentConfig
 from hindsight.envs import (
     EnvironmentConfigError,
@@ -59,15 +59,15 @@ def twx_backend():
 def on_turn(monkeypatch, turn: int, act) -> list[int]:
     """Run ``act()`` just before the engine's ``turn``-th batched generation (1-based)."""
     calls = []
-    generate = engine_module.generate
+    generate = TorchBackend.generate  # the engine's default backend
 
-    def generate_and_act(*args, **kwargs):
+    def generate_and_act(self, *args, **kwargs):
         calls.append(len(calls) + 1)
         if len(calls) == turn:
             act()
-        return generate(*args, **kwargs)
+        return generate(self, *args, **kwargs)
 
-    monkeypatch.setattr(engine_module, "generate", generate_and_act)
+    monkeypatch.setattr(TorchBackend, "generate", generate_and_act)
     return calls
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 
+import pandas as pd
 import pytest
 import torch
 
@@ -54,3 +55,33 @@ def test_merged_rollouts_record_the_trainers_logprobs(lora_warm_policy, twc_task
 def test_bf16_rollouts_show_in_the_logprob_gap(lora_warm_policy, twc_tasks):
     metrics = one_update(copy.deepcopy(lora_warm_policy), twc_tasks, "bfloat16")
     assert 1e-4 < metrics["rollout/logprob_gap"] < 0.1
+
+
+def backend_update(policy, tasks, compute_type: str):
+    """One GRPO update whose rollouts run on CTranslate2 (the merged adapter converted)."""
+    from hindsight.policy.backends import CTranslate2Backend
+
+    config = RLConfig(
+        algorithm="grpo", updates=1, tasks_per_update=2, group_size=2, learning_rate=1e-3, mini_batch_size=64,
+        kl_coef=0.0, checkpoint_every=1, rollout_merge_lora=True, sampler_weight_cap=2.0,
+    )
+    rollout = RolloutConfig(temperature=1.0, max_length=768, max_parallel=8, progress=False, backend=CTranslate2Backend(compute_type))
+    return train_rl(policy, frozen_copy(policy.model), tasks, make_env, rollout, config, build_method(config), seed=1).history.iloc[0]
+
+
+def test_float32_engine_rollouts_record_the_trainers_logprobs(lora_warm_policy, twc_tasks):
+    """CTranslate2 in float32: the merged adapter was converted (sync time logged), the
+    recorded log-probs are the trainer's, so no correction runs."""
+    metrics = backend_update(copy.deepcopy(lora_warm_policy), twc_tasks, "float32")
+    assert metrics["rollout/weight_sync_s"] > 0
+    assert metrics["rollout/logprob_gap"] < 1e-4
+    assert "rollout/sampler_logprob_gap" not in metrics or pd.isna(metrics["rollout/sampler_logprob_gap"])
+
+
+def test_int8_engine_rollouts_are_corrected_by_truncated_importance_weights(lora_warm_policy, twc_tasks):
+    """CTranslate2 in int8: the learner recomputes the rollout's log-probs, the update is
+    decoupled PPO with the engine as behaviour policy and the weight capped at 2."""
+    metrics = backend_update(copy.deepcopy(lora_warm_policy), twc_tasks, "int8")
+    assert metrics["rollout/sampler_logprob_gap"] > 1e-4
+    assert metrics["rollout/logprob_gap"] > 1e-4  # |learner now - engine| before the first step
+    assert 0 < metrics["ppo/behaviour_weight_mean"] and metrics["ppo/behaviour_weight_max"] <= 2.0 + 1e-6

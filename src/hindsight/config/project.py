@@ -15,6 +15,7 @@ from hindsight.envs.base import EnvironmentSpec
 from hindsight.envs.reward import RewardConfig
 from hindsight.evaluation.heldout import HeldoutConfig
 from hindsight.policy.prompts import PromptConfig
+from hindsight.policy.backends import shared_backend
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.skills.analyzers import AnalyzerConfig
 
@@ -115,6 +116,13 @@ class RolloutSettings:
     """stepwise: a prompt per step with a history window (the SEED paper's); multiturn: each
     episode one growing token sequence, KV cache kept across turns, trained with one
     forward pass per episode."""
+    backend: str = "torch"
+    """What generates the step-wise rollouts (``hindsight.policy.backends``): torch (the
+    project's engine, on the learner's weights) or ctranslate2 (CTranslate2, the weights
+    converted after every update; step-wise layout only)."""
+    backend_compute_type: str = "int8"
+    """ctranslate2 only: float32 (the learner's numbers) or int8 (quantized weights; the RL
+    update corrects for the gap, ``training.rl.sampler_weight_cap``)."""
 
 
 @dataclass(frozen=True)
@@ -190,6 +198,7 @@ class ProjectConfig:
             seed=self.seeds.rollouts if seed is None else int(seed),
             progress=shared.progress,
             layout=shared.layout,
+            backend=shared_backend(shared.backend, shared.backend_compute_type),
         )
 
     def heldout_config(self, play: "HeldoutPlay", random_floor: bool = False) -> HeldoutConfig:

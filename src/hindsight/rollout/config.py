@@ -46,6 +46,9 @@ class RolloutConfig:
     layout: str = "stepwise"
     """stepwise (a prompt per step, history window) or multiturn (one token sequence per
     episode, KV cache kept across turns)."""
+    backend: Any = field(default=None, compare=False, repr=False)
+    """The inference backend of the step-wise generation (``policy.backends``: built from
+    ``rollout.backend``); None: the torch engine."""
     imagination: Any = field(default=None, compare=False, repr=False)
     """In-response world-model calls (``rollout.imagination.Imagination``: the world model and
     the bound per step), set by a method (WM-R1), not by the YAML; None: off."""

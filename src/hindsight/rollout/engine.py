@@ -33,6 +33,10 @@ sequence with its own KV cache across turns and prefills only the new observatio
 (``rollout.multiturn``); truncated contexts are re-read and counted
 (``rollout/context_reprefills``).
 
+The step-wise generation runs on ``config.backend`` (``policy.backends``; None: the torch
+engine), which gets the policy's weights at the start of every rollout
+(``weight_sync_seconds`` in the stats, ``rollout/weight_sync_s`` in the table's metrics).
+
 The recorded log-probs are the policy's own T=1 distribution, restricted to the allowed
 tokens when decoding is constrained (``policy.logprobs``), whatever the sampling
 temperature: what the trainer recomputes as ``old_logp``.
@@ -55,7 +59,7 @@ from hindsight.envs.base import EnvironmentCrashedError
 from hindsight.envs.infeasible import declaring_factory
 from hindsight.policy import Policy
 from hindsight.policy.encoding import StepSample
-from hindsight.policy.generation import generate
+from hindsight.policy.backends import TorchBackend, check_layout
 from hindsight.policy.prompts import parse_action
 from hindsight.rollout.config import RolloutConfig
 from hindsight.rollout.env_pool import EnvFactory, EnvPool
@@ -90,6 +94,7 @@ class _Timer:
     prompt_tokens: int = 0
     truncated_prompts: int = 0
     context_reprefills: int = 0
+    weight_sync: float = 0.0
 
 
 def run_rollouts(
@@ -133,10 +138,11 @@ def run_rollouts(
     _check_rollout_arguments(config, env_factory, env_pool)
     pool = env_pool or EnvPool(declaring_factory(env_factory), max_size=config.max_parallel)
     queue = deque(episode_plan(task_refs, config.group_size, config.seed, policy_version, source))
+    backend = config.backend or TorchBackend()
+    timer = _Timer(weight_sync=backend.sync(policy))
     model = policy.model
     was_training = model.training
     model.eval()
-    timer = _Timer()
     faults = RolloutFaults(planned=len(queue))
     started = time.perf_counter()
     finished: list[tuple[int, Episode, list[StepSample]]] = []
@@ -162,6 +168,7 @@ def _check_rollout_arguments(config: RolloutConfig, env_factory: EnvFactory | No
     if env_pool is None and env_factory is None:
         raise ValueError("run_rollouts: give an env_factory or an env_pool.")
     check_imagination(config.imagination, config.constrained, config.layout)
+    check_layout(config.backend or TorchBackend(), config.layout, config.imagination)
 
 
 def _finished_table(
@@ -174,7 +181,10 @@ def _finished_table(
     samples = [sample for _, _, episode_samples in finished for sample in episode_samples]
     table = pd.DataFrame(rows, columns=TABLE_COLUMNS + ([CALLS_COLUMN] if imagined else []))
     table.attrs[FAULTS_ATTR] = faults.metrics()
-    table.attrs[ENGINE_ATTR] = {"rollout/context_reprefills": float(timer.context_reprefills)}
+    table.attrs[ENGINE_ATTR] = {
+        "rollout/context_reprefills": float(timer.context_reprefills),
+        "rollout/weight_sync_s": timer.weight_sync,
+    }
     return table, samples
 
 
@@ -193,6 +203,7 @@ def _result_stats(table: pd.DataFrame, faults: RolloutFaults, timer: _Timer, wal
         mean_prompt_tokens=timer.prompt_tokens / max(len(table), 1),
         truncated_prompts=float(timer.truncated_prompts),
         context_reprefills=float(timer.context_reprefills),
+        weight_sync_seconds=timer.weight_sync,
     )
     return stats
 
@@ -311,7 +322,8 @@ def _generate_turn(policy: Policy, episodes: list[Episode], config, sampling, ge
     else:
         valid_actions = [episode.valid_actions for episode in episodes] if config.constrained else None
         prompts = [episode.prompt() for episode in episodes]
-        generations = generate(policy, prompts, config=sampling, valid_actions=valid_actions, generator=generator)
+        backend = config.backend or TorchBackend()
+        generations = backend.generate(policy, prompts, config=sampling, valid_actions=valid_actions, generator=generator)
     return generations, [0] * len(episodes)
 
 

@@ -22,7 +22,8 @@ FAULTS_ATTR = "faults"
 """``DataFrame.attrs`` key of a rollout table holding its ``faults/...`` counts."""
 ENGINE_ATTR = "engine"
 """``DataFrame.attrs`` key of a rollout table holding the engine's ``rollout/...`` counts
-(``rollout/context_reprefills``: multi-turn contexts truncated and read again)."""
+(``rollout/context_reprefills``: multi-turn contexts truncated and read again;
+``rollout/weight_sync_s``: seconds the inference backend took to bring the weights in)."""
 
 logger = logging.getLogger(__name__)
 

@@ -28,6 +28,7 @@ and, on CPU with the same seeds, ends with the same metrics (``checkpoint.resume
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ from hindsight.rollout.tasks import TaskRef, training_task_pool
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.checkpoint import ResumedRun, resume_rl, save_rl_checkpoint
 from hindsight.training.data_parallel import DataParallel
+from hindsight.training.distillation import response_logprobs
 from hindsight.training.method import Method
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.rl_parallel import gather_update_batch, mean_over_ranks, shard_tasks
@@ -202,7 +204,8 @@ def train_rl(
             state.rates.observe(played)
             proximal = producer.proximal_logprobs(batch.table, batch.samples, batch.old_logp, update)
             batch.proximal_logp = proximal if proximal is not None else batch.proximal_logp  # replayed successes
-            metrics.update(train_on_batch(policy, reference_model, method, batch, config, state, parallel))
+            update_config = correct_for_sampler(policy, batch, rollout_config, config, metrics)
+            metrics.update(train_on_batch(policy, reference_model, method, batch, update_config, state, parallel))
             producer.publish(update + 1)
             metrics.update(rollout_metrics(played, simulated=batch.simulated))
             metrics.update(method.rollout_metrics(played))
@@ -211,6 +214,26 @@ def train_rl(
             finish_update(policy, method, batch, played, metrics, state, config, update + 1, writer, evaluate, log_metrics, checkpoint_dir)
     run = state.run
     return RLRunResult(policy=policy, history=pd.DataFrame(run.history), skills=run.last_skills, last_rollout=run.last_rollout)
+
+
+def correct_for_sampler(
+    policy: Policy, batch: RolloutBatch, rollout_config: RolloutConfig, config: RLConfig, metrics: dict[str, float]
+) -> RLConfig:
+    """With an inexact rollout backend (``policy.backends``), the learner's log-probs of the
+    rollout's tokens before the update become the proximal policy and the engine's the
+    behaviour one: the update is decoupled PPO with the weight capped at
+    ``sampler_weight_cap`` (truncated importance sampling). Returns the settings the update
+    runs with; adds ``rollout/sampler_logprob_gap`` (mean |learner - engine| per token)."""
+    backend = rollout_config.backend
+    if backend is None or backend.exact or not len(batch) or batch.proximal_logp is not None:
+        return config
+    learner = response_logprobs(
+        policy.model, batch.samples, config.mini_batch_size, policy.tokenizer.pad_token_id, token_budget=config.micro_batch_tokens,
+    )
+    gaps = torch.cat([(mine - theirs).abs() for mine, theirs in zip(learner, batch.old_logp)])
+    metrics["rollout/sampler_logprob_gap"] = float(gaps.mean()) if len(gaps) else 0.0
+    batch.proximal_logp = learner
+    return dataclasses.replace(config, async_behaviour_weight_cap=config.sampler_weight_cap)
 
 
 def train_on_batch(

@@ -123,6 +123,12 @@ class RLConfig:
     async_behaviour_weight_cap: float | None = None
     """Async and the curriculum's positive replay: upper bound of the decoupled-PPO weight
     pi_prox / pi_behav (None: no cap)."""
+    sampler_weight_cap: float | None = 2.0
+    """A rollout backend whose log-probs are not the learner's (``rollout.backend:
+    ctranslate2`` in int8): the learner recomputes the rollout's log-probs before the update
+    and the loss is decoupled PPO with the engine as the behaviour policy, the truncated
+    importance weight pi_learner / pi_engine capped here (None: no cap). Ignored with the
+    torch backend, whose log-probs are the learner's."""
     async_mini_groups: int = 0
     """Async (our reading of EvoCUA's mini-groups, ``training.async_batches``): whole groups
     per worker message; the learner assembles an update from them as they arrive and the
