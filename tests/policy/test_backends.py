@@ -105,7 +105,7 @@ def test_int8_rollouts_through_the_engine(tiny_policy, twc_tasks):
 
 
 def test_the_torch_backend_is_the_default_and_shared_backends_are_reused():
-    assert RolloutConfig().backend is None and TorchBackend().sync(None) == 0.0
+    assert isinstance(RolloutConfig().backend, TorchBackend) and RolloutConfig().backend.exact
     assert shared_backend("ctranslate2", "float32") is shared_backend("ctranslate2", "float32")
 
 
@@ -126,3 +126,12 @@ def test_a_pickled_backend_converts_again_at_its_first_sync(tiny_policy, float32
     copy_of = pickle.loads(pickle.dumps(float32_backend))
     assert copy_of.engine is None and copy_of.compute_type == "float32"
     assert copy_of.sync(tiny_policy) > 0 and copy_of.engine is not None
+
+
+def test_an_architecture_the_engine_cannot_convert_names_the_setting(tokenizer):
+    """gpt-oss (learned sinks) has no CTranslate2 converter: the sync says so, not a traceback."""
+    from hindsight.policy.model import build_policy
+
+    policy = build_policy("tiny", tokenizer, seed=0, device="cpu", architecture="gpt_oss")
+    with pytest.raises(ValueError, match="ctranslate2 cannot convert a GptOssForCausalLM policy .*set rollout.backend: torch"):
+        CTranslate2Backend("float32").sync(policy)

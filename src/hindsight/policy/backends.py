@@ -55,7 +55,7 @@ from hindsight.policy.constrained import (
     stop_token_ids,
 )
 from hindsight.policy.encoding import StepSample, encode_prompt, truncate_prompt
-from hindsight.policy.generation import Generation, SamplingConfig, generate
+from hindsight.policy.generation import Generation, SamplingConfig, free_text, generate
 from hindsight.policy.model import Policy
 
 logger = logging.getLogger(__name__)
@@ -176,7 +176,7 @@ class CTranslate2Backend:
                 kept, dropped = truncate_prompt(ids, max_length - config.max_new_tokens)
                 response, logprobs, finished = self._free(tokenizer, kept, config, generator)
                 allowed = None
-                text = _free_text(tokenizer, response, config)
+                text = free_text(tokenizer, response, config)
             sample = StepSample(
                 prompt=prompt, prompt_ids=kept, response_ids=response, allowed_ids=allowed,
                 old_logprobs=torch.tensor(logprobs, dtype=torch.float32), truncated_tokens=dropped, max_length=config.max_length,
@@ -250,13 +250,6 @@ def _walk_trie(trie: ActionTrie, branches: dict[tuple[int, ...], torch.Tensor], 
     return response, logprobs, allowed_lists
 
 
-def _free_text(tokenizer, ids: list[int], config: SamplingConfig) -> str:
-    text = tokenizer.decode(ids, skip_special_tokens=True)
-    for stop in (["\n"] if config.stop_at_newline else []) + list(config.stop_strings):
-        text = text.split(stop, 1)[0]
-    return text.strip()
-
-
 def convert_policy(policy: Policy, directory: Path, compute_type: str, threads: int):
     """The policy (LoRA merged, float32, no copy kept) as a loaded CTranslate2 generator;
     the converted files are written to ``directory`` (replaced)."""
@@ -279,7 +272,11 @@ def convert_policy(policy: Policy, directory: Path, compute_type: str, threads: 
             return policy.tokenizer
 
     quantization = None if compute_type == "float32" else compute_type
-    _InMemory(str(config_dir)).convert(str(directory), quantization=quantization, force=True)
+    try:
+        _InMemory(str(config_dir)).convert(str(directory), quantization=quantization, force=True)
+    except (ValueError, NotImplementedError) as error:  # an architecture CTranslate2 cannot convert
+        architecture = type(model).__name__
+        raise ValueError(f"rollout.backend: ctranslate2 cannot convert a {architecture} policy ({error}); set rollout.backend: torch") from error
     return ctranslate2.Generator(str(directory), device="cpu", compute_type=compute_type, intra_threads=threads)
 
 

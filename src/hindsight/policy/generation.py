@@ -204,7 +204,13 @@ def _response_text(tokenizer, row: _Row, config: SamplingConfig) -> str:
         action = row.trie.action_for(row.ids)
         if action is not None:
             return action
-    text = tokenizer.decode(row.ids, skip_special_tokens=True)
+    return free_text(tokenizer, row.ids, config)
+
+
+def free_text(tokenizer, ids: Sequence[int], config: SamplingConfig) -> str:
+    """A free response's text: the decoded ids without special tokens, cut at the first
+    newline (``stop_at_newline``) and at the first stop string."""
+    text = tokenizer.decode(list(ids), skip_special_tokens=True)
     stops = (["\n"] if config.stop_at_newline else []) + list(config.stop_strings)
     for stop in stops:
         text = text.split(stop, 1)[0]

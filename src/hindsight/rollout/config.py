@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from hindsight.policy.backends import TorchBackend
 from hindsight.policy.episode_context import LAYOUTS
 from hindsight.policy.generation import SamplingConfig
 from hindsight.policy.prompts import PromptConfig
@@ -46,9 +47,9 @@ class RolloutConfig:
     layout: str = "stepwise"
     """stepwise (a prompt per step, history window) or multiturn (one token sequence per
     episode, KV cache kept across turns)."""
-    backend: Any = field(default=None, compare=False, repr=False)
+    backend: Any = field(default_factory=TorchBackend, compare=False, repr=False)
     """The inference backend of the step-wise generation (``policy.backends``: built from
-    ``rollout.backend``); None: the torch engine."""
+    ``rollout.backend``; the torch engine by default)."""
     imagination: Any = field(default=None, compare=False, repr=False)
     """In-response world-model calls (``rollout.imagination.Imagination``: the world model and
     the bound per step), set by a method (WM-R1), not by the YAML; None: off."""

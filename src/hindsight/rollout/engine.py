@@ -33,8 +33,8 @@ sequence with its own KV cache across turns and prefills only the new observatio
 (``rollout.multiturn``); truncated contexts are re-read and counted
 (``rollout/context_reprefills``).
 
-The step-wise generation runs on ``config.backend`` (``policy.backends``; None: the torch
-engine), which gets the policy's weights at the start of every rollout
+The step-wise generation runs on ``config.backend`` (``policy.backends``; by default the
+torch engine), which gets the policy's weights at the start of every rollout
 (``weight_sync_seconds`` in the stats, ``rollout/weight_sync_s`` in the table's metrics).
 
 The recorded log-probs are the policy's own T=1 distribution, restricted to the allowed
@@ -59,7 +59,7 @@ from hindsight.envs.base import EnvironmentCrashedError
 from hindsight.envs.infeasible import declaring_factory
 from hindsight.policy import Policy
 from hindsight.policy.encoding import StepSample
-from hindsight.policy.backends import TorchBackend, check_layout
+from hindsight.policy.backends import check_layout
 from hindsight.policy.prompts import parse_action
 from hindsight.rollout.config import RolloutConfig
 from hindsight.rollout.env_pool import EnvFactory, EnvPool
@@ -138,8 +138,7 @@ def run_rollouts(
     _check_rollout_arguments(config, env_factory, env_pool)
     pool = env_pool or EnvPool(declaring_factory(env_factory), max_size=config.max_parallel)
     queue = deque(episode_plan(task_refs, config.group_size, config.seed, policy_version, source))
-    backend = config.backend or TorchBackend()
-    timer = _Timer(weight_sync=backend.sync(policy))
+    timer = _Timer(weight_sync=config.backend.sync(policy))
     model = policy.model
     was_training = model.training
     model.eval()
@@ -168,7 +167,7 @@ def _check_rollout_arguments(config: RolloutConfig, env_factory: EnvFactory | No
     if env_pool is None and env_factory is None:
         raise ValueError("run_rollouts: give an env_factory or an env_pool.")
     check_imagination(config.imagination, config.constrained, config.layout)
-    check_layout(config.backend or TorchBackend(), config.layout, config.imagination)
+    check_layout(config.backend, config.layout, config.imagination)
 
 
 def _finished_table(
@@ -322,8 +321,7 @@ def _generate_turn(policy: Policy, episodes: list[Episode], config, sampling, ge
     else:
         valid_actions = [episode.valid_actions for episode in episodes] if config.constrained else None
         prompts = [episode.prompt() for episode in episodes]
-        backend = config.backend or TorchBackend()
-        generations = backend.generate(policy, prompts, config=sampling, valid_actions=valid_actions, generator=generator)
+        generations = config.backend.generate(policy, prompts, config=sampling, valid_actions=valid_actions, generator=generator)
     return generations, [0] * len(episodes)
 
 

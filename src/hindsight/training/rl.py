@@ -225,7 +225,7 @@ def correct_for_sampler(
     ``sampler_weight_cap`` (truncated importance sampling). Returns the settings the update
     runs with; adds ``rollout/sampler_logprob_gap`` (mean |learner - engine| per token)."""
     backend = rollout_config.backend
-    if backend is None or backend.exact or not len(batch) or batch.proximal_logp is not None:
+    if backend.exact or not len(batch) or batch.proximal_logp is not None:
         return config
     learner = response_logprobs(
         policy.model, batch.samples, config.mini_batch_size, policy.tokenizer.pad_token_id, token_budget=config.micro_batch_tokens,
