@@ -68,3 +68,26 @@ def test_a_replayed_success_earns_no_utilisation_bonus():
     assert rewards[0] > rewards[1]
     unmasked = wm_r1_rewards([4, 4], [True, True], [4, 0], ["g", "g"], **both)
     assert unmasked[1] > unmasked[0]  # the old scoring: the replay got the top bonus
+
+
+def test_the_official_known_answer_and_the_zero_budget_guard():
+    from hindsight.algorithms import wm_r1_length_rewards
+
+    rewards = wm_r1_rewards([3, 5, 20, 8], [True, True, False, False], [1, 3, 0, 5], ["g"] * 4, max_length=20, max_calls=5)
+    assert rewards.tolist() == pytest.approx([1.5232, 1.4530, -0.15, -0.21], abs=5e-5)
+    # all wins with 0 calls: budget 1 * 0 + 0 * 5 = 0 -> 1 (without the guard: 0 / 0)
+    calls = wm_r1_length_rewards([0, 0], [True, True], ["g", "g"], max_length=5)
+    assert calls.tolist() == [1.0, 1.0]
+    # the same with the progress schedule at its end (p = 1): a failure with 0 calls, lam = -1
+    assert wm_r1_length_rewards([0, 0], [True, False], ["g", "g"], max_length=5, progress=1.0).tolist() == pytest.approx([1.0, -1.0])
+
+
+def test_a_group_without_a_success_falls_back_to_its_longest():
+    from hindsight.algorithms import wm_r1_length_rewards
+
+    # p = c / N = 0: the reference is multiplied by 0, the budget is the limit (10);
+    # lam = -0.6 and -0.2 -> 0.9 lam - 0.1
+    assert wm_r1_length_rewards([4, 8], [False, False], ["g", "g"], max_length=10).tolist() == pytest.approx([-0.64, -0.28])
+    # progress 0.5: reference = the group's longest (8), budget 0.5 * 8 + 0.5 * 10 = 9;
+    # 4 steps: lam = -5/9 -> min(0.9 * -5/9 - 0.1, -0.1) = -0.6
+    assert wm_r1_length_rewards([4, 8], [False, False], ["g", "g"], max_length=10, progress=0.5).tolist()[0] == pytest.approx(-0.6)

@@ -180,8 +180,8 @@ def test_in_response_calls_reach_r_wm_and_the_metrics():
                          "action_valid": True, "source": source, "action": "open box", CALLS_COLUMN: n})
     table = pd.DataFrame(rows)
     scores = wmr1_scores(table, max_steps=8, progress=0.5)
-    # one world-model call per simulated step plus the in-response ones
-    expected = algorithms.wm_r1_rewards([2, 3, 2], [True, False, True], [6, 3, 0], ["g"] * 3, max_length=8, max_calls=8,
+    # the in-response calls only (a committed step's transition is no call), priced against n_wm_max 5
+    expected = algorithms.wm_r1_rewards([2, 3, 2], [True, False, True], [4, 0, 0], ["g"] * 3, max_length=8, max_calls=5,
                                         progress=0.5, imagined=[True, True, False])
     assert [scores["x"], scores["y"], scores["z"]] == pytest.approx(expected.tolist(), abs=1e-6)
     without = wmr1_scores(table.drop(columns=[CALLS_COLUMN]), max_steps=8, progress=0.5)

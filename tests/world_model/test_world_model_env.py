@@ -107,15 +107,16 @@ def test_wmr1_scores_follow_the_reward_and_replays_cost_no_world_model_calls():
             rows.append({"episode_id": episode_id, "group_id": "g", "step": step, "won": won and step == steps - 1,
                          "reward": 0.0, "action_valid": True, "source": source, "action": "take key"})
     scores = wmr1_scores(pd.DataFrame(rows), max_steps=8)
-    # p = 2/3, L_ref = 2.5, budget = 2/3*2.5 + 1/3*8 = 13/3 for steps; calls: L_ref over calls (2, 0) = 1,
-    # budget = 2/3*1 + 1/3*8 = 10/3
-    step_budget, call_budget = 13 / 3, 10 / 3
+    # p = 2/3, L_ref = 2.5, budget = 2/3*2.5 + 1/3*8 = 13/3 for steps. Calls: committed actions
+    # are no world-model calls (R_wm counts imaginary calls only), so every episode made 0;
+    # N_WM_ref = 0, budget = 2/3*0 + 1/3*n_wm_max (5) = 5/3
+    step_budget, call_budget = 13 / 3, 5 / 3
     r_len = lambda n, ok: max(0.5 - 0.5 * (n - step_budget) / step_budget, 0.1) if ok else min(0.9 * (n - step_budget) / step_budget - 0.1, -0.1)
     r_wm = lambda n, ok: max(0.5 - 0.5 * (n - call_budget) / call_budget, 0.1) if ok else min(0.9 * (n - call_budget) / call_budget - 0.1, -0.1)
-    assert scores["a"] == pytest.approx(1 + 0.5 * r_len(2, True) + 0.1 * r_wm(2, True), abs=1e-5)
-    assert scores["b"] == pytest.approx(0.5 * r_len(4, False) + 0.1 * r_wm(4, False), abs=1e-5)
-    # the replayed success made no world-model call and earns no utilisation bonus (R_wm = 0;
-    # before, its 0 calls gave it the top one, 0.1 * r_wm(0) = +0.1 over an identical simulated win)
+    assert scores["a"] == pytest.approx(1 + 0.5 * r_len(2, True) + 0.1 * r_wm(0, True), abs=1e-5)
+    assert scores["b"] == pytest.approx(0.5 * r_len(4, False) + 0.1 * r_wm(0, False), abs=1e-5)
+    # the replayed expert success made no world-model call and earns no utilisation bonus
+    # (R_wm = 0, our reading: its 0 calls would give it the top one, 0.1 * r_wm(0) = +0.1)
     assert scores["c"] == pytest.approx(1 + 0.5 * r_len(3, True), abs=1e-5)
 
 
@@ -134,8 +135,9 @@ def test_imagined_turns_count_as_world_model_calls_not_as_length():
     from hindsight import algorithms
 
     rows = []
-    # x (won): imagine a, a, imagine b (refused: no call), b -> 2 committed actions, 3 calls
-    # y (lost): c, imagine c, imagine d, c -> 2 committed actions, 4 calls
+    # x (won): imagine a, a, imagine b (refused: no call), b -> 2 committed actions, 1 call
+    # y (lost): c, imagine c, imagine d, c -> 2 committed actions, 2 calls
+    # (a committed action's world-model transition is no call for R_wm)
     for episode_id, actions, valid, won in (
         ("x", ["imagine: a", "a", "imagine: b", "b"], [True, True, False, True], True),
         ("y", ["c", "imagine: c", "imagine: d", "c"], [True] * 4, False),
@@ -144,7 +146,7 @@ def test_imagined_turns_count_as_world_model_calls_not_as_length():
             rows.append({"episode_id": episode_id, "group_id": "g", "step": step, "won": won and step == 3,
                          "reward": 0.0, "action_valid": ok, "source": "world_model", "action": action})
     scores = wmr1_scores(pd.DataFrame(rows), max_steps=8)
-    expected = algorithms.wm_r1_rewards([2, 2], [True, False], [3, 4], ["g", "g"], max_length=8, max_calls=8)
+    expected = algorithms.wm_r1_rewards([2, 2], [True, False], [1, 2], ["g", "g"], max_length=8, max_calls=5)
     assert [scores["x"], scores["y"]] == pytest.approx(expected.tolist(), abs=1e-6)
 
 

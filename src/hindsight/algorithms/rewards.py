@@ -134,45 +134,54 @@ def empo_step_rewards(
 def wm_r1_length_rewards(
     lengths: Any, successes: Any, group_ids: Any, *, max_length: float, progress: float | None = None
 ) -> torch.Tensor:
-    """WM-R1 adaptive-budget length reward, one value per trajectory.
+    """WM-R1 adaptive-budget reward (``R_len``, or ``R_wm`` over call counts), one value per
+    trajectory, as WM-R1's official code computes it per task group.
 
-    Per group: ``L_ref`` = mean length of the group's successes; ``L_budget = p * L_ref +
-    (1 - p) * max_length`` with ``p`` the training progress (``progress``: update / total
-    updates, as WM-R1 publishes it: the budget tightens over training), or, with
-    ``progress=None``, the group's success rate (our earlier reading). A group without a
-    success has no ``L_ref``: its budget is ``max_length``. ``lam = (length - L_budget) /
-    L_budget``. Success:
-    ``max(0.5 - 0.5 lam, 0.1)``; failure: ``min(0.9 lam - 0.1, -0.1)``. The same shape scores
-    world-model calls (pass call counts and the call limit as ``lengths`` / ``max_length``).
+    Per group: ``p = c / N`` (the group's success rate: the official code and the paper);
+    ``L_ref`` = mean length of the group's successes, or the group's largest length when it
+    has none (the official fallback; with ``p = c / N`` it is multiplied by 0);
+    ``L_budget = p * L_ref + (1 - p) * max_length``, and a budget of 0 becomes 1 (the
+    official guard: a group whose successes all made 0 world-model calls).
+    ``lam = (length - L_budget) / L_budget``. Success: ``max(0.5 - 0.5 lam, 0.1)``;
+    failure: ``min(0.9 lam - 0.1, -0.1)``. The same shape scores world-model calls (pass
+    call counts and ``n_wm_max`` as ``lengths`` / ``max_length``).
+
+    ``progress`` (our reading, kept as a named option; an earlier commit of the official
+    code, reverted): ``p`` is this training progress (update / updates) for every group
+    instead of its success rate, so the budgets tighten over training.
 
     Args:
         lengths: [M] trajectory lengths (or world-model call counts).
         successes: [M] booleans.
         group_ids: [M] task id of each trajectory.
-        max_length: The step limit (or call limit).
+        max_length: The step limit (or the call limit ``n_wm_max``).
+        progress: None (official: ``p = c / N``) or the training progress in [0, 1].
 
     Returns:
         [M] float tensor ``R_len``.
     """
     if max_length <= 0:
         raise ValueError(f"max_length must be positive, got {max_length}")
-    length = as_float_tensor(lengths, "lengths")
+    values = as_float_tensor(lengths, "lengths")
+    length = values.float().cpu()
     won = as_float_tensor([float(bool(x)) for x in ids_to_list(successes, "successes")], "successes")
     groups = ids_to_list(group_ids, "group_ids")
     check_lengths(len(length), successes=won, group_ids=groups)
     index, unique = group_index(groups)
     count = torch.zeros(len(unique)).index_add_(0, index, torch.ones(len(length)))
     wins = torch.zeros(len(unique)).index_add_(0, index, won)
-    win_length = torch.zeros(len(unique)).index_add_(0, index, won * length.float().cpu())
+    win_length = torch.zeros(len(unique)).index_add_(0, index, won * length)
+    longest = torch.full((len(unique),), -torch.inf).scatter_reduce_(0, index, length, reduce="amax")
     if progress is not None and not 0.0 <= progress <= 1.0:
         raise ValueError(f"progress must be in [0, 1], got {progress}")
     rate = wins / count if progress is None else torch.full_like(wins, float(progress))
-    reference = torch.where(wins > 0, win_length / wins.clamp(min=1.0), torch.full_like(wins, float(max_length)))
+    reference = torch.where(wins > 0, win_length / wins.clamp(min=1.0), longest)
     budget = (rate * reference + (1.0 - rate) * max_length)[index]
-    lam = (length.float().cpu() - budget) / budget
+    budget = torch.where(budget == 0, torch.ones_like(budget), budget)
+    lam = (length - budget) / budget
     success_reward = torch.clamp(0.5 - 0.5 * lam, min=0.1)
     failure_reward = torch.clamp(0.9 * lam - 0.1, max=-0.1)
-    return torch.where(won > 0, success_reward, failure_reward).to(length.device)
+    return torch.where(won > 0, success_reward, failure_reward).to(values.device)
 
 
 def wm_r1_rewards(
@@ -192,10 +201,16 @@ def wm_r1_rewards(
     """WM-R1 trajectory reward ``1.0 R_succ + 0.5 R_len + 0.1 R_wm`` (docs/fidelity.md, WM-R1).
 
     ``R_succ`` is 1 for a success and 0 otherwise; ``R_len`` is ``wm_r1_length_rewards``
-    over the trajectory lengths with budget ``max_length``; ``R_wm`` is the same shape over
-    the world-model calls with budget ``max_calls`` (the same ``progress``), and 0 for a
-    trajectory that was not imagined (``imagined`` False: a replayed stored success used
-    the world model for nothing, so it earns no utilisation bonus).
+    over the trajectory lengths with budget ``max_length`` (the step limit); ``R_wm`` is the
+    same shape over the world-model calls with budget ``max_calls`` (official ``n_wm_max``,
+    5) and reference ``N_WM_ref`` (mean calls of the group's successes), the same ``p``.
+    The weights are the official run's (``reward.gamma=0.1``). Known answer (one group,
+    lengths [3, 5, 20, 8], successes [T, T, F, F], calls [1, 3, 0, 5], ``max_length=20``,
+    ``max_calls=5``): [1.5232, 1.4530, -0.15, -0.21].
+
+    ``imagined`` (our reading, for the expert-episode replay source): False gives
+    ``R_wm = 0`` for a replayed expert episode, which used the world model for nothing and
+    would otherwise earn the top utilisation bonus for its 0 calls.
 
     Args:
         lengths: [M] trajectory lengths (steps).
@@ -203,11 +218,12 @@ def wm_r1_rewards(
         world_model_calls: [M] world-model calls of each trajectory.
         group_ids: [M] task id of each trajectory.
         max_length: The step limit.
-        max_calls: The world-model call limit.
+        max_calls: The world-model call limit ``n_wm_max``.
         success_weight: Weight of ``R_succ`` (1.0).
         length_weight: Weight of ``R_len`` (0.5).
         world_model_weight: Weight of ``R_wm`` (0.1).
-        progress: Training progress in [0, 1] for the budgets (None: each group's success rate).
+        progress: None (official: each group's success rate ``c / N``), or the training
+            progress in [0, 1] for the budgets (our reading).
         imagined: Optional [M] booleans; False gives ``R_wm = 0`` (default: every trajectory True).
 
     Returns:

@@ -1,40 +1,54 @@
 """WM-R1: GRPO inside a learned world model, with replayed successes and a reward that
 prices length and world-model calls.
 
-Transitions: the training episodes play in the world model's environments
+Each point says whether it follows WM-R1's official code (its repository's latest commit:
+the reward module, the GUI agent, the trainer) or is our reading (docs/fidelity.md, WM-R1).
+
+Transitions (follows): the training episodes play in the world model's environments
 (``world_model.environment``; the pipeline ``wmr1`` loads the trained simulator); held-out
 evaluation stays in the real environment.
 
-Thinking with the world model (``calls_per_step``, on by default, as in the paper and its
-official code): inside one step's response the policy may call the world model on a
-candidate action, read the prediction and go on, at most ``calls_per_step`` times (official
-default 5), then commit; the inserted world-model tokens are masked from the loss. The
-rollout engine does it (``rollout.imagination``, set by ``rollout_settings``) in training and,
-with ``heldout_imagination``, in held-out evaluation in the real game (the policy imagines
-with the world model and acts in the real environment). The in-response calls of each step
-are the table column ``imagination_calls``. Between the rollout and the update:
+Thinking with the world model (``calls_per_step``, on by default; our reading): inside one
+step's response the policy may call the world model on a candidate action, read the
+prediction and go on, at most ``calls_per_step`` times per step (default 5), then commit;
+the inserted world-model tokens are masked from the loss. The rollout engine does it
+(``rollout.imagination``, set by ``rollout_settings``) in training and, with
+``heldout_imagination``, in held-out evaluation in the real game (the policy imagines with
+the world model and acts in the real environment). The in-response calls of each step are
+the table column ``imagination_calls``. The official code differs: a response that ends in
+a world-model call is an imaginary turn (the prediction returns as a new message, the
+policy generates again, the turn is not counted in the step limit, the world model's state
+advances), at most ``n_wm_max`` per episode.
 
-1. Replay: every all-failure group (no simulated success) has its last rollout swapped for
-   a stored success of that task (a won expert episode in the trajectory table), its step
-   samples rebuilt from the table (same prompts, same constrained decoding) and scored by
-   the current policy, whose log-probs stand in as the behaviour log-probs (ratio 1 at the
-   first mini-batch). Groups of tasks without a stored success stay as they are.
-2. Scores: one per trajectory, ``algorithms.wm_r1_rewards`` = ``1.0 R_succ + 0.5 R_len +
-   0.1 R_wm`` with the adaptive budgets ``p * L_ref + (1 - p) * L_max``, ``p`` the training
-   progress (update / updates, as published; ``length_budget: group_success_rate``: the
-   group's success rate); ``L_max`` is the step limit for lengths and for world-model calls.
-   A replayed stored success earns no utilisation bonus (R_wm = 0). The length counts
-   committed actions; the calls count committed actions (one world-model step each), the
-   in-response calls and imagined turns (a refused imagined turn and a replayed episode
-   made none; our reading). Advantages: GRPO over the group, statistics taken over
-   trajectories.
+Between the rollout and the update:
+
+1. Replay (our reading; ``replay``): every all-failure group (no simulated success) has its
+   last rollout swapped for a stored success of that task (a won expert episode in the
+   trajectory table), its step samples rebuilt from the table (same prompts, same
+   constrained decoding) and scored by the current policy, whose log-probs stand in as the
+   behaviour log-probs (ratio 1 at the first mini-batch). Groups of tasks without a stored
+   success stay as they are. The official code replays the policy's own earlier successes
+   on the task (at most 8 kept per task) into its first rollout when the group's success
+   judgments have std < 0.05 and mean < 0.2, scored with their stored counts.
+2. Scores (follows): one per trajectory, ``algorithms.wm_r1_rewards`` = ``1.0 R_succ +
+   0.5 R_len + 0.1 R_wm`` with the budgets ``p * L_ref + (1 - p) * max_steps`` (lengths) and
+   ``p * N_WM_ref + (1 - p) * n_wm_max`` (world-model calls), ``p = c / N`` the task group's
+   success rate, ``L_ref`` / ``N_WM_ref`` the means over the group's successes (else the
+   group's largest), a budget of 0 read as 1. The length counts committed actions;
+   ``n_wm`` counts imaginary world-model calls only (``world_model_calls``: the in-response
+   calls and accepted imagined turns; a committed action's transition is not a call).
+   Readings kept as named options: ``length_budget: training_progress`` (``p`` = update /
+   updates); a replayed expert episode earns no utilisation bonus (R_wm = 0: its 0 calls
+   would otherwise earn the top one). Advantages: GRPO over the task group, statistics
+   taken over trajectories.
 3. Metrics (``world_model/...``): world-model calls of the update, in-response calls per
    committed step (``calls_per_step``), simulated success rate (before replay),
    all-failure groups, replayed groups and imagined turns.
 
-Imagined turns (``imagined_turns``, off by default; the older, separate-turn reading,
-exclusive with ``calls_per_step``) are turns of the world-model environment itself
-(``world_model.environment``): rows whose action starts with ``imagine: ``.
+Imagined turns (``imagined_turns``, off by default; an older reading, exclusive with
+``calls_per_step``) are turns of the world-model environment itself
+(``world_model.environment``): rows whose action starts with ``imagine: ``; unlike the
+official imaginary turn they count in the step limit and leave the state where it was.
 """
 
 from __future__ import annotations
@@ -61,7 +75,7 @@ from hindsight.training.rl_config import RLConfig
 from hindsight.training.stepo import round_seed
 from hindsight.world_model.environment import IMAGINE_PREFIX, WorldModelSimulator
 
-LENGTH_BUDGETS = ("training_progress", "group_success_rate")
+LENGTH_BUDGETS = ("group_success_rate", "training_progress")
 
 
 def replay_stored_successes(
@@ -121,37 +135,46 @@ def in_response_calls(table: pd.DataFrame) -> pd.Series:
     return table[CALLS_COLUMN].fillna(0).astype("int64")
 
 
-def wmr1_scores(table: pd.DataFrame, max_steps: int, progress: float | None = None) -> pd.Series:
-    """The WM-R1 reward of each episode (indexed by ``episode_id``): budgets by training
-    ``progress`` (None: each group's success rate); a replayed stored success earns no
-    world-model utilisation bonus."""
+def world_model_calls(table: pd.DataFrame) -> pd.Series:
+    """Each row's imaginary world-model calls, the ``n_wm`` that ``R_wm`` counts: its
+    in-response calls plus 1 for an accepted imagined turn. A committed action (the world
+    model as the transition function) is no call here, nor is a refused imagined turn; a
+    replayed row keeps what it carries."""
+    refused = ~table["action_valid"].astype(bool)
+    return (imagined_turns(table) & ~refused).astype("int64") + in_response_calls(table)
+
+
+def wmr1_scores(table: pd.DataFrame, max_steps: int, progress: float | None = None, *, n_wm_max: int = 5) -> pd.Series:
+    """The WM-R1 reward of each episode (indexed by ``episode_id``): ``algorithms.wm_r1_rewards``
+    over its committed steps (budget ``max_steps``) and its imaginary world-model calls
+    (``world_model_calls``, budget ``n_wm_max``), ``p`` the group's success rate, or the
+    training ``progress`` when given (our reading). A replayed expert episode (source
+    ``replay``) earns no world-model utilisation bonus."""
     outcomes = episode_outcomes(table, keys=["group_id"])
-    imagined = imagined_turns(table)
-    refused = imagined & ~table["action_valid"].astype(bool)
-    simulated = table["source"] != REPLAY_SOURCE
-    calls = (simulated & ~refused).astype("int64") + in_response_calls(table).where(simulated, 0)
-    counts = table.assign(call=calls, committed=~imagined)
+    counts = table.assign(call=world_model_calls(table), committed=~imagined_turns(table))
     counts = counts.groupby("episode_id")[["call", "committed"]].sum()
     replayed = set(table.loc[table["source"] == REPLAY_SOURCE, "episode_id"])
     rewards = algorithms.wm_r1_rewards(
         outcomes["episode_id"].map(counts["committed"]).tolist(), outcomes["success"].tolist(),
-        outcomes["episode_id"].map(counts["call"]).tolist(), outcomes["group_id"].tolist(), max_length=max_steps, max_calls=max_steps,
+        outcomes["episode_id"].map(counts["call"]).tolist(), outcomes["group_id"].tolist(), max_length=max_steps, max_calls=n_wm_max,
         progress=progress, imagined=[episode not in replayed for episode in outcomes["episode_id"]],
     )
     return pd.Series(rewards.tolist(), index=outcomes["episode_id"].tolist())
 
 
-def wmr1_sample_scores(table: pd.DataFrame, max_steps: int, progress: float | None = None) -> torch.Tensor:
+def wmr1_sample_scores(table: pd.DataFrame, max_steps: int, progress: float | None = None, *, n_wm_max: int = 5) -> torch.Tensor:
     """Each step sample's WM-R1 reward [N] (rows of ``table``, in order)."""
-    scores = table["episode_id"].map(wmr1_scores(table, max_steps, progress))
+    scores = table["episode_id"].map(wmr1_scores(table, max_steps, progress, n_wm_max=n_wm_max))
     return torch.tensor(scores.to_numpy(dtype="float64"), dtype=torch.float32)
 
 
-def wmr1_advantages(table: pd.DataFrame, std_normalize: bool, max_steps: int, progress: float | None = None) -> torch.Tensor:
+def wmr1_advantages(
+    table: pd.DataFrame, std_normalize: bool, max_steps: int, progress: float | None = None, *, n_wm_max: int = 5
+) -> torch.Tensor:
     """GRPO advantages [N] of the step samples (rows of ``table``, in order) from the WM-R1
     reward, statistics taken over trajectories."""
     return algorithms.group_normalized_advantages(
-        wmr1_sample_scores(table, max_steps, progress), table["group_id"].tolist(),
+        wmr1_sample_scores(table, max_steps, progress, n_wm_max=n_wm_max), table["group_id"].tolist(),
         std_normalize=std_normalize, traj_ids=table["episode_id"].tolist(),
     )
 
@@ -177,11 +200,14 @@ class WMR1Settings:
     """``training.rl.methods.wmr1``."""
 
     replay: bool = True
-    """An all-failure group swaps one rollout for a stored success of its task."""
+    """An all-failure group swaps its last rollout for a stored success of its task: a won
+    expert episode from the trajectory table (our reading; the official code replays the
+    policy's own earlier successes)."""
     calls_per_step: int = 5
     """Thinking with the world model: at most this many world-model calls inside one step's
-    response before the committed action (``rollout.imagination``; WM-R1's official default
-    5; 0: off). Each call's prediction is inserted into the response as forced tokens, masked
+    response before the committed action (``rollout.imagination``; 0: off). Our reading of
+    the official imaginary turn, which caps calls at ``n_wm_max`` (5) per episode, not per
+    step. Each call's prediction is inserted into the response as forced tokens, masked
     from the loss; the calls count in the episode's world-model calls (R_wm)."""
     heldout_imagination: bool = True
     """Held-out evaluation (real environment) also lets the policy call the world model in its
@@ -195,10 +221,15 @@ class WMR1Settings:
     Such a turn is a step sample trained like any other; it counts in the episode's step
     limit and in its world-model calls (R_wm), not in its length (R_len)."""
 
-    length_budget: str = "training_progress"
-    """How the length and call budgets tighten: training_progress (WM-R1's published reward:
-    ``p * L_ref + (1 - p) * L_max`` with ``p`` = update / updates) or group_success_rate
-    (``p`` = the group's success rate; our earlier reading)."""
+    n_wm_max: int = 5
+    """``R_wm``'s call limit: the call budget is ``p * N_WM_ref + (1 - p) * n_wm_max``
+    (``N_WM_ref`` = mean world-model calls of the group's successes; official default 5).
+    It prices calls; the number allowed is ``calls_per_step`` per step (or ``imagined_turns``)."""
+    length_budget: str = "group_success_rate"
+    """The ``p`` of both budgets (``p * L_ref + (1 - p) * L_max``, ``p * N_WM_ref + (1 - p) *
+    n_wm_max``): group_success_rate (``p = c / N``, the task group's success rate: the
+    official code and the paper) or training_progress (``p`` = update / updates, tightening
+    over training: our reading, from an official commit its authors reverted)."""
 
     def __post_init__(self) -> None:
         if self.imagined_turns < 0:
@@ -210,6 +241,8 @@ class WMR1Settings:
                 f"imagined_turns ({self.imagined_turns}) and calls_per_step ({self.calls_per_step}) are exclusive: "
                 "set training.rl.methods.wmr1.calls_per_step: 0 to use imagined turns, or imagined_turns: 0"
             )
+        if self.n_wm_max < 1:
+            raise ValueError(f"n_wm_max must be >= 1 (the call budget's limit), got {self.n_wm_max}")
         if self.length_budget not in LENGTH_BUDGETS:
             raise ValueError(f"length_budget must be one of {LENGTH_BUDGETS}, got {self.length_budget!r}")
 
@@ -269,7 +302,7 @@ class WMR1(Method):
         return batch.update / rl.updates if self.settings.length_budget == "training_progress" else None
 
     def episode_scores(self, batch: RolloutBatch, rl: RLConfig, max_steps: int) -> torch.Tensor:
-        return wmr1_sample_scores(batch.table, max_steps, self.progress(batch, rl))
+        return wmr1_sample_scores(batch.table, max_steps, self.progress(batch, rl), n_wm_max=self.settings.n_wm_max)
 
     def advantages(self, batch: RolloutBatch, rl: RLConfig, max_steps: int) -> torch.Tensor:
-        return wmr1_advantages(batch.table, rl.std_normalize, max_steps, self.progress(batch, rl))
+        return wmr1_advantages(batch.table, rl.std_normalize, max_steps, self.progress(batch, rl), n_wm_max=self.settings.n_wm_max)
