@@ -1,9 +1,10 @@
 """Thinking with the world model inside one response (WM-R1): the rollout engine's optional
 ``Imagination`` component.
 
-WM-R1 embeds the world model in the agent's reasoning: within one turn the policy may call
-the world model on a candidate action, read the predicted observation in its own context and
-go on, up to a bound per step; then it commits an action. The engine does this when its
+WM-R1 embeds the world model in the agent's reasoning. Our reading (the official code makes
+each call an imaginary turn of its own, a new message, capped per episode; methods/wmr1.py):
+within one turn the policy may call the world model on a candidate action, read the predicted
+observation in its own context and go on, up to a bound per step; then it commits an action. The engine does this when its
 ``RolloutConfig.imagination`` is set, in ANY environment (the world-model environment during
 WM-R1 training, the real game at evaluation): the environment only ever sees committed
 actions, and the world model is asked about the episode's current state (its task, history
@@ -65,7 +66,8 @@ class Imagination:
     simulator: WorldModelSimulator
     """Predicts observations (``predict_transition``); counts every call in ``simulator.calls``."""
     calls_per_step: int = 5
-    """Most world-model calls inside one step's response (WM-R1's official default: 5)."""
+    """Most world-model calls inside one step's response (5, as WM-R1's official ``n_wm_max``,
+    which caps a whole episode's calls)."""
     calls: int = field(default=0, repr=False)
     """In-response calls so far (all rollouts with this object)."""
 
