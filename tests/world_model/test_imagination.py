@@ -179,12 +179,12 @@ def test_in_response_calls_reach_r_wm_and_the_metrics():
             rows.append({"episode_id": episode_id, "group_id": "g", "step": step, "won": won and step == len(calls) - 1, "reward": 0.0,
                          "action_valid": True, "source": source, "action": "open box", CALLS_COLUMN: n})
     table = pd.DataFrame(rows)
-    scores = wmr1_scores(table, max_steps=8, progress=0.5)
+    scores = wmr1_scores(table, max_steps=8, progress=0.5, mask_replayed_calls=True)  # z: an expert episode
     # the in-response calls only (a committed step's transition is no call), priced against n_wm_max 5
     expected = algorithms.wm_r1_rewards([2, 3, 2], [True, False, True], [4, 0, 0], ["g"] * 3, max_length=8, max_calls=5,
                                         progress=0.5, imagined=[True, True, False])
     assert [scores["x"], scores["y"], scores["z"]] == pytest.approx(expected.tolist(), abs=1e-6)
-    without = wmr1_scores(table.drop(columns=[CALLS_COLUMN]), max_steps=8, progress=0.5)
+    without = wmr1_scores(table.drop(columns=[CALLS_COLUMN]), max_steps=8, progress=0.5, mask_replayed_calls=True)
     assert without["x"] != pytest.approx(scores["x"])  # the calls count
     simulated = table[table["source"] != "replay"]
     assert world_model_metrics(simulated, 0, 9)["world_model/calls_per_step"] == pytest.approx(4 / 5)

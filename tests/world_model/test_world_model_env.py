@@ -100,13 +100,13 @@ def test_world_model_environment_plays_a_recorded_task(gold_table, trained_world
     assert len(quality) == len(examples)
 
 
-def test_wmr1_scores_follow_the_reward_and_replays_cost_no_world_model_calls():
+def test_wmr1_scores_follow_the_reward_and_an_expert_replay_earns_no_call_bonus():
     rows = []
     for episode_id, steps, won, source in (("a", 2, True, "world_model"), ("b", 4, False, "world_model"), ("c", 3, True, "replay")):
         for step in range(steps):
             rows.append({"episode_id": episode_id, "group_id": "g", "step": step, "won": won and step == steps - 1,
                          "reward": 0.0, "action_valid": True, "source": source, "action": "take key"})
-    scores = wmr1_scores(pd.DataFrame(rows), max_steps=8)
+    scores = wmr1_scores(pd.DataFrame(rows), max_steps=8, mask_replayed_calls=True)
     # p = 2/3, L_ref = 2.5, budget = 2/3*2.5 + 1/3*8 = 13/3 for steps. Calls: committed actions
     # are no world-model calls (R_wm counts imaginary calls only), so every episode made 0;
     # N_WM_ref = 0, budget = 2/3*0 + 1/3*n_wm_max (5) = 5/3
@@ -118,6 +118,11 @@ def test_wmr1_scores_follow_the_reward_and_replays_cost_no_world_model_calls():
     # the replayed expert success made no world-model call and earns no utilisation bonus
     # (R_wm = 0, our reading: its 0 calls would give it the top one, 0.1 * r_wm(0) = +0.1)
     assert scores["c"] == pytest.approx(1 + 0.5 * r_len(3, True), abs=1e-5)
+    # the official replay (the policy's own success, the default): scored like any rollout
+    # with the counts it carries
+    official = wmr1_scores(pd.DataFrame(rows), max_steps=8)
+    assert official["c"] == pytest.approx(1 + 0.5 * r_len(3, True) + 0.1 * r_wm(0, True), abs=1e-5)
+    assert official["a"] == pytest.approx(scores["a"], abs=1e-6)
 
 
 def test_wmr1_without_a_world_model_says_which_pipeline_to_run():

@@ -22,14 +22,16 @@ advances), at most ``n_wm_max`` per episode.
 
 Between the rollout and the update:
 
-1. Replay (our reading; ``replay``): every all-failure group (no simulated success) has its
-   last rollout swapped for a stored success of that task (a won expert episode in the
-   trajectory table), its step samples rebuilt from the table (same prompts, same
-   constrained decoding) and scored by the current policy, whose log-probs stand in as the
-   behaviour log-probs (ratio 1 at the first mini-batch). Groups of tasks without a stored
-   success stay as they are. The official code replays the policy's own earlier successes
-   on the task (at most 8 kept per task) into its first rollout when the group's success
-   judgments have std < 0.05 and mean < 0.2, scored with their stored counts.
+1. Replay (follows; ``replay``, ``replay_source: own_successes``, ``methods.wmr1_replay``):
+   the policy's own won episodes are kept per task across updates (at most
+   ``replay_per_task``, 8) and in the checkpoint; a group whose success judgments have
+   std < 0.05 and mean < 0.2 has its first rollout swapped for one of them, which keeps its
+   stored rows and samples (length, world-model calls) and is scored like any rollout; its
+   behaviour log-probs are the current policy's. ``replay_source: expert_episodes`` (our
+   reading, kept as a named option): the last rollout of an all-failure group is swapped
+   for a won expert episode of the trajectory table, its step samples rebuilt from the table
+   and scored by the current policy, with ``R_wm`` forced to 0 (its 0 calls would otherwise
+   earn the top utilisation bonus).
 2. Scores (follows): one per trajectory, ``algorithms.wm_r1_rewards`` = ``1.0 R_succ +
    0.5 R_len + 0.1 R_wm`` with the budgets ``p * L_ref + (1 - p) * max_steps`` (lengths) and
    ``p * N_WM_ref + (1 - p) * n_wm_max`` (world-model calls), ``p = c / N`` the task group's
@@ -37,13 +39,11 @@ Between the rollout and the update:
    group's largest), a budget of 0 read as 1. The length counts committed actions;
    ``n_wm`` counts imaginary world-model calls only (``world_model_calls``: the in-response
    calls and accepted imagined turns; a committed action's transition is not a call).
-   Readings kept as named options: ``length_budget: training_progress`` (``p`` = update /
-   updates); a replayed expert episode earns no utilisation bonus (R_wm = 0: its 0 calls
-   would otherwise earn the top one). Advantages: GRPO over the task group, statistics
-   taken over trajectories.
+   A reading kept as a named option: ``length_budget: training_progress`` (``p`` = update /
+   updates). Advantages: GRPO over the task group, statistics taken over trajectories.
 3. Metrics (``world_model/...``): world-model calls of the update, in-response calls per
    committed step (``calls_per_step``), simulated success rate (before replay),
-   all-failure groups, replayed groups and imagined turns.
+   all-failure groups, replayed groups, imagined turns and the replay buffer's episodes.
 
 Imagined turns (``imagined_turns``, off by default; an older reading, exclusive with
 ``calls_per_step``) are turns of the world-model environment itself
@@ -56,15 +56,16 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import pandas as pd
 import torch
 
 from hindsight import algorithms
 from hindsight.data.outcomes import episode_outcomes
-from hindsight.methods.base import Method
+from hindsight.methods.base import Method, MethodContext
 from hindsight.methods.registry import register
+from hindsight.methods.wmr1_replay import SuccessBuffer, replay_own_successes
 from hindsight.policy import Policy
 from hindsight.policy.encoding import StepSample
 from hindsight.rollout.engine import RolloutConfig
@@ -76,12 +77,14 @@ from hindsight.training.stepo import round_seed
 from hindsight.world_model.environment import IMAGINE_PREFIX, WorldModelSimulator
 
 LENGTH_BUDGETS = ("group_success_rate", "training_progress")
+REPLAY_SOURCES = ("own_successes", "expert_episodes")
 
 
 def replay_stored_successes(
     policy, table: pd.DataFrame, samples: list[StepSample], simulator: WorldModelSimulator, rollout: RolloutConfig, update: int
 ) -> tuple[pd.DataFrame, list[StepSample], int]:
-    """Swap the last rollout of each all-failure group for a stored success of its task.
+    """Swap the last rollout of each all-failure group for a won expert episode of its task
+    (``replay_source: expert_episodes``, our reading).
 
     Args:
         policy: The current policy (scores the replayed steps).
@@ -144,16 +147,19 @@ def world_model_calls(table: pd.DataFrame) -> pd.Series:
     return (imagined_turns(table) & ~refused).astype("int64") + in_response_calls(table)
 
 
-def wmr1_scores(table: pd.DataFrame, max_steps: int, progress: float | None = None, *, n_wm_max: int = 5) -> pd.Series:
+def wmr1_scores(
+    table: pd.DataFrame, max_steps: int, progress: float | None = None, *, n_wm_max: int = 5, mask_replayed_calls: bool = False
+) -> pd.Series:
     """The WM-R1 reward of each episode (indexed by ``episode_id``): ``algorithms.wm_r1_rewards``
     over its committed steps (budget ``max_steps``) and its imaginary world-model calls
     (``world_model_calls``, budget ``n_wm_max``), ``p`` the group's success rate, or the
-    training ``progress`` when given (our reading). A replayed expert episode (source
-    ``replay``) earns no world-model utilisation bonus."""
+    training ``progress`` when given (our reading). A replayed episode (source ``replay``) is
+    scored like any other with the counts it carries; with ``mask_replayed_calls`` (the
+    expert-episode replay source, our reading) it earns no world-model utilisation bonus."""
     outcomes = episode_outcomes(table, keys=["group_id"])
     counts = table.assign(call=world_model_calls(table), committed=~imagined_turns(table))
     counts = counts.groupby("episode_id")[["call", "committed"]].sum()
-    replayed = set(table.loc[table["source"] == REPLAY_SOURCE, "episode_id"])
+    replayed = set(table.loc[table["source"] == REPLAY_SOURCE, "episode_id"]) if mask_replayed_calls else set()
     rewards = algorithms.wm_r1_rewards(
         outcomes["episode_id"].map(counts["committed"]).tolist(), outcomes["success"].tolist(),
         outcomes["episode_id"].map(counts["call"]).tolist(), outcomes["group_id"].tolist(), max_length=max_steps, max_calls=n_wm_max,
@@ -162,19 +168,18 @@ def wmr1_scores(table: pd.DataFrame, max_steps: int, progress: float | None = No
     return pd.Series(rewards.tolist(), index=outcomes["episode_id"].tolist())
 
 
-def wmr1_sample_scores(table: pd.DataFrame, max_steps: int, progress: float | None = None, *, n_wm_max: int = 5) -> torch.Tensor:
-    """Each step sample's WM-R1 reward [N] (rows of ``table``, in order)."""
-    scores = table["episode_id"].map(wmr1_scores(table, max_steps, progress, n_wm_max=n_wm_max))
+def wmr1_sample_scores(table: pd.DataFrame, max_steps: int, progress: float | None = None, **counting) -> torch.Tensor:
+    """Each step sample's WM-R1 reward [N] (rows of ``table``, in order; ``counting``:
+    ``wmr1_scores``'s keywords)."""
+    scores = table["episode_id"].map(wmr1_scores(table, max_steps, progress, **counting))
     return torch.tensor(scores.to_numpy(dtype="float64"), dtype=torch.float32)
 
 
-def wmr1_advantages(
-    table: pd.DataFrame, std_normalize: bool, max_steps: int, progress: float | None = None, *, n_wm_max: int = 5
-) -> torch.Tensor:
+def wmr1_advantages(table: pd.DataFrame, std_normalize: bool, max_steps: int, progress: float | None = None, **counting) -> torch.Tensor:
     """GRPO advantages [N] of the step samples (rows of ``table``, in order) from the WM-R1
     reward, statistics taken over trajectories."""
     return algorithms.group_normalized_advantages(
-        wmr1_sample_scores(table, max_steps, progress, n_wm_max=n_wm_max), table["group_id"].tolist(),
+        wmr1_sample_scores(table, max_steps, progress, **counting), table["group_id"].tolist(),
         std_normalize=std_normalize, traj_ids=table["episode_id"].tolist(),
     )
 
@@ -200,9 +205,16 @@ class WMR1Settings:
     """``training.rl.methods.wmr1``."""
 
     replay: bool = True
-    """An all-failure group swaps its last rollout for a stored success of its task: a won
-    expert episode from the trajectory table (our reading; the official code replays the
-    policy's own earlier successes)."""
+    """Replay stored successes into groups without a success (``replay_source``)."""
+    replay_source: str = "own_successes"
+    """own_successes (the official code: the policy's own earlier wins on the task, kept
+    across updates and in the checkpoint, swapped for the first rollout of a group whose
+    success judgments have std < 0.05 and mean < 0.2, scored with their stored counts;
+    ``methods.wmr1_replay``) or expert_episodes (our reading: a won expert episode from the
+    trajectory table swapped for the last rollout of an all-failure group, earning no
+    ``R_wm``)."""
+    replay_per_task: int = 8
+    """own_successes: most won episodes kept per task (official 8; the oldest go first)."""
     calls_per_step: int = 5
     """Thinking with the world model: at most this many world-model calls inside one step's
     response before the committed action (``rollout.imagination``; 0: off). Our reading of
@@ -241,6 +253,10 @@ class WMR1Settings:
                 f"imagined_turns ({self.imagined_turns}) and calls_per_step ({self.calls_per_step}) are exclusive: "
                 "set training.rl.methods.wmr1.calls_per_step: 0 to use imagined turns, or imagined_turns: 0"
             )
+        if self.replay_source not in REPLAY_SOURCES:
+            raise ValueError(f"replay_source must be one of {REPLAY_SOURCES}, got {self.replay_source!r}")
+        if self.replay_per_task < 1:
+            raise ValueError(f"replay_per_task must be >= 1, got {self.replay_per_task}")
         if self.n_wm_max < 1:
             raise ValueError(f"n_wm_max must be >= 1 (the call budget's limit), got {self.n_wm_max}")
         if self.length_budget not in LENGTH_BUDGETS:
@@ -249,7 +265,7 @@ class WMR1Settings:
 
 @register("wmr1")
 class WMR1(Method):
-    """GRPO on world-model rollouts with stored-success replay and the WM-R1 reward."""
+    """GRPO on world-model rollouts with the replay of its own successes and the WM-R1 reward."""
 
     Settings = WMR1Settings
     transition_source = "world_model"
@@ -265,8 +281,21 @@ class WMR1(Method):
                 "the world model lives in the learner)"
             )
 
+    def __init__(self, settings: WMR1Settings | None = None, context: MethodContext | None = None) -> None:
+        super().__init__(settings, context)
+        self.buffer = SuccessBuffer(self.settings.replay_per_task)
+        """The policy's own stored successes (``replay_source: own_successes``)."""
+
     def start(self, policy: Policy) -> None:
         self._calls_seen = self.context.world_model.calls
+
+    def state_dict(self) -> dict[str, Any]:
+        """The replay buffer, for the checkpoint."""
+        return {"replay_buffer": self.buffer.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore the replay buffer of a resumed run."""
+        self.buffer.load_state_dict(state.get("replay_buffer", {}))
 
     def transitions(self, env_factory: Callable) -> Callable:
         """The world model's environments, with imagined turns when asked for (called right
@@ -284,10 +313,15 @@ class WMR1(Method):
         return dataclasses.replace(rollout, imagination=Imagination(self.context.world_model, calls))
 
     def after_rollout(self, policy: Policy, batch: RolloutBatch, rollout: RolloutConfig, rl: RLConfig, seed: int, update: int) -> None:
-        """Replay stored successes into all-failure groups; the ``world_model/...`` metrics."""
+        """Replay stored successes (``replay_source``); the ``world_model/...`` metrics."""
         world_model = self.context.world_model
         replayed = 0
-        if self.settings.replay:
+        if self.settings.replay and self.settings.replay_source == "own_successes":
+            batch.table, batch.samples, replayed = replay_own_successes(
+                policy, batch.table, batch.samples, self.buffer, update, round_seed(seed, update, 1)
+            )
+            batch.metrics["world_model/replay_buffer_episodes"] = float(len(self.buffer))
+        elif self.settings.replay:
             settings = dataclasses.replace(rollout, group_size=rl.group_size, seed=round_seed(seed, update, 0))
             batch.table, batch.samples, replayed = replay_stored_successes(policy, batch.table, batch.samples, world_model, settings, update)
         calls, self._calls_seen = world_model.calls - self._calls_seen, world_model.calls
@@ -301,8 +335,13 @@ class WMR1(Method):
         """The ``p`` of the budgets: the training progress, or None (each group's success rate)."""
         return batch.update / rl.updates if self.settings.length_budget == "training_progress" else None
 
+    def counting(self) -> dict[str, Any]:
+        """How ``wmr1_scores`` counts calls under these settings."""
+        expert = self.settings.replay_source == "expert_episodes"
+        return {"n_wm_max": self.settings.n_wm_max, "mask_replayed_calls": expert}
+
     def episode_scores(self, batch: RolloutBatch, rl: RLConfig, max_steps: int) -> torch.Tensor:
-        return wmr1_sample_scores(batch.table, max_steps, self.progress(batch, rl), n_wm_max=self.settings.n_wm_max)
+        return wmr1_sample_scores(batch.table, max_steps, self.progress(batch, rl), **self.counting())
 
     def advantages(self, batch: RolloutBatch, rl: RLConfig, max_steps: int) -> torch.Tensor:
-        return wmr1_advantages(batch.table, rl.std_normalize, max_steps, self.progress(batch, rl), n_wm_max=self.settings.n_wm_max)
+        return wmr1_advantages(batch.table, rl.std_normalize, max_steps, self.progress(batch, rl), **self.counting())

@@ -161,6 +161,8 @@ class ResumedRun:
     last_rollout: Any
     task_stats: dict[str, Any] | None = None
     """The per-task pass-rate estimates (``rollout.curriculum.PassRates.state_dict``)."""
+    method_state: dict[str, Any] | None = None
+    """The method's own state (``training.method.Method.state_dict``)."""
 
 
 def resume_rl(checkpoint_dir: str | Path | None, policy: Policy, optimizer, generators: dict[str, torch.Generator]) -> ResumedRun | None:
@@ -190,10 +192,14 @@ def resume_rl(checkpoint_dir: str | Path | None, policy: Policy, optimizer, gene
         last_skills=state.extra.get("last_skills"),
         last_rollout=state.extra.get("last_rollout"),
         task_stats=state.extra.get("task_stats"),
+        method_state=state.extra.get("method_state"),
     )
 
 
 def save_rl_checkpoint(checkpoint_dir: str | Path, run: ResumedRun, policy: Policy, optimizer, generators: dict[str, torch.Generator]) -> Path:
     """Checkpoint an RL run after update ``run.update`` (what ``resume_rl`` reads back)."""
-    extra = {"history": run.history, "last_skills": run.last_skills, "last_rollout": run.last_rollout, "task_stats": run.task_stats}
+    extra = {
+        "history": run.history, "last_skills": run.last_skills, "last_rollout": run.last_rollout, "task_stats": run.task_stats,
+        "method_state": run.method_state,
+    }
     return save_checkpoint(checkpoint_dir, run.update, policy, optimizer, generators=generators, extra=extra)

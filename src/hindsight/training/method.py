@@ -93,6 +93,14 @@ class Method:
     def start(self, policy: Policy) -> None:
         """Called once before the first update with the policy being trained."""
 
+    def state_dict(self) -> dict[str, Any]:
+        """What the method keeps across updates that a resumed run needs (kept in the
+        checkpoint; e.g. WM-R1's replay buffer). Empty by default."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what ``state_dict`` returned, when a run resumes."""
+
     # -- rollout -------------------------------------------------------------------------
     def transitions(self, env_factory: Callable) -> Callable:
         """``spec -> TextEnvironment`` its training episodes play in."""

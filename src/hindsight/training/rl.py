@@ -22,8 +22,9 @@ updates while this one trains, at most ``async_max_staleness`` versions behind, 
 loss is decoupled PPO (``training.async_rollouts``).
 
 Checkpoints hold everything a resumed run needs (model, optimizer, RNG states, update
-counter, metric history); a run restarted after being killed continues from the last one
-and, on CPU with the same seeds, ends with the same metrics (``checkpoint.resume_rl``).
+counter, metric history, the method's own state such as WM-R1's replay buffer); a run restarted
+after being killed continues from the last one and, on CPU with the same seeds, ends with
+the same metrics (``checkpoint.resume_rl``).
 """
 
 from __future__ import annotations
@@ -185,6 +186,8 @@ def train_rl(
     method.check(config, parallel=parallel is not None)
     method.start(policy)
     state = start_loop(policy, train_tasks, config, schedule, seed, checkpoint_dir)
+    if state.run.method_state:
+        method.load_state_dict(state.run.method_state)
     max_steps = rollout_config.max_steps or max(task.spec.max_steps for task in state.pool)
     writer = parallel is None or parallel.is_writer
     reference_model.eval()
@@ -263,6 +266,7 @@ def finish_update(
     # the last rollout: every episode played (STEPO: dropped groups too), or what the batch
     # says to keep (WM-R1: with its replayed stored successes, rows ``source: replay``)
     run.update, run.last_rollout, run.task_stats = done, played if batch.recorded is None else batch.recorded, state.rates.state_dict()
+    run.method_state = method.state_dict()
     if writer and log_metrics:
         log_metrics(metrics, done)
     logger.info(
