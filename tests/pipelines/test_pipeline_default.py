@@ -120,10 +120,19 @@ def test_stage1_reports_the_analyzer_and_the_skill_premise(run):
     assert metrics["stage1/analyzer_parse_rate"] == 1.0
     assert metrics["stage1/analyzer_exact_match"] == pytest.approx(analyzer["exact"].mean())
     premise = pd.read_parquet(run.outputs["08_reporting/skill_premise.parquet"])
-    assert set(premise["skill_source"]) == {"own", "rule", "unrelated"}
+    # shuffled: only own skills with two distinct items or more have another order
+    assert {"own", "rule", "unrelated"} <= set(premise["skill_source"]) <= {"own", "rule", "unrelated", "shuffled"}
     assert (premise["tokens"] > 0).all() and premise["gap_mean"].notna().all()
+    assert (premise["informative_steps"] <= premise[["unsure_steps", "listed_steps"]].min(axis=1)).all()
     assert metrics["stage1/premise/own_parse_rate"] == 1.0
     assert "stage1/premise/own/all/gap_mean" in metrics and metrics["stage1/premise/own/all/tokens"] > 0
+    own = "stage1/premise/own/all"
+    assert metrics[f"{own}/gap_low"] <= metrics[f"{own}/gap_mean"] <= metrics[f"{own}/gap_high"]
+    assert 0.0 <= metrics[f"{own}/informative_share"] <= 1.0
+    summary = pd.read_csv(run.outputs["08_reporting/skill_premise_summary.csv"])
+    row = summary[(summary["skill_source"] == "own") & (summary["outcome"] == "all") & (summary["tokens_on"] == "all")]
+    assert row["gap_mean"].iloc[0] == pytest.approx(metrics[f"{own}/gap_mean"])
+    assert row["gap_low"].iloc[0] == pytest.approx(metrics[f"{own}/gap_low"])
 
 
 def test_rl_policy_weights_differ_from_the_stage1_policy(run):

@@ -16,6 +16,8 @@ response tokens with a mask. Files:
 - ``aggregation.py``: ``aggregate_loss``, ``aggregation_count``, ``masked_mean``;
 - ``weighting.py``: STEPO ``stepo_advantages``, ``stepo_trajectory_weights``, ``zero_variance_groups``;
   EMPO's group filter ``low_std_groups``;
+- ``intervals.py``: ``weighted_mean``, ``bootstrap_weighted_mean_interval`` (a percentile
+  bootstrap over units, e.g. episodes: the premise's intervals);
 - ``rewards.py``: ``empo_action_score`` (with ``normalize_action`` /
   ``action_type``), ``empo_format_ok`` (with ``has_thought``), ``empo_step_rewards``,
   ``wm_r1_length_rewards``, ``wm_r1_rewards``.
@@ -32,6 +34,7 @@ from hindsight.algorithms.aggregation import AGGREGATION_MODES, aggregate_loss, 
 from hindsight.algorithms.decoupled import decoupled_ppo_loss
 from hindsight.algorithms.episodic import ESPO_AGGREGATION, episode_minibatch_advantages, espo_loss, espo_metrics
 from hindsight.algorithms.grouping import anchor_state_groups
+from hindsight.algorithms.intervals import bootstrap_weighted_mean_interval, weighted_mean
 from hindsight.algorithms.losses import DISTILL_GATES, kl_low_var, opd_loss, ppo_clip_loss
 from hindsight.algorithms.returns import discounted_returns
 from hindsight.algorithms.rewards import (
@@ -52,6 +55,7 @@ __all__ = [
     "ESPO_AGGREGATION",
     "aggregate_loss",
     "aggregation_count",
+    "bootstrap_weighted_mean_interval",
     "decoupled_ppo_loss",
     "anchor_state_groups",
     "discounted_returns",
@@ -76,6 +80,7 @@ __all__ = [
     "step_group_advantages",
     "stepo_advantages",
     "stepo_trajectory_weights",
+    "weighted_mean",
     "wm_r1_length_rewards",
     "wm_r1_rewards",
     "zero_variance_groups",

@@ -12,7 +12,12 @@ This module measures both after Stage 1 (route A):
   non-forced action tokens (``StepSample.choice_positions``; forced tokens carry no choice)
   with the policy's own skill, the rule teacher's skill, and an unrelated skill (another
   episode's, of another task type where there is one: the control for mere extra context,
-  ``skills.assignment.unrelated_skills``, the assignment the RL control uses too).
+  ``skills.assignment.unrelated_skills``, the assignment the RL control uses too) and a
+  shuffled one (``shuffled_skills``: the own skill's items in another order);
+- ``premise_metrics``: the token-weighted gaps with 95% bootstrap intervals over episodes,
+  and the share of steps where the skill can tell what the state does not (the plain policy
+  was unsure of the played action and the skill names it: ``informative_share``);
+  ``premise_summary`` the same as a table.
 
 The sign to expect differs by outcome: on a won episode a useful skill raises the actions
 played (gap > 0); on a lost one an avoidance rule should lower the wrong ones (gap < 0 there
@@ -29,13 +34,15 @@ them (gap <= -log p, near 0) or move mass away.
 from __future__ import annotations
 
 import math
+import random
 from typing import TYPE_CHECKING, Sequence
 
 import pandas as pd
 
+from hindsight.algorithms.intervals import bootstrap_weighted_mean_interval
 from hindsight.policy import Policy
 from hindsight.policy.encoding import StepSample
-from hindsight.skills.compact import skill_lists_action
+from hindsight.skills.compact import parse_compact_skill, render_skill, skill_lists_action
 from hindsight.skills.episode_views import EpisodeView
 from hindsight.skills.records import parse_skill_json
 
@@ -45,6 +52,7 @@ if TYPE_CHECKING:
 PREMISE_COLUMNS = (
     "episode_id", "task_type", "success", "skill_source", "skill", "tokens", "gap_mean", "positive_share",
     "listed_tokens", "listed_gap_mean", "unlisted_gap_mean", "unsure_tokens", "unsure_gap_mean",
+    "steps", "unsure_steps", "listed_steps", "informative_steps",
 )
 UNSURE_PROBABILITY = 0.5
 """A non-forced token whose plain probability is below this counts as one the policy was unsure of."""
@@ -127,6 +135,29 @@ def teacher_gaps(policy: Policy, samples: Sequence[StepSample], skill_of_episode
     return gaps
 
 
+def shuffled_skills(skill_of_episode: dict[str, str], seed: int = 0) -> dict[str, str]:
+    """Each compact skill with its items in another order: the episode's own actions, their
+    order lost (the control for what a skill's order carries). The order is a seeded
+    permutation that differs from the skill's own; a skill with fewer than two distinct items
+    has no other order and is left out, and so is a text that is not a compact skill."""
+    rng = random.Random(seed)
+    shuffled: dict[str, str] = {}
+    for episode_id in sorted(skill_of_episode):
+        parsed = parse_compact_skill(skill_of_episode[episode_id])
+        if parsed is None or len(set(parsed[1])) < 2:
+            continue
+        head, items = parsed
+        order = list(items)
+        for _ in range(20):
+            rng.shuffle(order)
+            if order != items:
+                break
+        else:  # an unlucky seed: a rotation differs whenever two items do
+            order = items[1:] + items[:1]
+        shuffled[episode_id] = render_skill(head, order)
+    return shuffled
+
+
 def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else float("nan")
 
@@ -138,19 +169,32 @@ def episode_premise_row(
     """One ``PREMISE_COLUMNS`` row: the episode's gaps, all, split by whether ``skill`` lists
     the step's action, and on the tokens whose plain log-prob (``step_plain``, parallel to
     ``step_gaps``; without it no token counts as unsure) is below log ``UNSURE_PROBABILITY``;
-    None when the episode has no non-forced token."""
+    None when the episode has no non-forced token.
+
+    The step counts say how much a skill can tell: ``unsure_steps`` are the steps whose
+    played action the plain policy gave a probability below ``UNSURE_PROBABILITY`` (the sum
+    of its non-forced tokens' log-probs: the action's probability under the decoder),
+    ``listed_steps`` those whose action the skill names, ``informative_steps`` both (the
+    state left the choice open and the skill names the answer)."""
     action_of = {step.step: step.action for step in episode.steps}
     listed: list[float] = []
     unlisted: list[float] = []
     unsure: list[float] = []
+    counts = {"steps": 0, "unsure_steps": 0, "listed_steps": 0, "informative_steps": 0}
     for step, values in step_gaps.items():
-        (listed if skill_lists_action(skill, action_of.get(step, "")) else unlisted).extend(values)
+        names_action = skill_lists_action(skill, action_of.get(step, ""))
+        (listed if names_action else unlisted).extend(values)
         plain = (step_plain or {}).get(step, [])
         unsure.extend(gap for gap, logp in zip(values, plain) if logp < math.log(UNSURE_PROBABILITY))
+        unsure_step = step_plain is not None and sum(plain) < math.log(UNSURE_PROBABILITY)
+        counts["steps"] += 1
+        counts["unsure_steps"] += unsure_step
+        counts["listed_steps"] += names_action
+        counts["informative_steps"] += unsure_step and names_action
     values = listed + unlisted
     if not values:
         return None
-    return {
+    return {**counts,
         "episode_id": episode.episode_id, "task_type": episode.task_type, "success": bool(episode.success),
         "skill_source": source, "skill": skill, "tokens": len(values), "gap_mean": _mean(values),
         "positive_share": sum(v > 0 for v in values) / len(values),
@@ -198,11 +242,23 @@ def _weighted(means: pd.Series, weights: pd.Series) -> float | None:
     return float((means.fillna(0.0) * weights).sum() / total) if total else None
 
 
-def premise_metrics(table: pd.DataFrame, prefix: str = "premise") -> dict[str, float]:
+def _interval(means: pd.Series, weights: pd.Series, seed: int) -> tuple[float, float]:
+    """The 95% bootstrap interval over episodes of a token-weighted mean gap."""
+    return bootstrap_weighted_mean_interval(means.tolist(), weights.tolist(), seed=seed)
+
+
+def premise_metrics(table: pd.DataFrame, prefix: str = "premise", seed: int = 0) -> dict[str, float]:
     """Token-weighted mean gap and positive share per skill source, overall and by outcome,
     the gap on the steps whose action the skill lists and on the others, and on the tokens
     the plain policy was unsure of (``<prefix>/<source>/<label>/{listed,unlisted,unsure}/{gap_mean,tokens}``;
-    ``unsure`` only for tables that have its columns: versions written before it lack them)."""
+    ``unsure`` only for tables that have its columns: versions written before it lack them).
+
+    Every gap has its 95% bootstrap interval over episodes (``.../gap_low``, ``.../gap_high``;
+    ``algorithms.bootstrap_weighted_mean_interval``, seeded by ``seed``), and every
+    ``<source>/<label>`` its ``episodes`` and, for tables with the step counts, the share of
+    steps the plain policy was unsure of (``unsure_step_share``), the share whose action the
+    skill names (``listed_step_share``) and both at once (``informative_share``: where the
+    skill can tell what the state does not)."""
     metrics: dict[str, float] = {}
     for source, part in table.groupby("skill_source"):
         for label, rows in (("all", part), ("won", part[part["success"]]), ("lost", part[~part["success"]])):
@@ -210,9 +266,16 @@ def premise_metrics(table: pd.DataFrame, prefix: str = "premise") -> dict[str, f
             if not tokens:
                 continue
             key = f"{prefix}/{source}/{label}"
+            metrics[f"{key}/episodes"] = float(len(rows))
             metrics[f"{key}/gap_mean"] = _weighted(rows["gap_mean"], rows["tokens"])
+            metrics[f"{key}/gap_low"], metrics[f"{key}/gap_high"] = _interval(rows["gap_mean"], rows["tokens"], seed)
             metrics[f"{key}/positive_share"] = _weighted(rows["positive_share"], rows["tokens"])
             metrics[f"{key}/tokens"] = float(tokens)
+            if "steps" in rows and rows["steps"].notna().all() and rows["steps"].sum():
+                steps = float(rows["steps"].sum())
+                for name in ("unsure", "listed"):
+                    metrics[f"{key}/{name}_step_share"] = float(rows[f"{name}_steps"].sum()) / steps
+                metrics[f"{key}/informative_share"] = float(rows["informative_steps"].sum()) / steps
             sides = [("listed", rows["listed_gap_mean"], rows["listed_tokens"]),
                      ("unlisted", rows["unlisted_gap_mean"], rows["tokens"] - rows["listed_tokens"])]
             if "unsure_tokens" in rows:
@@ -222,4 +285,30 @@ def premise_metrics(table: pd.DataFrame, prefix: str = "premise") -> dict[str, f
                 mean = _weighted(means, weights)
                 if mean is not None:
                     metrics[f"{key}/{side}/gap_mean"] = mean
+                    metrics[f"{key}/{side}/gap_low"], metrics[f"{key}/{side}/gap_high"] = _interval(means, weights, seed)
     return metrics
+
+
+SUMMARY_COLUMNS = ("skill_source", "outcome", "tokens_on", "episodes", "tokens", "gap_mean", "gap_low", "gap_high", "informative_share")
+"""``premise_summary``'s columns: one row per skill source, outcome (all, won, lost) and token
+set (``tokens_on``: all, listed, unlisted, unsure), with the 95% interval over episodes."""
+
+
+def premise_summary(metrics: dict[str, float], prefix: str = "premise") -> pd.DataFrame:
+    """``premise_metrics`` as a table (``SUMMARY_COLUMNS``), for the stage's reporting dataset."""
+    rows = []
+    for name, value in metrics.items():
+        parts = name[len(prefix) + 1 :].split("/")
+        if parts[-1] != "gap_mean" or len(parts) not in (3, 4):
+            continue
+        source, outcome = parts[0], parts[1]
+        side = parts[2] if len(parts) == 4 else "all"
+        key = "/".join([prefix, *parts[:-1]])
+        rows.append({
+            "skill_source": source, "outcome": outcome, "tokens_on": side,
+            "episodes": metrics.get(f"{prefix}/{source}/{outcome}/episodes", float("nan")),
+            "tokens": metrics.get(f"{key}/tokens", float("nan")), "gap_mean": value,
+            "gap_low": metrics.get(f"{key}/gap_low", float("nan")), "gap_high": metrics.get(f"{key}/gap_high", float("nan")),
+            "informative_share": metrics.get(f"{prefix}/{source}/{outcome}/informative_share", float("nan")),
+        })
+    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))

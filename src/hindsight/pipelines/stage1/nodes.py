@@ -26,7 +26,7 @@ from hindsight.skills.analyzers import policy_teacher, rule_teacher
 from hindsight.skills.assignment import unrelated_skills
 from hindsight.stage1.counterfactual import counterfactual_examples, reorder_examples, unrelated_skill_examples
 from hindsight.skills.episode_views import episodes_from_table
-from hindsight.stage1.premise import evaluate_analyzer, premise_metrics, premise_table
+from hindsight.stage1.premise import evaluate_analyzer, premise_metrics, premise_summary, premise_table, shuffled_skills
 from hindsight.skills.records import parse_rate
 from hindsight.stage1.teacher_fit import fit_mixture, teacher_fit_pairs
 from hindsight.training.episode_sft import MULTITURN_COLUMNS, TurnBudget, skill_conditioned
@@ -207,32 +207,41 @@ def evaluate_stage1_analyzer(stage1_policy: Policy, analyzer_sft_set: pd.DataFra
     return table
 
 
-def check_skill_premise(stage1_policy: Policy, project: ProjectConfig, settings: Stage1Config) -> pd.DataFrame:
+def check_skill_premise(stage1_policy: Policy, project: ProjectConfig, settings: Stage1Config) -> tuple[pd.DataFrame, pd.DataFrame]:
     """SEED's premise on held-out tasks: the Stage-1 policy plays ``premise_tasks_per_game``
     seen-split tasks per game at T = 1 (as RL samples), writes its own skill for each
-    episode, and re-scores its actions with that skill, with the rule teacher's and with an
-    unrelated one; logs ``stage1/premise/<source>/<all|won|lost>/{gap_mean,positive_share,tokens}``
-    and the split by whether the skill lists the step's action (``.../{listed,unlisted}/...``)."""
+    episode, and re-scores its actions with that skill, with the rule teacher's, with an
+    unrelated one and with its own skill's items shuffled; logs
+    ``stage1/premise/<source>/<all|won|lost>/{gap_mean,gap_low,gap_high,positive_share,tokens,informative_share}``
+    and the split by whether the skill lists the step's action (``.../{listed,unlisted,unsure}/...``).
+
+    Returns:
+        The per-episode table (``skill_premise``) and its summary with the 95% intervals over
+        episodes (``skill_premise_summary``).
+    """
     if settings.premise_tasks_per_game == 0:
-        return premise_table(stage1_policy, [], [], {})
+        return premise_table(stage1_policy, [], [], {}), premise_summary({}, "stage1/premise")
     rollout, episodes = _play_seen_tasks(stage1_policy, project, settings.premise_tasks_per_game, 1.0, project.seeds.evaluation)
     own_records = policy_teacher(stage1_policy, project.analyzer).write_skills(episodes)
     own = {record.episode_id: record.skill for record in own_records if record.parse_ok}
     rule = {record.episode_id: record.skill for record in rule_teacher(project.analyzer).write_skills(episodes) if record.parse_ok}
-    table = premise_table(
-        stage1_policy, episodes, rollout.samples, {"own": own, "rule": rule, "unrelated": unrelated_skills(episodes, rule)}
-    )
-    metrics = premise_metrics(table, "stage1/premise")
+    sources = {"own": own, "rule": rule, "unrelated": unrelated_skills(episodes, rule),
+               "shuffled": shuffled_skills(own, project.seeds.evaluation)}
+    table = premise_table(stage1_policy, episodes, rollout.samples, sources)
+    metrics = premise_metrics(table, "stage1/premise", seed=project.seeds.evaluation)
     metrics["stage1/premise/own_parse_rate"] = parse_rate(own_records)
     metrics["stage1/premise/own_equals_rule"] = (
         sum(own.get(key) == value for key, value in rule.items()) / len(rule) if rule else 0.0
     )
     metrics["stage1/premise/success_rate"] = float(rollout.stats["success_rate"])
     tracking.log_metrics(metrics)
+    nan = float("nan")
     logger.info(
-        "Skill premise on %d held-out episodes: own-skill gap %+.4f (won %+.4f: listed actions %+.4f, others %+.4f; "
-        "lost %+.4f), rule skill %+.4f, unrelated %+.4f",
-        len(episodes), *(metrics.get(f"stage1/premise/{key}/gap_mean", float("nan"))
-                         for key in ("own/all", "own/won", "own/won/listed", "own/won/unlisted", "own/lost", "rule/all", "unrelated/all")),
+        "Skill premise on %d held-out episodes: own-skill gap on won episodes %+.4f (95%% %+.4f..%+.4f; listed %+.4f, "
+        "others %+.4f, unsure %+.4f; informative steps %.3f), rule skill %+.4f, unrelated %+.4f, shuffled %+.4f",
+        len(episodes), *(metrics.get(f"stage1/premise/{key}", nan) for key in (
+            "own/won/gap_mean", "own/won/gap_low", "own/won/gap_high", "own/won/listed/gap_mean", "own/won/unlisted/gap_mean",
+            "own/won/unsure/gap_mean", "own/won/informative_share", "rule/won/gap_mean", "unrelated/won/gap_mean",
+            "shuffled/won/gap_mean")),
     )
-    return table
+    return table, premise_summary(metrics, "stage1/premise")

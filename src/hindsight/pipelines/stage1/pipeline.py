@@ -50,7 +50,7 @@ def create_pipeline(**kwargs) -> Pipeline:
             Node(
                 check_skill_premise,
                 inputs=["stage1_policy", "project_settings", "stage1_settings"],
-                outputs="skill_premise",
+                outputs=["skill_premise", "skill_premise_summary"],
                 name="check_skill_premise",
             ),
         ],
