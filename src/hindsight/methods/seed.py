@@ -6,7 +6,11 @@ sampled actions with that skill in context (``methods.skill_distillation``). Whe
 skill makes a sampled token more likely, the policy is pulled toward the skill-conditioned
 distribution: per token, ``gap = stopgrad(l_skill - l)``, gate ``g = sigmoid(gate_beta *
 gap)`` and the loss ``-g * l`` over the distilled tokens (``algorithms.opd_loss``), weighted
-``opd_coef`` beside GRPO's PPO term and the KL. Advantages are GRPO's.
+``opd_coef`` beside GRPO's PPO term and the KL. Advantages are GRPO's, over each step
+sample's score as the official release gives it (``step_score: release``: the episode's
+task reward, and an invalid step's penalty on that step's sample only;
+``methods.step_scores``); ``step_score: episode_return`` gives every step the episode's whole
+return. The release's entropy bonus is the core loop's ``training.rl.entropy_coef``.
 
 Controls and ablations are settings: ``distill_gate: ungated`` (g = 1), ``distill: false``
 (plain GRPO from the same start), ``skill_source: fixed_bank``, ``skill_assignment:
@@ -23,7 +27,10 @@ from hindsight import algorithms
 from hindsight.algorithms.losses import DISTILL_GATES
 from hindsight.methods.registry import register
 from hindsight.methods.skill_distillation import SkillDistillation, SkillSettings
+from hindsight.methods.step_scores import STEP_SCORES, release_step_scores
+from hindsight.training.batch import RolloutBatch
 from hindsight.training.loss_terms import LossTerm
+from hindsight.training.rl_config import RLConfig
 
 
 @dataclass
@@ -39,11 +46,19 @@ class SEEDSettings(SkillSettings):
     distilled token, naive on-policy self-distillation; ``opd/gate_*`` then read 1)."""
     distill: bool = True
     """False drops the distillation loss and the skills (ablation: plain GRPO from Stage 1)."""
+    step_score: str = "release"
+    """Each step sample's score (``methods.step_scores``): release (the official release: the
+    episode's task reward, and an invalid action's -0.1 on its own step's sample only) or
+    episode_return (every step the episode's whole return, all its penalties included). The
+    same under constrained decoding (the default rollout: no invalid actions); they differ
+    with free generation."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.distill_gate not in DISTILL_GATES:
             raise ValueError(f"distill_gate must be one of {DISTILL_GATES}, got {self.distill_gate!r}")
+        if self.step_score not in STEP_SCORES:
+            raise ValueError(f"step_score must be one of {STEP_SCORES}, got {self.step_score!r}")
 
 
 @register("seed")
@@ -55,6 +70,18 @@ class SEED(SkillDistillation):
     @property
     def uses_skills(self) -> bool:
         return self.settings.distill
+
+    def check(self, rl: RLConfig, *, parallel: bool) -> None:
+        if rl.stepo_step_weights and self.settings.step_score == "release":
+            raise ValueError(
+                "training.rl.stepo_step_weights takes one score per episode; methods.seed.step_score: release puts an "
+                "invalid action's penalty on its own step (set step_score: episode_return, or stepo_step_weights: false)"
+            )
+
+    def episode_scores(self, batch: RolloutBatch, rl: RLConfig, max_steps: int) -> torch.Tensor:
+        if self.settings.step_score == "release":
+            return release_step_scores(batch.table)
+        return super().episode_scores(batch, rl, max_steps)
 
     def extra_loss_terms(self, logp: torch.Tensor, teacher: torch.Tensor, distill_mask: torch.Tensor, loss_agg: str) -> list[LossTerm]:
         if not self.settings.distill or distill_mask.sum() <= 0:

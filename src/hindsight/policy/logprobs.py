@@ -12,6 +12,9 @@ the trainer differentiates it. All of them describe the same quantity:
   logsumexp over them, never a [B, L, V] mask: real LLMs have 150k-token vocabularies). A
   response position whose allowed row is all -1 is unrestricted (plain log-softmax).
 
+``token_logprobs_and_entropy`` adds, from the same forward pass, the entropy of that same
+distribution at each response position (``training.rl.entropy_coef``'s bonus).
+
 Only the last ``max response length + 1`` positions are pushed through the LM head
 (``logits_to_keep``): with left padding every response ends at the last column, and the
 prompt's logits are never needed. Positions follow ``TokenBatch.position_ids`` (counted from
@@ -93,6 +96,55 @@ def token_logprobs(model, batch: TokenBatch, prefix: CachedPrefix | None = None)
         Float32 [B, L]: log pi(token_t | tokens_<t) at T=1, restricted to
         ``batch.allowed_ids`` where given; 0 outside ``response_mask``.
     """
+    return _response_scores(model, batch, prefix, entropy=False)[0]
+
+
+def token_logprobs_and_entropy(model, batch: TokenBatch, prefix: CachedPrefix | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``token_logprobs`` and, from the same forward pass, the entropy of the distribution
+    each log-prob is drawn from (restricted to the position's allowed ids where given,
+    ``restricted_entropy``): two float32 [B, L] tensors, 0 outside ``response_mask``."""
+    logprobs, entropy = _response_scores(model, batch, prefix, entropy=True)
+    return logprobs, entropy
+
+
+def restricted_entropy(logits: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
+    """Entropy ``-sum_a p(a) log p(a)`` of the distribution ``token_logprobs`` describes at
+    each position: softmax over the whole vocabulary, or over the position's allowed ids
+    where ``allowed`` (``[..., A]`` ids, -1 padding) has any. Differentiable; finite
+    gradients also through the padding.
+
+    Args:
+        logits: [..., V] float logits.
+        allowed: [..., A] allowed ids (-1: padding; a row of -1 is unrestricted) or None.
+
+    Returns:
+        [...] entropies.
+    """
+    if allowed is None:
+        return _entropy(logits, None)
+    restricted = (allowed >= 0).any(dim=-1)
+    # padding ids get -inf only on restricted rows; an all -1 row stays finite (and is replaced)
+    padding = (allowed < 0) & restricted.unsqueeze(-1)
+    inside = _entropy(torch.gather(logits, -1, allowed.clamp(min=0)), padding)
+    if bool(restricted.all()):
+        return inside
+    return torch.where(restricted, inside, _entropy(logits, None))
+
+
+def _entropy(logits: torch.Tensor, padding: torch.Tensor | None) -> torch.Tensor:
+    """``-sum p log p`` of ``softmax(logits)`` over the last axis, ``padding`` entries left
+    out (probability 0, no term)."""
+    if padding is None:
+        logp = torch.log_softmax(logits, dim=-1)
+        return -(logp.exp() * logp).sum(dim=-1)
+    logp = torch.log_softmax(logits.masked_fill(padding, float("-inf")), dim=-1).masked_fill(padding, 0.0)
+    return -(logp.exp().masked_fill(padding, 0.0) * logp).sum(dim=-1)
+
+
+def _response_scores(
+    model, batch: TokenBatch, prefix: CachedPrefix | None, *, entropy: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(log-probs [B, L], entropies [B, L] or None): one forward pass (``token_logprobs``)."""
     device = next(model.parameters()).device
     batch = batch.to(device)
     logits, span = response_logits(model, batch, prefix)
@@ -100,11 +152,11 @@ def token_logprobs(model, batch: TokenBatch, prefix: CachedPrefix | None = None)
     targets = batch.input_ids[:, -span:]
     mask = batch.response_mask[:, -span:].bool()
     target_logits = torch.gather(logits, -1, targets.unsqueeze(-1)).squeeze(-1)
+    allowed = batch.allowed_ids[:, -span:, :] if batch.allowed_ids is not None else None
 
-    if batch.allowed_ids is None:
+    if allowed is None:
         normaliser = torch.logsumexp(logits, dim=-1)
     else:
-        allowed = batch.allowed_ids[:, -span:, :]
         restricted = (allowed >= 0).any(dim=-1)
         allowed_logits = torch.gather(logits, -1, allowed.clamp(min=0))
         # Padding ids get -inf only on restricted positions: an all -1 row must stay finite,
@@ -116,4 +168,8 @@ def token_logprobs(model, batch: TokenBatch, prefix: CachedPrefix | None = None)
 
     logprobs = torch.where(mask, target_logits - normaliser, torch.zeros_like(target_logits))
     full = torch.zeros(batch.input_ids.shape, dtype=logprobs.dtype, device=device)
-    return torch.cat([full[:, :-span], logprobs], dim=1)
+    entropies = None
+    if entropy:
+        response_entropy = torch.where(mask, restricted_entropy(logits, allowed), torch.zeros_like(target_logits))
+        entropies = torch.cat([full[:, :-span], response_entropy], dim=1)
+    return torch.cat([full[:, :-span], logprobs], dim=1), entropies

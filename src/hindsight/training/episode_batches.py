@@ -27,7 +27,7 @@ import torch
 from hindsight.policy.batching import token_budget_chunks
 from hindsight.policy.encoding import StepSample, truncate_prompt
 from hindsight.policy.episode_context import encode_text
-from hindsight.policy.logprobs import accepts_logits_to_keep
+from hindsight.policy.logprobs import accepts_logits_to_keep, restricted_entropy
 from hindsight.policy.skill_injection import skill_block
 
 logger = logging.getLogger(__name__)
@@ -107,6 +107,22 @@ def chain_logprobs(
     Returns:
         One float32 tensor per sample (on the model's device), in ``samples`` order.
     """
+    return _chain_scores(model, samples, pad_token_id, pad_to_multiple_of, entropy=False)[0]
+
+
+def chain_logprobs_and_entropy(
+    model, samples: Sequence[StepSample], pad_token_id: int
+) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """``chain_logprobs`` and, from the same passes, the entropy of each response token's
+    distribution (restricted as its log-prob is, ``logprobs.restricted_entropy``)."""
+    logprobs, entropies = _chain_scores(model, samples, pad_token_id, None, entropy=True)
+    return logprobs, entropies  # type: ignore[return-value]
+
+
+def _chain_scores(
+    model, samples: Sequence[StepSample], pad_token_id: int, pad_to_multiple_of: int | None, *, entropy: bool
+) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
+    """(log-probs, entropies or None) per sample: the passes of ``chain_logprobs``."""
     device = next(model.parameters()).device
     chains = episode_chains(samples)
     sequences = [samples[chain[-1]].input_ids for chain in chains]
@@ -144,26 +160,40 @@ def chain_logprobs(
     column_index = torch.tensor([column[position - 1] for position in positions], dtype=torch.long, device=device)
     selected = logits[row_index, column_index].float()  # [N, V]: the logits predicting each response token
     targets = input_ids.to(device)[row_index, torch.tensor(positions, dtype=torch.long, device=device)]
-    logprobs = _restricted_logprobs(selected, targets, allowed_rows)
+    table = _allowed_table(allowed_rows, selected.device)
+    sizes = [count for _, count in owner]
+    logprobs = _restricted_logprobs(selected, targets, table)
+    entropies = torch.split(restricted_entropy(selected, table), sizes) if entropy else None
     out: list[torch.Tensor | None] = [None] * len(samples)
-    for (index, count), piece in zip(owner, torch.split(logprobs, [count for _, count in owner])):
+    out_entropy: list[torch.Tensor | None] = [None] * len(samples)
+    for number, ((index, _), piece) in enumerate(zip(owner, torch.split(logprobs, sizes))):
         out[index] = piece
-    return out  # type: ignore[return-value]
+        if entropies is not None:
+            out_entropy[index] = entropies[number]
+    return out, (out_entropy if entropy else None)  # type: ignore[return-value]
 
 
-def _restricted_logprobs(logits: torch.Tensor, targets: torch.Tensor, allowed: list[list[int]]) -> torch.Tensor:
-    """log pi(target) per row of [N, V] logits, renormalised over the row's allowed ids
-    (an empty list: the whole vocabulary), as ``logprobs.token_logprobs`` does."""
-    target_logits = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+def _allowed_table(allowed: list[list[int]], device) -> torch.Tensor | None:
+    """[N, A] allowed ids per row, -1 padding (an empty list: a row of -1, unrestricted);
+    None when no row is restricted."""
     width = max((len(ids) for ids in allowed), default=0)
-    full = torch.logsumexp(logits, dim=-1)
     if width == 0:
-        return target_logits - full
+        return None
     table = torch.full((len(allowed), width), -1, dtype=torch.long)
     for row, ids in enumerate(allowed):
         if ids:
             table[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
-    table = table.to(logits.device)
+    return table.to(device)
+
+
+def _restricted_logprobs(logits: torch.Tensor, targets: torch.Tensor, table: torch.Tensor | None) -> torch.Tensor:
+    """log pi(target) per row of [N, V] logits, renormalised over the row's allowed ids
+    (``_allowed_table``; a row of -1 or no table: the whole vocabulary), as
+    ``logprobs.token_logprobs`` does."""
+    target_logits = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    full = torch.logsumexp(logits, dim=-1)
+    if table is None:
+        return target_logits - full
     restricted = (table >= 0).any(dim=-1)
     gathered = logits.gather(-1, table.clamp(min=0))
     # padding ids get -inf only on restricted rows (an all -1 row must stay finite for backward)
@@ -189,16 +219,22 @@ def episode_response_logprobs(
     return out  # type: ignore[return-value]
 
 
-def right_aligned_logprobs(model, chunk: Sequence[StepSample], pad_token_id: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+def right_aligned_logprobs(
+    model, chunk: Sequence[StepSample], pad_token_id: int, entropy: bool = False
+) -> tuple[torch.Tensor, torch.Tensor, int, torch.Tensor | None]:
     """The micro-batch tensors ``rl_update`` takes from a ``TokenBatch``, from chain passes:
-    (log-probs [B, R] with gradient, choice mask [B, R], R), responses right-aligned."""
+    (log-probs [B, R] with gradient, choice mask [B, R], R, and with ``entropy`` the token
+    entropies [B, R] with gradient, else None), responses right-aligned."""
     width = max(len(sample.response_ids) for sample in chunk)
-    pieces = chain_logprobs(model, chunk, pad_token_id)
-    logp = torch.stack([torch.nn.functional.pad(piece.float().cpu(), (width - len(piece), 0)) for piece in pieces])
+    pieces, entropies = _chain_scores(model, chunk, pad_token_id, None, entropy=entropy)
+
+    def right_aligned(rows) -> torch.Tensor:
+        return torch.stack([torch.nn.functional.pad(row.float().cpu(), (width - len(row), 0)) for row in rows])
+
     mask = torch.zeros(len(chunk), width)
     for row, sample in enumerate(chunk):
         mask[row, width - len(sample.response_ids) :] = torch.tensor(sample.choice_positions, dtype=torch.float32)
-    return logp, mask, width
+    return right_aligned(pieces), mask, width, (right_aligned(entropies) if entropies is not None else None)
 
 
 def with_skill_ids(sample: StepSample, tokenizer, skill: str) -> StepSample:

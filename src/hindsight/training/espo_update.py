@@ -28,7 +28,7 @@ import torch
 
 from hindsight import algorithms
 from hindsight.policy.encoding import StepSample, collate
-from hindsight.policy.logprobs import token_logprobs
+from hindsight.policy.logprobs import token_logprobs, token_logprobs_and_entropy
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.episode_batches import is_multiturn, right_aligned_logprobs
 from hindsight.training.loss_terms import LossTerm
@@ -49,16 +49,23 @@ def pad_right_aligned(rows: Sequence[torch.Tensor], width: int) -> torch.Tensor:
     return out
 
 
-def policy_response_logprobs(model, chunk: Sequence[StepSample], pad: int, device) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """(log-probs [B, R] of the responses under ``model``, choice mask [B, R], R), responses
-    right-aligned; one forward pass per episode in the multi-turn layout."""
+def policy_response_logprobs(
+    model, chunk: Sequence[StepSample], pad: int, device, entropy: bool = False
+) -> tuple[torch.Tensor, torch.Tensor, int, torch.Tensor | None]:
+    """(log-probs [B, R] of the responses under ``model``, choice mask [B, R], R, and with
+    ``entropy`` each response token's entropy [B, R] from the same pass, else None),
+    responses right-aligned; one forward pass per episode in the multi-turn layout."""
     if is_multiturn(chunk):  # one forward pass per episode (training.episode_batches)
-        return right_aligned_logprobs(model, chunk, pad)
+        return right_aligned_logprobs(model, chunk, pad, entropy)
     tokens = collate(chunk, pad).to(device)
     width = tokens.response_width
-    logp = token_logprobs(model, tokens)[:, -width:].float().cpu()
+    if entropy:
+        logp, entropies = token_logprobs_and_entropy(model, tokens)
+        entropies = entropies[:, -width:].float().cpu()
+    else:
+        logp, entropies = token_logprobs(model, tokens), None
     mask = tokens.choice_mask[:, -width:].float().cpu()  # response tokens the policy chose (no forced ones)
-    return logp, mask, width
+    return logp[:, -width:].float().cpu(), mask, width, entropies
 
 
 def check_espo(objective: str, method: Method, *, parallel: bool) -> None:
@@ -108,7 +115,7 @@ class EpisodeTotals:
         log_ratio_sum, tokens = torch.zeros(len(index)), torch.zeros(len(index))
         for micro, _ in plan:
             chunk = batch.select(micro)
-            logp, mask, width = policy_response_logprobs(model, chunk.samples, pad, device)
+            logp, mask, width, _ = policy_response_logprobs(model, chunk.samples, pad, device)
             log_ratio = torch.where(mask != 0, logp - pad_right_aligned(chunk.old_logp, width), torch.zeros_like(logp))
             at = torch.tensor([index[sample.episode_id] for sample in chunk.samples])
             log_ratio_sum.index_add_(0, at, log_ratio.sum(dim=-1))

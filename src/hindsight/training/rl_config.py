@@ -62,6 +62,13 @@ class RLConfig:
     and the step term (the official code's mean_std_norm / mean_norm)."""
     kl_coef: float = 0.01
     """Weight of the low-variance KL to the reference (Stage-1) policy."""
+    entropy_coef: float = 0.0
+    """Weight of the entropy bonus, any method: the loss adds ``-entropy_coef * H``, H the
+    entropy of the policy's token distribution (restricted to the allowed ids under
+    constrained decoding, as its log-probs are) over the response tokens it chose,
+    aggregated as ``loss_agg``; logged as ``losses/entropy`` when not 0. The official SEED
+    release: 0.001 (verl's ``entropy_coeff``; ``conf/seed_release``). 0 here: the default
+    run was measured without it."""
     max_grad_norm: float = 1.0
     """Gradient clipping norm."""
     eval_every: int = 0
@@ -139,6 +146,8 @@ class RLConfig:
             raise ValueError(f"training.rl.task_fraction must be in (0, 1], got {self.task_fraction}")
         if self.rollout_dtype not in ("float32", "bfloat16", "auto"):
             raise ValueError(f"training.rl.rollout_dtype must be float32, bfloat16 or auto, got {self.rollout_dtype!r}")
+        if self.entropy_coef < 0:
+            raise ValueError(f"training.rl.entropy_coef must be >= 0 (a bonus on the entropy), got {self.entropy_coef}")
         if self.micro_batch_tokens is not None and self.micro_batch_tokens < 1:
             raise ValueError(f"training.rl.micro_batch_tokens must be a positive token count or null, got {self.micro_batch_tokens}")
         self._check_task_schedule()

@@ -1,7 +1,7 @@
 """One RL update of the policy: PPO epochs over mini-batches of a ``RolloutBatch``, each
 loss term a named ``LossTerm``: PPO clip (or decoupled PPO on stale samples), the method's
-own terms (``Method.extra_loss_terms``: SEED's gated distillation) and the KL to the
-reference.
+own terms (``Method.extra_loss_terms``: SEED's gated distillation), the entropy bonus
+(``training.rl.entropy_coef``, any method) and the KL to the reference.
 
 Token tensors are response-aligned: with left padding the response of every sample ends at
 the last column, so the last R columns of a [B, L] batch hold the responses, right-aligned.
@@ -47,7 +47,7 @@ def micro_batch_loss_terms(
     proximal ones. With ``episodes`` (``odysse_objective: espo``) it is ESPO, one clipped
     ratio per episode over the whole mini-batch (``training.espo_update``)."""
     chunk = micro.samples
-    logp, mask, width = policy_response_logprobs(model, chunk, pad, device)
+    logp, mask, width, entropy = policy_response_logprobs(model, chunk, pad, device, entropy=bool(config.entropy_coef))
     old = pad_right_aligned(micro.old_logp, width)
     has_teacher = torch.tensor([row is not None for row in micro.teacher_logp], dtype=torch.float32)
     teacher = pad_right_aligned(
@@ -57,7 +57,7 @@ def micro_batch_loss_terms(
     distill_mask = mask * has_teacher[:, None]
     if episodes is not None:
         terms = [episodes.loss_term(logp, old, mask, chunk, config)]
-        return terms + _other_terms(logp, teacher, distill_mask, mask, reference_rows, width, config, method)
+        return terms + _other_terms(logp, teacher, distill_mask, mask, reference_rows, width, config, method, entropy)
     advantage = method.token_advantages(micro.advantages, teacher, old, distill_mask)
     clip = {"clip_low": config.clip_low, "clip_high": config.clip_high, "dual_clip": config.dual_clip, "agg": config.loss_agg}
     if micro.proximal_logp is None:
@@ -71,14 +71,20 @@ def micro_batch_loss_terms(
     # |l - l_old|: before the first optimizer step l is the old policy recomputed by the trainer
     ppo_metrics["rollout/logprob_gap"] = float(algorithms.masked_mean((logp - old).abs().detach(), mask))
     terms = [LossTerm("ppo", loss, mask, ppo_metrics)]
-    return terms + _other_terms(logp, teacher, distill_mask, mask, reference_rows, width, config, method)
+    return terms + _other_terms(logp, teacher, distill_mask, mask, reference_rows, width, config, method, entropy)
 
 
 def _other_terms(
-    logp, teacher, distill_mask, mask, reference_rows, width: int, config: RLConfig, method: Method
+    logp, teacher, distill_mask, mask, reference_rows, width: int, config: RLConfig, method: Method,
+    entropy: torch.Tensor | None = None,
 ) -> list[LossTerm]:
-    """The method's own terms, then the KL to the reference when given."""
+    """The method's own terms, the entropy bonus when ``config.entropy_coef`` is not 0
+    (``entropy``: the token entropies of this pass), then the KL to the reference when given."""
     terms = method.extra_loss_terms(logp, teacher, distill_mask, config.loss_agg)
+    if config.entropy_coef:
+        # logged as losses/entropy (the aggregated entropy); weighs -entropy_coef in the total
+        mean_entropy = algorithms.aggregate_loss(entropy, mask, config.loss_agg)
+        terms.append(LossTerm("entropy", mean_entropy, mask, {}, coefficient=-config.entropy_coef))
     if reference_rows is not None:
         reference = pad_right_aligned(reference_rows, width)
         kl = algorithms.aggregate_loss(algorithms.kl_low_var(logp, reference), mask, config.loss_agg)

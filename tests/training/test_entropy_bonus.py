@@ -1,0 +1,124 @@
+"""``training.rl.entropy_coef``: the loss of any method gains ``-entropy_coef * H``, H the
+token entropy of the policy's (restricted) distribution over the chosen response tokens,
+aggregated as ``loss_agg``; 0 adds no term.
+
+The reference entropy here is computed independently of the trainer: one plain forward pass
+per sample, a softmax over the ids the constrained decoder allowed at each chosen token."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+
+import pandas as pd
+import pytest
+import torch
+
+from hindsight.methods import build_method
+from hindsight.policy.constrained import ActionTrie
+from hindsight.policy.encoding import encode_ids, encode_prompt, encode_response
+from hindsight.policy.logprobs import restricted_entropy
+from hindsight.training.batch import RolloutBatch
+from hindsight.training.distillation import response_logprobs
+from hindsight.training.episode_batches import right_aligned_logprobs
+from hindsight.training.espo_update import policy_response_logprobs
+from hindsight.training.rl_config import RLConfig
+from hindsight.training.rl_update import micro_batch_loss_terms, update_policy
+
+COEF = 0.05
+BASE = RLConfig(algorithm="grpo", kl_coef=0.0, ppo_epochs=1, mini_batch_size=16, max_grad_norm=1e9)
+
+
+@pytest.fixture(scope="module")
+def batch(tiny_policy, gold_examples) -> RolloutBatch:
+    """Three constrained step samples with advantages and their recorded log-probs."""
+    tokenizer = tiny_policy.tokenizer
+    samples = []
+    for number, example in enumerate(gold_examples[:3]):
+        response = encode_response(tokenizer, example["response"])
+        allowed = ActionTrie.from_actions(tokenizer, example["valid_actions"]).allowed_along(response)
+        encoded = encode_ids(encode_prompt(tokenizer, example["prompt"]), response, 768, allowed)
+        samples.append(dataclasses.replace(encoded, episode_id=f"e{number}", group_id="g", step=0, prompt=example["prompt"]))
+    old = response_logprobs(tiny_policy.model, samples, 8, tokenizer.pad_token_id)
+    return RolloutBatch(
+        table=pd.DataFrame(), samples=samples, played=pd.DataFrame(), old_logp=old,
+        teacher_logp=[None] * len(samples), advantages=torch.tensor([1.0, -0.5, -0.5]),
+    )
+
+
+def reference_mean_entropy(model, samples) -> float:
+    """Token mean of the entropy over every chosen response token, from plain passes."""
+    values = []
+    with torch.no_grad():
+        for sample in samples:
+            logits = model(input_ids=torch.tensor([sample.input_ids])).logits[0].float()
+            start = len(sample.prompt_ids)
+            for offset, chosen in enumerate(sample.choice_positions):
+                if not chosen:
+                    continue
+                row = logits[start + offset - 1]
+                allowed = [i for i in sample.allowed_ids[offset] if i >= 0]
+                probs = torch.softmax(row[allowed] if allowed else row, dim=-1)
+                values.append(float(-(probs * probs.log()).sum()))
+    assert values and max(values) > 0.01  # the policy is unsure somewhere: the bonus is not 0
+    return sum(values) / len(values)
+
+
+def total_loss(terms) -> float:
+    return float(sum(term.coefficient * term.loss for term in terms))
+
+
+def terms_of(policy, batch, config):
+    model = policy.model
+    with torch.no_grad():
+        return micro_batch_loss_terms(
+            model, batch.select(range(len(batch.samples))), policy.tokenizer.pad_token_id, None, config,
+            build_method(config), policy.device,
+        )
+
+
+def test_the_coefficient_adds_minus_coef_times_the_mean_token_entropy(tiny_policy, batch):
+    plain = terms_of(tiny_policy, batch, BASE)
+    bonus = terms_of(tiny_policy, batch, dataclasses.replace(BASE, entropy_coef=COEF))
+    expected = reference_mean_entropy(tiny_policy.model, batch.samples)
+    assert [term.name for term in plain] == ["ppo"]
+    assert [term.name for term in bonus] == ["ppo", "entropy"]
+    assert float(bonus[1].loss) == pytest.approx(expected, rel=1e-4)
+    assert total_loss(bonus) - total_loss(plain) == pytest.approx(-COEF * expected, rel=1e-4)
+
+
+def test_a_zero_coefficient_leaves_the_loss_and_the_metrics_unchanged(tiny_policy, batch):
+    def run(config):
+        policy = copy.deepcopy(tiny_policy)
+        optimizer = torch.optim.SGD(policy.model.parameters(), lr=0.0)
+        return update_policy(policy, None, optimizer, batch, config, build_method(config), torch.Generator().manual_seed(0))
+
+    plain = run(BASE)
+    zero = run(dataclasses.replace(BASE, entropy_coef=0.0))
+    bonus = run(dataclasses.replace(BASE, entropy_coef=COEF))
+    assert "losses/entropy" not in plain and plain == zero
+    assert bonus["losses/ppo"] == pytest.approx(plain["losses/ppo"], rel=1e-5)
+    assert bonus["losses/entropy"] == pytest.approx(reference_mean_entropy(tiny_policy.model, batch.samples), rel=1e-4)
+    assert bonus["losses/total"] == pytest.approx(plain["losses/total"] - COEF * bonus["losses/entropy"], rel=1e-5)
+
+
+def test_the_episode_pass_gives_the_same_entropies_as_the_step_pass(tiny_policy, batch):
+    """The multi-turn path (chain passes) and the step-wise path compute the same entropy."""
+    pad = tiny_policy.tokenizer.pad_token_id
+    with torch.no_grad():
+        _, mask, _, stepwise = policy_response_logprobs(tiny_policy.model, batch.samples, pad, tiny_policy.device, entropy=True)
+        _, chain_mask, _, chained = right_aligned_logprobs(tiny_policy.model, batch.samples, pad, entropy=True)
+    assert torch.equal(mask, chain_mask)
+    torch.testing.assert_close(stepwise * mask, chained * mask, rtol=0, atol=1e-4)
+
+
+def test_restricted_entropy_known_answers():
+    logits = torch.tensor([[0.0, 0.0, 5.0, 0.0], [0.0, math.log(3.0), 0.0, 0.0]])
+    allowed = torch.tensor([[0, 1, -1], [-1, -1, -1]])  # row 0: two equal ids; row 1 unrestricted
+    probs = torch.softmax(logits[1], dim=-1)
+    expected = torch.tensor([math.log(2.0), float(-(probs * probs.log()).sum())])
+    torch.testing.assert_close(restricted_entropy(logits, allowed), expected)
+    logits.requires_grad_(True)
+    restricted_entropy(logits, allowed).sum().backward()
+    assert torch.isfinite(logits.grad).all()
