@@ -236,6 +236,10 @@ class Stage1Config:
 
     sft: SFTConfig = field(default_factory=_stage1_sft)
     """The SFT run on the mixture."""
+    behaviour_cloning: bool = True
+    """The mixture holds behaviour cloning and skill-conditioned behaviour cloning on every
+    expert step (our reading, measured for the tiny policy); false: neither (the official
+    release's Stage 1 is analyzer SFT only, ``conf/seed_release``)."""
     analyzer_repeat: int = 1
     """Copies of the analyzer SFT set in the mixture."""
     own_rollout_repeat: int = 0
@@ -270,6 +274,8 @@ class Stage1Config:
         ):
             if getattr(self, name) < 0:  # the type is checked by params.build
                 raise ValueError(f"stage1.{name} must be >= 0, got {getattr(self, name)!r}")
+        if not isinstance(self.behaviour_cloning, bool):
+            raise ValueError(f"stage1.behaviour_cloning must be true or false, got {self.behaviour_cloning!r}")
 
 
 @dataclass

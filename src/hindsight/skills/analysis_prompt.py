@@ -7,6 +7,10 @@ a workflow (success) or an avoidance rule (failure), and asks for JSON only with
 ``episode_summary`` and ``episode_skill``. Long trajectories are cut from the front: the last
 steps are kept and the prompt says how many were left out. The SFT set of the analyzer and
 every teacher build their prompts here, so training and use see the same text.
+
+``name_by_role`` (``analyzer.name_objects_by_role``) adds to the workflow instruction that
+objects be named by their role rather than by name: our reading for a tiny policy; the
+official release's prompt does not ask it.
 """
 
 from __future__ import annotations
@@ -30,6 +34,11 @@ WORKFLOW_INSTRUCTION = (
     'made it work, as a short rule the agent can follow ("do X before Y"). Name objects by their '
     "role (object, container, tool) rather than by name, and do not retell the episode."
 )
+WORKFLOW_INSTRUCTION_BY_NAME = (
+    "The episode succeeded. Write a workflow skill: the decision rule and the order of actions that "
+    'made it work, as a short rule the agent can follow ("do X before Y"). Do not retell the episode.'
+)
+"""The workflow instruction without the request to name objects by role (the release's reading)."""
 AVOIDANCE_INSTRUCTION = (
     "The episode failed. Write an avoidance rule: the core mistake and the warning signs that show "
     'it is happening, as a short rule the agent can follow ("avoid X; when you see Y, do Z instead"). '
@@ -58,6 +67,7 @@ def build_analysis_prompt(
     *,
     max_chars: int = DEFAULT_MAX_CHARS,
     max_field_chars: int = DEFAULT_MAX_FIELD_CHARS,
+    name_by_role: bool = True,
 ) -> str:
     """Build the analysis prompt of one episode.
 
@@ -69,13 +79,16 @@ def build_analysis_prompt(
         max_chars: Cap on the prompt length; when the trajectory does not fit, the earliest
             steps are dropped (the last step is always kept) and the prompt says so.
         max_field_chars: Cap on each observation / response.
+        name_by_role: The workflow instruction asks to name objects by their role (False:
+            ``WORKFLOW_INSTRUCTION_BY_NAME``, as the release's prompt).
 
     Returns:
         The prompt text, ending with a newline.
     """
     head = [INTRODUCTION, f"Task description: {one_line(task, max_field_chars)}",
             f"episode_success: {'success' if success else 'failure'}"]
-    tail = [WORKFLOW_INSTRUCTION if success else AVOIDANCE_INSTRUCTION, OUTPUT_INSTRUCTION]
+    workflow = WORKFLOW_INSTRUCTION if name_by_role else WORKFLOW_INSTRUCTION_BY_NAME
+    tail = [workflow if success else AVOIDANCE_INSTRUCTION, OUTPUT_INSTRUCTION]
     blocks = [_step_block(number, step, max_field_chars) for number, step in enumerate(steps, start=1)]
     budget = max_chars - sum(len(part) + 1 for part in head + tail) - 120  # 120: trajectory header
     kept: list[str] = []

@@ -43,22 +43,34 @@ class AnalyzerConfig:
     structured: bool = False
     """JSON language: fill only the two strings of a fixed JSON frame (``skills.structured``)."""
     max_prompt_chars: int = 2400
-    """JSON language: cap on the analysis prompt (the compact prompt shows the whole episode,
-    one short line per action)."""
+    """JSON language: cap on the analysis prompt in characters, earliest steps dropped first
+    (the compact prompt shows the whole episode, one short line per action)."""
+    max_field_chars: int = 600
+    """JSON language: cap on each observation and response in the analysis prompt (its
+    start is kept)."""
+    name_objects_by_role: bool = True
+    """JSON language: the success instruction asks to name objects by their role (object,
+    container, tool) rather than by name; our reading for a tiny policy (false: the official
+    release's prompt, which does not ask it)."""
 
     def __post_init__(self) -> None:
-        for name in ("structured", "concrete"):
+        for name in ("structured", "concrete", "name_objects_by_role"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"analyzer.{name} must be true or false, got {getattr(self, name)!r}")
         if self.language not in ANALYZER_LANGUAGES:
             raise ValueError(f"analyzer.language must be one of {', '.join(ANALYZER_LANGUAGES)}, got {self.language!r}")
-        if self.max_templates < 1:
-            raise ValueError(f"analyzer.max_templates must be positive, got {self.max_templates}")
+        for name in ("max_templates", "max_new_tokens", "max_prompt_chars", "max_field_chars"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"analyzer.{name} must be positive, got {getattr(self, name)}")
 
     @property
     def compact(self) -> bool:
         """Whether skills are written in the compact language."""
         return self.language == "compact"
+
+    def prompt_options(self) -> dict:
+        """The JSON analysis prompt's settings, as ``teachers.episode_analysis_prompt`` takes them."""
+        return {"max_chars": self.max_prompt_chars, "max_field_chars": self.max_field_chars, "name_by_role": self.name_objects_by_role}
 
 
 def rule_teacher(analyzer: AnalyzerConfig) -> Teacher:
@@ -81,4 +93,8 @@ def policy_teacher(policy: Policy, analyzer: AnalyzerConfig, max_length: int | N
             policy, concrete=analyzer.concrete, max_templates=analyzer.max_templates, max_length=max_length
         )
     generate = policy_analyzer(policy, analyzer.max_new_tokens, analyzer.structured)
-    return PolicyTeacher(generate, max_prompt_chars=analyzer.max_prompt_chars)
+    options = analyzer.prompt_options()
+    return PolicyTeacher(
+        generate, max_prompt_chars=options["max_chars"], max_field_chars=options["max_field_chars"],
+        name_by_role=options["name_by_role"],
+    )

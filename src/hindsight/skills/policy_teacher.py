@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 from hindsight.policy import Policy
 from hindsight.policy.generation import generate_text
-from hindsight.skills.analysis_prompt import DEFAULT_MAX_CHARS
+from hindsight.skills.analysis_prompt import DEFAULT_MAX_CHARS, DEFAULT_MAX_FIELD_CHARS
 from hindsight.skills.episode_views import EpisodeView
 from hindsight.skills.records import SkillRecord, parse_rate, record_from_output
 from hindsight.skills.structured import structured_skill_outputs
@@ -44,19 +44,31 @@ class PolicyTeacher(Teacher):
 
     name = "policy"
 
-    def __init__(self, generate: Callable[[list[str]], list[str]], max_prompt_chars: int = DEFAULT_MAX_CHARS) -> None:
+    def __init__(
+        self, generate: Callable[[list[str]], list[str]], max_prompt_chars: int = DEFAULT_MAX_CHARS,
+        max_field_chars: int = DEFAULT_MAX_FIELD_CHARS, name_by_role: bool = True,
+    ) -> None:
         """Wrap a batched generate function.
 
         Args:
             generate: Maps prompts to completions, one per prompt, in order (greedy decoding).
             max_prompt_chars: Cap on each analysis prompt's length.
+            max_field_chars: Cap on each observation / response in it.
+            name_by_role: The prompt asks to name objects by their role (``build_analysis_prompt``).
         """
         self.generate = generate
         self.max_prompt_chars = max_prompt_chars
+        self.max_field_chars = max_field_chars
+        self.name_by_role = name_by_role
 
     def prompts(self, episodes: Sequence[EpisodeView]) -> list[str]:
         """The analysis prompts of ``episodes``, in order."""
-        return [episode_analysis_prompt(episode, max_chars=self.max_prompt_chars) for episode in episodes]
+        return [
+            episode_analysis_prompt(
+                episode, max_chars=self.max_prompt_chars, max_field_chars=self.max_field_chars, name_by_role=self.name_by_role
+            )
+            for episode in episodes
+        ]
 
     def write_skills(self, episodes: Sequence[EpisodeView]) -> list[SkillRecord]:
         """Generate and parse one skill per episode.

@@ -4,7 +4,7 @@ The prompt is built exactly as the teachers build it, so the SFT-trained policy 
 analysis time the text it was trained on; the target is what the analyzer must write:
 
 - ``json`` language: the JSON summary + skill (``skill_target_json``), prompt cut to
-  ``analyzer.max_prompt_chars``;
+  ``analyzer.max_prompt_chars`` (each field to ``analyzer.max_field_chars``);
 - ``compact`` language: the written form of the compact skill (``compact.written_skill``)
   after the whole-episode compact prompt; ``templates`` holds the grammar's alphabet of the
   episode (``compact.episode_templates``) so the held-out pairs can be decoded later exactly
@@ -62,7 +62,7 @@ def analyzer_pair(episode: EpisodeView, summary: str, skill: str, analyzer: Anal
             "templates": episode_templates(episode, analyzer.concrete),
         }
     return {
-        "prompt": episode_analysis_prompt(episode, max_chars=analyzer.max_prompt_chars),
+        "prompt": episode_analysis_prompt(episode, **analyzer.prompt_options()),
         "response": skill_target_json(summary, skill),
         "skill": skill,
         "templates": [],

@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Sequence
 
-from hindsight.skills.analysis_prompt import DEFAULT_MAX_CHARS, build_analysis_prompt
+from hindsight.skills.analysis_prompt import DEFAULT_MAX_CHARS, DEFAULT_MAX_FIELD_CHARS, build_analysis_prompt
 from hindsight.skills.episode_views import EpisodeView
 from hindsight.skills.records import SkillRecord
 
@@ -28,14 +28,22 @@ class Teacher(ABC):
         """Return one record per episode, in the same order."""
 
 
-def episode_analysis_prompt(episode: EpisodeView, *, max_chars: int = DEFAULT_MAX_CHARS) -> str:
+def episode_analysis_prompt(
+    episode: EpisodeView, *, max_chars: int = DEFAULT_MAX_CHARS, max_field_chars: int = DEFAULT_MAX_FIELD_CHARS,
+    name_by_role: bool = True,
+) -> str:
     """The analysis prompt of an episode (the same text for every teacher and the SFT set).
 
     Args:
         episode: The episode.
         max_chars: Cap on the prompt length (see ``build_analysis_prompt``).
+        max_field_chars: Cap on each observation / response.
+        name_by_role: Ask to name objects by their role (``build_analysis_prompt``).
 
     Returns:
         The prompt text.
     """
-    return build_analysis_prompt(episode.task, episode.success, episode.analysis_steps(), max_chars=max_chars)
+    return build_analysis_prompt(
+        episode.task, episode.success, episode.analysis_steps(), max_chars=max_chars, max_field_chars=max_field_chars,
+        name_by_role=name_by_role,
+    )

@@ -76,7 +76,8 @@ def stage1_examples(
     order examples (kind "skill_reorder": the expert's listed action and a later listed one
     the state allows trade places, the later one the target); with ``stage1.unrelated_repeat``
     > 0 that many copies of expert steps with another task type's skill and the expert's
-    action (kind "unrelated_skill_bc").
+    action (kind "unrelated_skill_bc"). ``stage1.behaviour_cloning: false`` leaves out the
+    behaviour cloning and its skill-conditioned copy (the official release: analyzer SFT only).
 
     In the multi-turn layout (``bc_examples`` with ``episode_sft.MULTITURN_COLUMNS``) the
     behaviour-cloning rows keep those columns (whole-episode sequences, the skill in the
@@ -96,10 +97,8 @@ def stage1_examples(
         logger.warning("stage1.reorder_repeat: no expert step's state allows a later item of its skill; none added")
     ignoring = unrelated_skill_examples(bc_examples, skill_of) if settings.unrelated_repeat else None
     unrelated = [_copy(ignoring, f"unrelated{index}") for index in range(settings.unrelated_repeat)]
-    parts = (
-        [bc_examples, conditioned] + own_copies + counterfactual + reordered + unrelated
-        + [analyzer] * settings.analyzer_repeat
-    )
+    behaviour_cloning = [bc_examples, conditioned] if settings.behaviour_cloning else []  # false: the release's Stage 1
+    parts = behaviour_cloning + own_copies + counterfactual + reordered + unrelated + [analyzer] * settings.analyzer_repeat
     columns = ["prompt", "response", "kind"] + (list(MULTITURN_COLUMNS) if "header" in bc_examples else [])
     mixture = pd.concat([part.reindex(columns=columns) for part in parts], ignore_index=True)
     counts = mixture["kind"].value_counts().to_dict()
