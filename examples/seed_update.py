@@ -160,8 +160,9 @@ def rescore(policy: Policy, batch: RolloutBatch, skill_of: dict[str, str], confi
 
 
 def grpo_advantages(batch: RolloutBatch, config: RLConfig = CONFIG) -> torch.Tensor:
-    """Each step sample's advantage: its episode's return, normalised over the episodes of
-    its group (the same task); every step of an episode gets the episode's advantage."""
+    """Each step sample's advantage: its episode's return, normalised over the samples of
+    its group (the same task). SEED's default step score (``step_score: release``) is the
+    same here: under constrained decoding no action is invalid, so no step has a penalty."""
     scores = episode_return_scores(batch.table)
     batch.advantages = algorithms.group_normalized_advantages(
         scores, batch.table["group_id"].tolist(), std_normalize=config.std_normalize
