@@ -68,6 +68,47 @@ HEAVIEST_FIRST = [
 ]
 
 
+UNIT_TIER = (
+    "tests/algorithms/",
+    "tests/methods/",
+    "tests/config/",
+    "tests/data/",
+    "tests/skills/",
+    "tests/examples/",
+    "tests/policy/test_encoding.py",
+    "tests/policy/test_constrained.py",
+    "tests/policy/test_tokenizer.py",
+    "tests/rollout/test_curriculum.py",
+    "tests/rollout/test_infeasible_curriculum.py",
+    "tests/training/test_schedule.py",
+    "tests/training/test_minibatches.py",
+    "tests/training/test_grid_keys.py",
+    "tests/training/test_scheduler_methods.py",
+    "tests/training/test_checkpoint_faults.py",
+    "tests/test_layers.py",
+)
+"""The one-minute tier, ``python -m pytest -q -m unit -n 2``: the pure and small tests (the
+math, the methods, the schedule, the update on a batch, the settings, the data contracts,
+the skills, the one-file SEED walk-through), marked ``unit`` as they are collected. A
+directory or file joins only if the tier stays under 60 s on 2 cores."""
+
+UNIT_TIER_LEFT_OUT = ("tests/data/test_data_expert.py",)
+"""Under a unit directory but not in the tier: it plays real environments on the JVM. (Also
+left out: tests/training/test_rl_update.py, whose behaviour-cloned twc policy takes about
+20 s to build on each worker; the update on a toy batch is tests/examples.)"""
+
+
+def in_unit_tier(test_file: str) -> bool:
+    """Whether the test file (a path relative to the project root) is in ``UNIT_TIER``."""
+    return test_file.startswith(UNIT_TIER) and test_file not in UNIT_TIER_LEFT_OUT
+
+
+def pytest_itemcollected(item):
+    """The ``unit`` marker on every test of the unit tier (before ``-m`` selects)."""
+    if in_unit_tier(item.nodeid.split("::", 1)[0]):
+        item.add_marker(pytest.mark.unit)
+
+
 @functools.cache
 def work_unit(test_file: str) -> str:
     """The scheduling unit of a test file (a path relative to the project root): "shared
