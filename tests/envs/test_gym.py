@@ -1,11 +1,13 @@
 """Every environment as a Gymnasium env (``gym_wrapper``): each registered id passes
-``gymnasium.utils.env_checker.check_env`` on the real simulator, the spaces' charset covers
+``gymnasium.utils.env_checker.check_env`` on the real simulator (with its default arguments,
+or refuses them with an ``EnvironmentConfigError`` naming what it needs), the spaces' charset covers
 what the games print, and the task mapping matches the project's folds and seeds; a wrapped
 environment comes back through ``gym_adapter`` unchanged."""
 
 from __future__ import annotations
 
 import importlib.util
+import shutil
 
 import gymnasium
 import pandas as pd
@@ -16,7 +18,9 @@ from gymnasium.utils.env_checker import check_env
 import hindsight.envs  # noqa: F401  (registers the ids)
 from hindsight.data.expert import play_gold_episode
 from hindsight.envs import EnvironmentConfigError, EnvironmentSpec, make_env
-from hindsight.envs.gym_wrapper import REPLACEMENT_CHAR, TEXT_CHARSET, TWX_GAMES, fold_size, register_gym_env
+from hindsight.envs.gym_wrapper import (
+    REPLACEMENT_CHAR, TEXT_CHARSET, TWX_GAMES, builtin_gym_ids, fold_size, register_gym_env,
+)
 from hindsight.envs.textworldexpress import GAME_PARAMETERS
 from hindsight.skills.skill_bank import skill_bank_from_table
 from toy_env import ToyEnvironment
@@ -240,3 +244,48 @@ def test_gym_modules_are_imported_before_make(tmp_path, monkeypatch):
     env.close()
     with pytest.raises(EnvironmentConfigError, match="gym_modules"):
         make_env(EnvironmentSpec("gym", "test/FromPlugin-v0", {"gym_modules": ["no_such_plugin_module"]}))
+
+
+JAVA_IDS = {f"hindsight/twx-{game}-v0" for game in TWX_GAMES} | {"hindsight/scienceworld-v0"}
+"""Ids whose simulator runs in a JVM (skipped only where Java is absent)."""
+REFUSALS = {
+    "hindsight/expert-replay-v0": "table= or replay=",
+    "hindsight/world-model-v0": "simulator=",
+    "hindsight/alfworld-v0": "ALFWorld",
+}
+"""Ids that need arguments (or data) no default can supply -> what their refusal names."""
+
+
+def test_every_registered_hindsight_id_is_a_builtin():
+    registered = {env_id for env_id in gymnasium.registry if env_id.startswith("hindsight/")}
+    assert registered == set(builtin_gym_ids())
+
+
+@pytest.mark.parametrize("env_id", sorted(builtin_gym_ids()))
+def test_every_id_builds_with_default_arguments_or_refuses_naming_what_it_needs(env_id, tmp_path, monkeypatch):
+    if env_id in JAVA_IDS and shutil.which("java") is None:
+        pytest.skip("Java is not installed")
+    monkeypatch.chdir(tmp_path)  # a default cache (TextWorld's games) lands here
+    try:
+        env = gymnasium.make(env_id)
+    except EnvironmentConfigError as error:
+        assert env_id in REFUSALS, f"{env_id} refused its defaults: {error}"
+        assert REFUSALS[env_id] in str(error)
+        return
+    assert env_id not in REFUSALS or env_id == "hindsight/alfworld-v0", f"{env_id} built without its arguments"
+    try:
+        check_env(env.unwrapped)
+    finally:
+        env.close()
+
+
+def test_the_world_model_id_names_every_missing_argument():
+    with pytest.raises(EnvironmentConfigError, match=r"simulator= \(a WorldModelSimulator\), env=, game="):
+        gymnasium.make("hindsight/world-model-v0")
+    with pytest.raises(EnvironmentConfigError, match=r"needs game=:"):
+        gymnasium.make("hindsight/world-model-v0", simulator=_FakeSimulator(), env="textworldexpress")
+
+
+class _FakeSimulator:
+    def make_env(self, spec, imagined_turns=0):  # pragma: no cover - never reached
+        raise AssertionError("built without a game")

@@ -197,9 +197,9 @@ def make_expert_replay_gym(
 
 
 def make_world_model_gym(
-    simulator: Any,
-    env: str,
-    game: str,
+    simulator: Any = None,
+    env: str | None = None,
+    game: str | None = None,
     params: dict[str, Any] | None = None,
     max_steps: int = 30,
     reward: RewardConfig | dict | None = None,
@@ -209,9 +209,17 @@ def make_world_model_gym(
     """A learned world model as the environment: ``simulator`` is a
     ``hindsight.world_model.environment.WorldModelSimulator`` (anything with
     ``make_env(spec, imagined_turns)``); ``env``/``game``/``params`` name the recorded game
-    whose tasks it starts from."""
+    whose tasks it starts from. Without them it refuses with an ``EnvironmentConfigError``
+    naming what is missing (there is no default world model)."""
+    missing = [f"{name}=" for name, value in (("env", env), ("game", game)) if not value]
     if not callable(getattr(simulator, "make_env", None)):
-        raise EnvironmentConfigError("hindsight/world-model-v0 needs simulator= (a WorldModelSimulator).")
+        missing.insert(0, "simulator= (a WorldModelSimulator)")
+    if missing:
+        raise EnvironmentConfigError(
+            f"hindsight/world-model-v0 needs {', '.join(missing)}: "
+            "a trained world model and the recorded game whose tasks it starts from, e.g. "
+            'gymnasium.make("hindsight/world-model-v0", simulator=..., env="textworldexpress", game="twc").'
+        )
     spec = EnvironmentSpec(env=env, game=game, params=dict(params or {}), max_steps=max_steps, reward=_reward(reward))
     environment = simulator.make_env(spec, imagined_turns=imagined_turns)
     # the simulator-wide call counter is no outcome of a step (read ``simulator.calls``)
