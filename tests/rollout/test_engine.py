@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from hindsight.envs import make_env
-from hindsight.envs.base import EnvironmentCrashedError
+from hindsight.envs.base import EnvironmentCrashedError, EnvironmentTimeoutError
 from hindsight.policy.encoding import collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.policy.prompts import episode_prompts
@@ -181,23 +181,78 @@ class CrashOnceEnvironment:
         self.env.close()
 
 
-def test_a_crashed_episode_fails_and_the_rollout_goes_on(tiny_policy, twc_tasks):
+def test_a_crashed_episode_is_replayed_from_its_start_and_the_rollout_goes_on(tiny_policy, twc_tasks):
+    CrashOnceEnvironment.crashed = CrashOnceEnvironment.restarted = 0
     config = RolloutConfig(group_size=2, max_steps=4, max_parallel=2, progress=False)
     result = run_rollouts(tiny_policy, CrashOnceEnvironment, twc_tasks[:1], config)
     assert CrashOnceEnvironment.crashed == 1 and CrashOnceEnvironment.restarted == 1
-    [failed] = result.faults.failed
-    assert failed.reason == ENV_CRASH and failed.detail == "simulated JVM crash" and failed.steps == 2
-    assert failed.episode_id not in set(result.table["episode_id"])
+    assert result.faults.failed == []
+    [replayed] = result.faults.replayed
+    assert replayed.reason == ENV_CRASH and replayed.detail == "simulated JVM crash" and replayed.steps == 2
+    assert sorted(result.table["episode_id"].unique()) == sorted(planned_episode_ids(twc_tasks[:1], config))
     for _, rows in result.table.groupby("episode_id"):
         assert rows["step"].tolist() == list(range(len(rows))) and rows["done"].iloc[-1]
-    assert result.table["episode_id"].nunique() == 1 and len(result.samples) == len(result.table)
-    assert {s.episode_id for s in result.samples} == set(result.table["episode_id"])
-    assert result.stats["failed_episodes"] == 1 and result.stats["failed_episode_rate"] == 0.5
-    assert result.stats["env_restarts"] == 1 and result.stats["step_timeouts"] == 0
+        assert rows["seed"].nunique() == 1 and rows["seed"].iloc[0] == twc_tasks[0].seed
+    assert [(s.episode_id, s.step) for s in result.samples] == list(zip(result.table["episode_id"], result.table["step"]))
+    assert result.stats["failed_episodes"] == 0 and result.stats["failed_episode_rate"] == 0
+    assert result.stats["episode_replays"] == 1 and result.stats["env_restarts"] == 1 and result.stats["step_timeouts"] == 0
     metrics = rollout_metrics(result.table)
-    assert metrics["faults/failed_episodes"] == 1 and metrics["faults/failed_episode_rate"] == 0.5
+    assert metrics["faults/episode_replays"] == 1 and metrics["faults/failed_episodes"] == 0
     assert metrics["rollout/env_steps"] == len(result.table)
     assert rollout_metrics(result.table, simulated=True)["rollout/env_steps"] == 0  # WM-R1's steps are not the environment's
+
+
+class AlwaysFailingEnvironment(CrashOnceEnvironment):
+    """A real TWX environment whose every second step fails with ``error``."""
+
+    error: Exception = EnvironmentCrashedError("simulated JVM crash")
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps % 2 == 0:
+            raise type(self).error
+        return self.env.step(action)
+
+
+def test_an_environment_that_keeps_failing_stops_the_rollout_naming_it_and_the_tries(tiny_policy, twc_tasks):
+    config = RolloutConfig(group_size=1, max_steps=4, max_parallel=1, progress=False, episode_replays=2)
+    with pytest.raises(EnvironmentCrashedError) as raised:
+        run_rollouts(tiny_policy, AlwaysFailingEnvironment, twc_tasks[:1], config)
+    message = str(raised.value)
+    assert "textworldexpress environment (game 'twc') keeps failing" in message
+    assert "failed on all 3 tries (1 play + 2 replays, rollout.episode_replays)" in message
+    assert "simulated JVM crash" in message
+
+
+class HangsOnOneTask(CrashOnceEnvironment):
+    """A real TWX environment whose simulator 'hangs' on the second step of task ``seed``."""
+
+    seed: int | None = None
+
+    def reset(self, seed, split="train"):
+        self.playing, self.steps = seed, 0
+        return self.env.reset(seed, split)
+
+    def step(self, action):
+        self.steps += 1
+        if self.playing == type(self).seed and self.steps == 2:
+            raise EnvironmentTimeoutError("simulated hang")
+        return self.env.step(action)
+
+
+def test_an_episode_whose_tries_run_out_on_a_hang_is_left_out_and_counted(tiny_policy, twc_tasks, monkeypatch):
+    """A hang (step timeout) on every try points at the task, not at a dead environment: the
+    episode is given up, counted as missing, and the others play."""
+    tasks = twc_tasks[:2]
+    monkeypatch.setattr(HangsOnOneTask, "seed", tasks[0].seed)
+    config = RolloutConfig(group_size=1, max_steps=4, max_parallel=1, progress=False, episode_replays=1)
+    result = run_rollouts(tiny_policy, HangsOnOneTask, tasks, config)
+    planned = planned_episode_ids(tasks, config)
+    assert [f.episode_id for f in result.faults.failed] == [planned[0]]
+    assert [f.episode_id for f in result.faults.replayed] == [planned[0]]
+    assert list(result.table["episode_id"].unique()) == [planned[1]]
+    assert result.stats["failed_episodes"] == 1 and result.stats["episode_replays"] == 1
+    assert result.stats["step_timeouts"] == 2 and result.stats["failed_episode_rate"] == 0.5
 
 
 def test_an_environment_that_fails_while_being_built_is_built_again(tiny_policy, twc_tasks):

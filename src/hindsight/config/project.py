@@ -106,6 +106,12 @@ class RolloutSettings:
     """Episodes (and environments) live at once: one batched generation per turn."""
     progress: bool = True
     """A tqdm bar: live episodes and env steps/s."""
+    episode_replays: int = 3
+    """Times an episode whose environment died (a killed JVM) or hung past
+    ``environment.step_timeout_s`` under it is replayed from its start, same task and seed,
+    on a restarted environment; counted in ``faults/episode_replays``. An episode whose every
+    try died with its environment stops the run, naming the environment and the tries; one
+    whose tries ran out on a hang is left out and counted (``faults/failed_episodes``)."""
     prompt: PromptConfig = field(default_factory=lambda: PromptConfig(history_window=2, show_valid_actions=False))
     """How a step prompt is built (history window, pinned facts, valid-action list). The
     project shows the last 2 turns and leaves the valid-action list out: constrained
@@ -197,6 +203,7 @@ class ProjectConfig:
             max_parallel=shared.max_parallel,
             seed=self.seeds.rollouts if seed is None else int(seed),
             progress=shared.progress,
+            episode_replays=shared.episode_replays,
             layout=shared.layout,
             backend=shared_backend(shared.backend, shared.backend_compute_type),
         )

@@ -23,8 +23,8 @@ It never raises. Errors the user can fix (unknown game, bad parameters, no Java)
 and ``restart()`` brings the environment back without restarting Python. A simulator call
 that runs past ``EnvironmentSpec.step_timeout_s`` (a hang) raises ``EnvironmentTimeoutError``,
 a kind of ``EnvironmentCrashedError``: the backend was killed, ``restart()`` as after a crash
-(JVM simulators; ``java_backend``). The rollout engine fails the episode that met either and
-plays on (``hindsight.rollout.faults``).
+(JVM simulators; ``java_backend``). The rollout engine restarts the environment and
+replays the episode that met either from its start (``hindsight.rollout.replay``).
 """
 
 from __future__ import annotations

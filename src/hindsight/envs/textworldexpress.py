@@ -28,8 +28,10 @@ Faults. A killed JVM makes the next call raise ``EnvironmentCrashedError``; a ca
 past ``spec.step_timeout_s`` (default 60 s; a stopped or looping JVM) gets the JVM killed by
 the backend's watchdog and raises ``EnvironmentTimeoutError``. ``restart()`` then connects
 to a fresh JVM (0.6 s measured, ``benchmarks/reliability_envs.py``); every environment that
-shared the dead JVM needs its own ``restart()``. The rollout engine does this itself: the
-episode fails with its reason and the rollout goes on (``hindsight.rollout.faults``).
+shared the dead JVM needs its own ``restart()``. The rollout engine does this itself and
+replays each episode that was live on it from its start (``hindsight.rollout.replay``). The
+JVM's process id is ``backend.pid`` (``java_backend.shared_backend(JAR_PATH,
+"TextWorldExpress")`` is the process-wide one).
 """
 
 from __future__ import annotations

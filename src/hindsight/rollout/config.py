@@ -42,6 +42,10 @@ class RolloutConfig:
     """Most episodes live (and environments alive) at once."""
     seed: int = 0
     """Seed of the sampling RNG (same seed, tasks and policy: same rollouts)."""
+    episode_replays: int = 3
+    """Times an episode whose environment died or hung under it is replayed from its start
+    (same task and seed) on a restarted environment (``rollout.replay``); an episode whose
+    every try died with its environment stops the run."""
     progress: bool = True
     """Show a tqdm progress bar (live episodes, env steps/s)."""
     layout: str = "stepwise"
@@ -55,6 +59,8 @@ class RolloutConfig:
     the bound per step), set by a method (WM-R1), not by the YAML; None: off."""
 
     def __post_init__(self) -> None:
+        if self.episode_replays < 0:
+            raise ValueError(f"rollout.episode_replays must be >= 0, got {self.episode_replays}")
         if self.layout not in LAYOUTS:
             raise ValueError(f"rollout.layout must be one of {', '.join(LAYOUTS)}, got {self.layout!r}")
 

@@ -19,9 +19,12 @@ With ``config.imagination`` set (WM-R1), step 2 lets the policy call the world m
 its response before it commits (``rollout.imagination``); the table then has a column
 ``imagination_calls`` (calls per step).
 
-An episode whose environment crashes or hangs (``step_timeout_s``) fails: it leaves the
-table, its environment is restarted, and the rollout goes on (``faults``; the failures are
-in ``RolloutResult.faults`` and counted in the stats and ``rollout_metrics``).
+An episode whose environment crashes or hangs (``step_timeout_s``) is replayed from its
+start on a restarted environment (same id, task and seed; at most
+``config.episode_replays`` times; ``rollout.replay``): its cut-off try leaves the table,
+and the rollout goes on. An environment that keeps failing stops the run; the failed tries
+and any episode given up are in ``RolloutResult.faults``, counted in the stats and
+``rollout_metrics`` (``rollout.faults``).
 
 What batching buys: the token-loop forward passes serve all live episodes at once, and
 identical prompts (a group's first step) are read once. On a CPU, reading the prompt is
@@ -63,10 +66,11 @@ from hindsight.policy.backends import check_layout
 from hindsight.policy.prompts import parse_action
 from hindsight.rollout.config import RolloutConfig
 from hindsight.rollout.env_pool import EnvFactory, EnvPool
-from hindsight.rollout.faults import RolloutFaults, restart_env, start_episode
+from hindsight.rollout.faults import RolloutFaults
 from hindsight.rollout.imagination import CALLS_COLUMN, check_imagination, generate_with_imagination
 from hindsight.rollout.live_episode import TABLE_COLUMNS, Episode
 from hindsight.rollout.multiturn import multiturn_generations
+from hindsight.rollout.replay import Replays, restart_env, start_episode
 from hindsight.rollout.stats import ENGINE_ATTR, FAULTS_ATTR, rollout_stats
 from hindsight.rollout.tasks import as_task_refs, episode_plan
 
@@ -83,7 +87,8 @@ class RolloutResult:
     """One per table row (same order), as the trainer consumes them."""
     stats: dict[str, float]
     faults: RolloutFaults = field(default_factory=RolloutFaults)
-    """Failed episodes (with their reasons) and environment restarts (``faults``)."""
+    """Replayed tries, episodes given up (with their reasons) and environment restarts
+    (``faults``)."""
 
 
 @dataclass
@@ -127,11 +132,13 @@ def run_rollouts(
         ``RolloutResult``: ``table`` (trajectory table + ``response_logprobs``), ``samples``
         (one per table row, same order) and ``stats`` (episodes, success_rate, mean_steps,
         invalid_action_rate, off_list_action_rate, failed_episodes, failed_episode_rate,
-        step_timeouts, env_restarts, env_steps_per_s, generated_tokens_per_s, ...) and
-        ``faults`` (the episodes the environment failed under, see ``rollout.faults``).
+        episode_replays, step_timeouts, env_restarts, env_steps_per_s,
+        generated_tokens_per_s, ...) and ``faults`` (the tries the environment failed under
+        and the episodes given up, see ``rollout.faults``).
 
     Raises:
-        EnvironmentCrashedError: Every episode failed (the environment is broken).
+        EnvironmentCrashedError: The environment keeps failing (an episode's every try
+            died with it: ``rollout.replay``), or every episode failed.
     """
     config = config or RolloutConfig()
     task_refs = as_task_refs(tasks)
@@ -143,10 +150,11 @@ def run_rollouts(
     was_training = model.training
     model.eval()
     faults = RolloutFaults(planned=len(queue))
+    replays = Replays(faults, config.episode_replays)
     started = time.perf_counter()
     finished: list[tuple[int, Episode, list[StepSample]]] = []
     try:
-        finished = _play(policy, pool, queue, config, skills or {}, source, policy_version, timer, faults)
+        finished = _play(policy, pool, queue, config, skills or {}, source, policy_version, timer, replays)
     finally:
         model.train(was_training)
         if env_pool is None:
@@ -238,8 +246,9 @@ def planned_episode_ids(
     return [episode_id for _, _, episode_id in plan]
 
 
-def _play(policy: Policy, pool, queue, config, skills, source, policy_version: int, timer, faults) -> list:
-    """The turn loop (see the module docstring); returns (order, episode, samples) triples."""
+def _play(policy: Policy, pool, queue, config, skills, source, policy_version: int, timer, replays: Replays) -> list:
+    """The turn loop (see the module docstring); returns (order, episode, samples) triples.
+    A failed try goes back to the front of ``queue`` while ``replays`` allows it."""
     sampling = config.sampling()
     generator = torch.Generator().manual_seed(config.seed)
     live: list[tuple[int, Episode, list[StepSample]]] = []
@@ -251,11 +260,12 @@ def _play(policy: Policy, pool, queue, config, skills, source, policy_version: i
         while queue or live:
             while queue and len(live) < config.max_parallel:
                 order, task, episode_id = queue.popleft()
-                episode = _start_episode(pool, task, episode_id, config, skills, timer, faults)
-                if episode is None:
-                    progress.update(1)
-                else:
-                    live.append((order, episode, []))
+                try:
+                    episode = _start_episode(pool, task, episode_id, config, skills, timer, replays.faults)
+                except EnvironmentCrashedError as error:
+                    progress.update(0 if replays.requeue(queue, (order, task, episode_id), 0, error) else 1)
+                    continue
+                live.append((order, episode, []))
             if not live:
                 continue
             tick = time.perf_counter()
@@ -281,10 +291,10 @@ def _play(policy: Policy, pool, queue, config, skills, source, policy_version: i
                         response_logprobs=sample.old_logprobs.tolist(),
                     )
                 except EnvironmentCrashedError as error:
-                    faults.fail(episode.episode_id, episode.group_id, episode.step, error)
-                    restart_env(pool, episode.env, faults)
+                    restart_env(pool, episode.env, replays.faults)
                     timer.environment += time.perf_counter() - tick
-                    progress.update(1)
+                    item = (order, episode.task, episode.episode_id)
+                    progress.update(0 if replays.requeue(queue, item, episode.step, error) else 1)
                     continue
                 timer.environment += time.perf_counter() - tick
                 episode.rows[-1][CALLS_COLUMN] = step_calls
@@ -325,8 +335,9 @@ def _generate_turn(policy: Policy, episodes: list[Episode], config, sampling, ge
     return generations, [0] * len(episodes)
 
 
-def _start_episode(pool, task, episode_id, config, skills, timer, faults) -> Episode | None:
-    """Start the episode on a pooled environment (None: the environment failed it)."""
+def _start_episode(pool, task, episode_id, config, skills, timer, faults) -> Episode:
+    """Start the episode on a pooled environment (``EnvironmentCrashedError``: the
+    environment failed it twice, ``replay.start_episode``)."""
     max_steps = config.max_steps if config.max_steps is not None else task.spec.max_steps
     skill = skills.get(episode_id, skills.get(task.group_id))
 

@@ -1,37 +1,31 @@
-"""What a rollout does when an environment fails under an episode, and what it reports.
+"""What a rollout records when an environment fails under an episode.
 
 An environment fails in two ways (``hindsight.envs.base``): its backend dies (a killed or
 out-of-memory JVM: ``EnvironmentCrashedError``), or one simulator call hangs past the spec's
 ``step_timeout_s`` (the watchdog kills the JVM: ``EnvironmentTimeoutError``). The episode
-playing on it is then FAILED: it is not replayed, and its rows and step samples are left out
-of the rollout table (a cut-off trajectory has no outcome to learn from, and the table keeps
-its contract: every episode ends on a ``done`` row). The environment is restarted (a fresh
-JVM; one that cannot restart is dropped and the pool builds a new one) and the next episodes
-play on. With a shared JVM, every episode live on it when it dies fails on its next call.
+playing on it is then replayed from its start on a restarted environment, same task and
+seed, up to ``RolloutConfig.episode_replays`` times (``rollout.replay`` decides, and says
+when the run stops instead); a cut-off try leaves no row or step sample in the rollout
+table (it has no outcome to learn from, and the table keeps its contract: every episode
+ends on a ``done`` row).
 
-An episode that meets a failure before its first step (building its environment, or at
-``reset``: e.g. an idle pooled environment whose JVM died meanwhile) has played nothing: its
-environment is restarted and the start tried once more; a second failure fails the episode.
-
-What is reported (``RolloutFaults``): each failed episode with its reason (``STEP_TIMEOUT``
-or ``ENV_CRASH``), step and error text (``RolloutResult.faults.failed``), and the counts
-``faults/failed_episodes``, ``faults/failed_episode_rate`` (of the planned episodes),
-``faults/step_timeouts`` and ``faults/env_restarts``: in ``RolloutResult.stats`` (without
-the prefix) and in the table's ``attrs["faults"]`` (``stats.FAULTS_ATTR``), where ``stats.rollout_metrics`` finds them
-(the RL loop logs those to MLflow). A rollout whose every episode failed raises
-``EnvironmentCrashedError``: the environment is broken, and there is nothing to learn from.
+What is recorded here (``RolloutFaults``): each failed try that was replayed
+(``replayed``) and each episode given up after its tries (``failed``: it is missing from
+the table), with its reason (``STEP_TIMEOUT`` or ``ENV_CRASH``), step and error text, and
+the counts ``faults/failed_episodes`` (planned episodes missing from the table),
+``faults/failed_episode_rate`` (of the planned episodes), ``faults/episode_replays``
+(failed tries played again), ``faults/step_timeouts`` (tries cut by the watchdog) and
+``faults/env_restarts``: in ``RolloutResult.stats`` (without the prefix) and in the table's
+``attrs["faults"]`` (``stats.FAULTS_ATTR``), where ``stats.rollout_metrics`` finds them (the
+RL loop logs those to MLflow).
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Callable
 
-from hindsight.envs.base import EnvironmentCrashedError, EnvironmentTimeoutError, TextEnvironment
-from hindsight.rollout.env_pool import EnvPool
-from hindsight.rollout.live_episode import Episode
-from hindsight.rollout.tasks import TaskRef
+from hindsight.envs.base import EnvironmentCrashedError, EnvironmentTimeoutError
 
 logger = logging.getLogger(__name__)
 
@@ -48,16 +42,21 @@ def failure_reason(error: BaseException) -> str:
 
 @dataclass(frozen=True)
 class FailedEpisode:
-    """An episode the environment failed under."""
+    """One try of an episode that the environment failed under."""
 
     episode_id: str
     group_id: str
     steps: int
-    """Steps it had played (their rows are not in the table)."""
+    """Steps the try had played (their rows are not in the table)."""
     reason: str
     """``STEP_TIMEOUT`` or ``ENV_CRASH``."""
     detail: str
     """The error's message."""
+
+    @classmethod
+    def of(cls, episode_id: str, group_id: str, steps: int, error: BaseException) -> "FailedEpisode":
+        """The record of a try that ``error`` ended after ``steps`` steps."""
+        return cls(episode_id, group_id, steps, failure_reason(error), str(error))
 
 
 @dataclass
@@ -67,24 +66,38 @@ class RolloutFaults:
     planned: int = 0
     """Episodes the rollout set out to play."""
     failed: list[FailedEpisode] = field(default_factory=list)
+    """Episodes given up after their tries (the last try's record): missing from the table."""
+    replayed: list[FailedEpisode] = field(default_factory=list)
+    """Failed tries that were played again from the start."""
     env_restarts: int = 0
     """Environment restarts after a failure (each one of a dead JVM starts a new JVM)."""
 
-    def fail(self, episode_id: str, group_id: str, steps: int, error: BaseException) -> FailedEpisode:
-        """Record that an episode failed because of ``error``."""
-        failure = FailedEpisode(episode_id, group_id, steps, failure_reason(error), str(error))
+    def fail(self, failure: FailedEpisode) -> None:
+        """Record that an episode is given up (it will be missing from the table)."""
         self.failed.append(failure)
-        logger.warning("Episode %s failed after %d steps: %s (%s)", episode_id, steps, failure.reason, error)
-        return failure
+        logger.warning(
+            "Episode %s failed after %d steps and is given up: %s (%s)",
+            failure.episode_id, failure.steps, failure.reason, failure.detail,
+        )
+
+    def replay(self, failure: FailedEpisode) -> None:
+        """Record that a failed try of an episode is played again from its start."""
+        self.replayed.append(failure)
+        logger.warning(
+            "Episode %s: its environment failed after %d steps (%s: %s); replaying it from the start.",
+            failure.episode_id, failure.steps, failure.reason, failure.detail,
+        )
 
     def metrics(self) -> dict[str, float]:
-        """``faults/failed_episodes``, ``faults/failed_episode_rate``, ``faults/step_timeouts``,
-        ``faults/env_restarts``."""
+        """``faults/failed_episodes``, ``faults/failed_episode_rate``, ``faults/episode_replays``,
+        ``faults/step_timeouts``, ``faults/env_restarts``."""
         failed = len(self.failed)
+        tries = self.failed + self.replayed
         return {
             "faults/failed_episodes": float(failed),
             "faults/failed_episode_rate": failed / self.planned if self.planned else 0.0,
-            "faults/step_timeouts": float(sum(f.reason == STEP_TIMEOUT for f in self.failed)),
+            "faults/episode_replays": float(len(self.replayed)),
+            "faults/step_timeouts": float(sum(f.reason == STEP_TIMEOUT for f in tries)),
             "faults/env_restarts": float(self.env_restarts),
         }
 
@@ -100,49 +113,3 @@ class RolloutFaults:
                 f"Every one of the {self.planned} episodes of the rollout failed; the environment "
                 f"looks broken ({reasons})."
             )
-
-
-def restart_env(pool: EnvPool, env: TextEnvironment, faults: RolloutFaults) -> None:
-    """Restart a failed borrowed environment and give it back to ``pool``; one whose restart
-    fails is closed and dropped (the pool builds a new one when asked)."""
-    try:
-        env.restart()
-    except Exception as error:  # noqa: BLE001 - a dead env is dropped; the factory's error surfaces on rebuild
-        logger.warning("Restarting a failed environment failed (%s); dropping it.", error)
-        pool.discard(env)
-        return
-    faults.env_restarts += 1
-    pool.release(env)
-
-
-def start_episode(
-    pool: EnvPool,
-    task: TaskRef,
-    episode_id: str,
-    build: Callable[[TextEnvironment], Episode],
-    faults: RolloutFaults,
-) -> Episode | None:
-    """Borrow an environment for ``task`` and start the episode ``build(env)`` makes on it.
-
-    A failure before the first step (building the environment, or its reset) restarts the
-    environment and tries once more (the episode had played nothing); a second one fails
-    the episode.
-
-    Returns:
-        The started episode, or None when it failed (recorded in ``faults``).
-    """
-    for attempt in range(2):
-        env = None
-        try:
-            env = pool.acquire(task.spec)
-            episode = build(env)
-            episode.start()
-            return episode
-        except EnvironmentCrashedError as error:
-            if env is not None:
-                restart_env(pool, env, faults)
-            if attempt == 1:
-                faults.fail(episode_id, task.group_id, 0, error)
-                return None
-            logger.warning("Episode %s: the environment failed before its first step (%s); again.", episode_id, error)
-    return None
