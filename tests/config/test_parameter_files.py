@@ -188,6 +188,12 @@ def test_the_dual_control_configuration_builds_on_the_telecom_domain():
     environment = settings["project"].environment
     assert environment.env == "dual_control" and [game.game for game in environment.games] == ["telecom"]
     assert settings["training"].rl.algorithm == check_parameters(_merged_parameters("base"))["training"].rl.algorithm
+    base = check_parameters(_merged_parameters("base"))["evaluation"]
+    evaluation = settings["evaluation"]
+    assert evaluation.heldout.trials_per_task == 4 and base.heldout.trials_per_task == 1  # pass^1..4 on dual control
+    assert evaluation.random_floor and evaluation.heldout.splits == base.heldout.splits
+    assert evaluation.heldout.episodes_per_game == base.heldout.episodes_per_game
+    assert evaluation.heldout.decodings == base.heldout.decodings
 
 
 def test_rollout_backend_is_chosen_by_configuration():

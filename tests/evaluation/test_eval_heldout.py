@@ -1,15 +1,21 @@
 """Held-out evaluation on real TextWorldExpress tasks with a tiny (untrained) policy: the
-seen / unseen task folds, every agent labelled, and episode ids that never collide across
-agents (two decodings of one policy play the same tasks)."""
+seen / unseen task folds, every agent labelled, episode ids that never collide across
+agents (two decodings of one policy play the same tasks), and several trials per task, each
+with its own seed, the first equal to the single-trial evaluation."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
+
+from hindsight.config import HeldoutPlay
 
 from hindsight.envs import make_env
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.evaluation.heldout import HeldoutConfig, evaluate_agents, heldout_tasks
 from hindsight.evaluation.metrics import success_summary
+from hindsight.evaluation.pass_k import pass_k_summary
 from hindsight.policy.model import build_policy
 from hindsight.policy.prompts import build_prompt
 from hindsight.policy.tokenizer import train_tokenizer
@@ -65,3 +71,26 @@ def test_episode_ids_carry_their_agent(evaluation):
     assert all(episode_id.startswith(agent + ":") for agent, episode_id in pairs)
     summary = success_summary(evaluation)
     assert summary.loc[summary["task_type"] == "all", "episodes"].tolist() == [2] * 6
+
+
+def test_several_trials_per_task_each_with_its_own_seed(tiny_policy, evaluation):
+    config = dataclasses.replace(HELDOUT, decodings={"sampled": 0.4}, splits=("unseen",), trials_per_task=2)
+    settings = RolloutConfig(max_length=768, progress=False)
+    episodes = evaluate_agents(tiny_policy, [SPEC], make_env, settings, config, policy_label="stage1")
+    per_task = episodes.drop_duplicates("episode_id").groupby(["agent", "group_id"])["trial"].agg(sorted)
+    assert per_task.tolist() == [[0, 1]] * 4  # 2 agents x 2 tasks, each played in trials 0 and 1
+    assert {episode_id.split("/r")[-1].split("/")[0] for episode_id in episodes["episode_id"]} == {"7", "8"}  # seed + trial
+    # trial 0 is the single-trial evaluation: the same episodes, action for action
+    single = evaluation[(evaluation["agent"].isin(["stage1-sampled", "random"])) & (evaluation["eval_split"] == "unseen")]
+    first = episodes[episodes["trial"] == 0]
+    assert first["episode_id"].tolist() == single["episode_id"].tolist()
+    assert first["action"].tolist() == single["action"].tolist()
+    assert set(evaluation["trial"]) == {0}
+    summary = pass_k_summary(episodes, resamples=20)
+    assert sorted(summary["k"].unique()) == [1, 2]
+
+
+def test_trials_per_task_must_be_a_positive_integer():
+    with pytest.raises(ValueError, match="trials_per_task"):
+        HeldoutPlay(trials_per_task=0)
+    assert HeldoutPlay().trials_per_task == 1

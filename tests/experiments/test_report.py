@@ -3,7 +3,7 @@
 import pandas as pd
 
 from hindsight.evaluation.metrics import wilson_interval
-from hindsight.experiments.report import markdown_report, mechanism_table, results_table
+from hindsight.experiments.report import markdown_report, mechanism_table, pass_k_table, results_table
 
 
 def _cells() -> pd.DataFrame:
@@ -52,3 +52,17 @@ def test_mechanism_table_shows_only_what_a_method_logged():
 def test_mechanism_table_is_empty_without_updates():
     assert mechanism_table(pd.DataFrame()) == ""
     assert mechanism_table(_histories().query("update == 0")) == ""  # only the start evaluations
+
+
+def test_report_has_a_pass_k_table_only_where_the_cells_played_trials():
+    cells = _cells()
+    assert "pass^" not in markdown_report(cells, results_table(cells), preset="test")
+    cells["eval/seen/all/pass_hat_1"] = cells["eval/seen/all/success_rate"]
+    cells["eval/seen/all/pass_hat_2"] = [0.25, 0.125, 0.5, 0.25]
+    report = markdown_report(cells, results_table(cells), preset="test")
+    table = pass_k_table(cells)
+    header, _, grpo, seed = table.strip().splitlines()
+    assert header == "| method | seen: pass^1 | seen: pass^2 | seeds |"
+    assert grpo == "| GRPO | 37.5 ± 17.7 | 18.8 ± 8.8 | 2 |"
+    assert seed == "| SEED | 62.5 ± 17.7 | 37.5 ± 17.7 | 2 |"
+    assert table in report

@@ -18,6 +18,8 @@ response tokens with a mask. Files:
   EMPO's group filter ``low_std_groups``;
 - ``intervals.py``: ``weighted_mean``, ``bootstrap_weighted_mean_interval`` (a percentile
   bootstrap over units, e.g. episodes: the premise's intervals);
+- ``pass_k.py``: ``pass_hat_k`` (tau-bench's unbiased pass^k, C(c, k) / C(n, k)),
+  ``pass_hat_curve``, ``mean_pass_hat_k``;
 - ``rewards.py``: ``empo_action_score`` (with ``normalize_action`` /
   ``action_type``), ``empo_format_ok`` (with ``has_thought``), ``empo_step_rewards``,
   ``wm_r1_length_rewards``, ``wm_r1_rewards``.
@@ -36,6 +38,7 @@ from hindsight.algorithms.episodic import ESPO_AGGREGATION, episode_minibatch_ad
 from hindsight.algorithms.grouping import anchor_state_groups
 from hindsight.algorithms.intervals import bootstrap_weighted_mean_interval, weighted_mean
 from hindsight.algorithms.losses import DISTILL_GATES, kl_low_var, opd_loss, ppo_clip_loss
+from hindsight.algorithms.pass_k import mean_pass_hat_k, pass_hat_curve, pass_hat_k
 from hindsight.algorithms.returns import discounted_returns
 from hindsight.algorithms.rewards import (
     action_type,
@@ -74,8 +77,11 @@ __all__ = [
     "low_std_groups",
     "normalize_action",
     "masked_mean",
+    "mean_pass_hat_k",
     "opd_loss",
     "opid_advantages",
+    "pass_hat_curve",
+    "pass_hat_k",
     "ppo_clip_loss",
     "step_group_advantages",
     "stepo_advantages",

@@ -218,4 +218,5 @@ class ProjectConfig:
             decodings=dict(play.decodings),
             random_floor=random_floor,
             seed=self.seeds.evaluation,
+            trials_per_task=play.trials_per_task,
         )

@@ -290,11 +290,17 @@ class HeldoutPlay:
     decodings: dict[str, float] = field(default_factory=lambda: {"sampled": 0.4})
     """Agent name suffix -> sampling temperature (0 = greedy; ``{sampled: 0.4, greedy: 0.0}``
     plays both, at twice the time)."""
+    trials_per_task: int = 1
+    """Independent trials of every task and agent, trial t with evaluation seed + t: above 1
+    the report adds pass^1..pass^k (tau-bench's reliability, ``algorithms.pass_k``), at k
+    times the time."""
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.splits) - set(HELDOUT_SPLITS))
         if unknown:
             raise ValueError(f"held-out splits: unknown split(s) {unknown}; use {list(HELDOUT_SPLITS)}")
+        if isinstance(self.trials_per_task, bool) or not isinstance(self.trials_per_task, int) or self.trials_per_task < 1:
+            raise ValueError(f"held-out trials_per_task must be a positive integer, got {self.trials_per_task!r}")
 
 
 @dataclass

@@ -6,6 +6,9 @@ trained on, in two splits like ALFWorld's seen/unseen.
   ``hindsight.rollout.tasks.seen_offset``);
 - "unseen": the environment's test fold (new object names).
 
+``trials_per_task`` > 1 plays every task several times, each trial with its own seed, for
+pass^k (``evaluation.pass_k``).
+
 Used by the evaluation pipeline and, every K updates, by the RL loop.
 """
 
@@ -43,7 +46,9 @@ class HeldoutConfig:
     random_floor: bool = True
     """Also play the random-valid-action agent on the same tasks."""
     seed: int = 1234
-    """Seed of sampling during evaluation."""
+    """Seed of sampling during evaluation (trial t plays with ``seed + t``)."""
+    trials_per_task: int = 1
+    """Independent trials of every task and agent, each with its own seed (pass^k)."""
 
 
 def heldout_tasks(specs: Sequence[EnvironmentSpec], config: HeldoutConfig) -> dict[str, list[TaskRef]]:
@@ -68,27 +73,34 @@ def evaluate_agents(
 ) -> pd.DataFrame:
     """Play every agent on every held-out split.
 
+    Every agent plays every task ``config.trials_per_task`` times: trial t is a rollout of
+    its own with seed ``config.seed + t`` (trial 0 is the single-trial evaluation).
+
     Returns:
-        The step table of all evaluation episodes with two extra columns: ``agent``
-        (e.g. "policy-sampled", "policy-greedy", "random") and ``eval_split``.
+        The step table of all evaluation episodes with three extra columns: ``agent``
+        (e.g. "policy-sampled", "policy-greedy", "random"), ``eval_split`` and ``trial``.
     """
     tables = []
     include_random = config.random_floor if include_random is None else include_random
     for split, tasks in heldout_tasks(specs, config).items():
-        for name, temperature in config.decodings.items():
-            settings = dataclasses.replace(rollout_config, group_size=1, temperature=float(temperature), seed=config.seed)
-            result = run_rollouts(policy, env_factory, tasks, settings, policy_version=getattr(policy, "version", 0))
-            tables.append(_label(result.table, f"{policy_label}-{name}", split))
-        if include_random:
-            result = run_random_agent(
-                env_factory, tasks, max_steps=rollout_config.max_steps, prompt=rollout_config.prompt,
-                seed=config.seed,
-            )
-            tables.append(_label(result.table, "random", split))
+        for trial in range(config.trials_per_task):
+            seed = config.seed + trial
+            for name, temperature in config.decodings.items():
+                settings = dataclasses.replace(rollout_config, group_size=1, temperature=float(temperature), seed=seed)
+                result = run_rollouts(policy, env_factory, tasks, settings, policy_version=getattr(policy, "version", 0))
+                tables.append(_label(result.table, f"{policy_label}-{name}", split, trial))
+            if include_random:
+                result = run_random_agent(
+                    env_factory, tasks, max_steps=rollout_config.max_steps, prompt=rollout_config.prompt, seed=seed,
+                )
+                tables.append(_label(result.table, "random", split, trial))
     return pd.concat(tables, ignore_index=True)
 
 
-def _label(table: pd.DataFrame, agent: str, split: str) -> pd.DataFrame:
+def _label(table: pd.DataFrame, agent: str, split: str, trial: int = 0) -> pd.DataFrame:
     """Tag an agent's episodes; episode ids get the agent as prefix, since two decodings of
-    one policy on the same tasks would otherwise share ids."""
-    return table.assign(agent=agent, eval_split=split, episode_id=agent + ":" + table["episode_id"].astype(str))
+    one policy on the same tasks would otherwise share ids (the trials' ids differ by their
+    rollout seed)."""
+    return table.assign(
+        agent=agent, eval_split=split, trial=int(trial), episode_id=agent + ":" + table["episode_id"].astype(str)
+    )

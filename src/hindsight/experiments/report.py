@@ -1,6 +1,7 @@
 """Tables, curves and the report of the experiment grid (one row per cell in, paper-style
 summaries out). Numbers are mean +- std over seeds of the final held-out success of each
-cell, with a 95% interval over the seeds' pooled episodes; every row names its cells' MLflow
+cell, with a 95% interval over the seeds' pooled episodes (and pass^1..pass^k where the
+cells played several trials per task); every row names its cells' MLflow
 run ids so a number can be traced to its runs, and the mechanism table shows what each
 method's own terms did (parse rate, distillation loss, gate, teacher gap)."""
 
@@ -19,6 +20,7 @@ from hindsight.evaluation.metrics import wilson_interval  # noqa: E402
 from hindsight.experiments.methods import METHODS  # noqa: E402
 
 _METRIC = re.compile(r"^eval/(?P<split>[^/]+)/(?P<task_type>[^/]+)/success_rate$")
+_PASS_K = re.compile(r"^eval/(?P<split>[^/]+)/all/pass_hat_(?P<k>\d+)$")
 
 
 def _completed(cells: pd.DataFrame) -> pd.DataFrame:
@@ -71,6 +73,32 @@ def _wide(results: pd.DataFrame, fraction: float = 1.0) -> str:
                 cells.append("-")
         seeds = int(rows["seeds"].max())
         lines.append(f"| {METHODS[method].label} | " + " | ".join(cells) + f" | {seeds} |")
+    return "\n".join(lines) + "\n"
+
+
+def pass_k_table(cells: pd.DataFrame, fraction: float = 1.0) -> str:
+    """pass^1..pass^K over all task types per split (mean ± std over seeds of the cells at
+    ``fraction``), from the cells whose held-out evaluation played several trials per task
+    (``heldout.trials_per_task``); empty when none did."""
+    done = _completed(cells)
+    done = done[done["fraction"] == fraction] if "fraction" in done else done
+    columns = sorted(
+        (c for c in done.columns if _PASS_K.match(str(c)) and done[c].notna().any()),
+        key=lambda c: (_PASS_K.match(c)["split"], int(_PASS_K.match(c)["k"])),
+    )
+    if not columns:
+        return ""
+    header = [f"{_PASS_K.match(c)['split']}: pass^{_PASS_K.match(c)['k']}" for c in columns]
+    lines = ["| method | " + " | ".join(header) + " | seeds |", "|---|" + "---:|" * (len(columns) + 1)]
+    for method in [m for m in METHODS if m in set(done["method"])]:
+        rows = done[done["method"] == method]
+        texts = []
+        for column in columns:
+            values = rows[column].dropna().astype(float)
+            spread = values.std(ddof=1) if len(values) > 1 else 0.0
+            texts.append(f"{100 * values.mean():.1f} ± {100 * spread:.1f}" if len(values) else "-")
+        seeds = int(rows[columns].notna().any(axis=1).sum())
+        lines.append(f"| {METHODS[method].label} | " + " | ".join(texts) + f" | {seeds} |")
     return "\n".join(lines) + "\n"
 
 
@@ -143,6 +171,9 @@ def markdown_report(
     intervals = _pooled_intervals(results, 1.0)
     if intervals:
         lines += ["Average over task types, every seed's episodes pooled, Wilson 95% interval:", "", intervals]
+    reliability = pass_k_table(cells, 1.0)
+    if reliability:
+        lines += ["pass^k over all task types (all k trials of a task succeed; mean ± std over seeds):", "", reliability]
     mechanism = mechanism_table(histories)
     if mechanism:
         lines += ["## Mechanism (mean over cells and updates, fraction 100%)", "", mechanism]

@@ -19,6 +19,7 @@ from hindsight.envs import make_env
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.evaluation.heldout import HeldoutConfig, evaluate_agents
 from hindsight.evaluation.metrics import success_summary
+from hindsight.evaluation.pass_k import pass_k_summary
 from hindsight.methods.base import MethodContext
 from hindsight.methods.registry import build_method
 from hindsight.policy import Policy
@@ -88,8 +89,9 @@ def heldout_evaluator(
     specs: Sequence[EnvironmentSpec], rollout: RolloutConfig, heldout: HeldoutConfig
 ) -> Callable[[object, int], dict[str, float]]:
     """``(policy, update) -> metrics``: success rate and episode count per held-out split and
-    task type of the first decoding in ``heldout.decodings`` (and the in-response
-    world-model calls per step when ``rollout.imagination`` is set)."""
+    task type of the first decoding in ``heldout.decodings``, with ``heldout.trials_per_task``
+    above 1 also ``eval/{split}/{task_type}/pass_hat_{k}`` for k = 1..trials (and the
+    in-response world-model calls per step when ``rollout.imagination`` is set)."""
     first = next(iter(heldout.decodings))
 
     def evaluate(policy, update: int) -> dict[str, float]:
@@ -100,6 +102,11 @@ def heldout_evaluator(
             if row.agent == f"policy-{first}":
                 metrics[f"eval/{row.eval_split}/{row.task_type}/success_rate"] = row.success_rate
                 metrics[f"eval/{row.eval_split}/{row.task_type}/episodes"] = float(row.episodes)
+        if heldout.trials_per_task > 1:
+            played = steps[steps["agent"] == f"policy-{first}"]
+            for row in pass_k_summary(played, resamples=1).itertuples(index=False):
+                if row.breakdown == "task_type":
+                    metrics[f"eval/{row.eval_split}/{row.group}/pass_hat_{row.k}"] = float(row.pass_k)
         metrics.update(imagination_metrics(steps[steps["agent"] == f"policy-{first}"]))
         return metrics
 

@@ -1,5 +1,6 @@
 """Evaluation: play the Stage-1 and the RL checkpoints and the random-valid-action floor on
-held-out tasks (seen / unseen); success tables with 95% intervals and a plot."""
+held-out tasks (seen / unseen); success tables with 95% intervals and a plot, and pass^k
+with bootstrap intervals when every task is played several times."""
 
 from hindsight.pipelines.evaluation.pipeline import create_pipeline
 

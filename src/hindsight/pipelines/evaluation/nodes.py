@@ -11,6 +11,7 @@ from hindsight.config import EvaluationConfig, ProjectConfig
 from hindsight.envs import make_env
 from hindsight.evaluation.heldout import evaluate_agents
 from hindsight.evaluation.metrics import success_summary
+from hindsight.evaluation.pass_k import pass_k_markdown, pass_k_metrics, pass_k_summary
 from hindsight.evaluation.report import markdown_table, success_plot
 from hindsight.policy import Policy
 
@@ -47,25 +48,48 @@ def headline_summary(summary: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def pass_k_headline(pass_k: pd.DataFrame) -> str:
+    """One line per split: every agent's pass^1..pass^K over all task types."""
+    rows = pass_k[(pass_k["breakdown"] == "task_type") & (pass_k["group"] == "all")]
+    lines = []
+    for split, group in rows.groupby("eval_split"):
+        parts = [
+            f"{agent} " + " ".join(f"{100 * value:.1f}" for value in agent_rows.sort_values("k")["pass_k"])
+            for agent, agent_rows in group.groupby("agent")
+        ]
+        ks = sorted(int(k) for k in group["k"].unique())
+        lines.append(f"Held-out pass^{ks[0]}..{ks[-1]} %, {split}: " + "; ".join(parts))
+    return "\n".join(lines)
+
+
 def report_evaluation(stage1_episodes: pd.DataFrame, rl_episodes: pd.DataFrame):
-    """Success table (markdown), summary (parquet) and plot; metrics to MLflow; a summary
-    printed at the end of the run.
+    """Success table (markdown), summary (csv), pass^k table (csv) and plot; metrics to
+    MLflow; a summary printed at the end of the run. With more than one trial per task
+    (``evaluation.heldout.trials_per_task``) the markdown, the metrics and the summary also
+    carry pass^1..pass^k (``evaluation.pass_k``).
 
     Returns:
-        (episodes of all agents, summary table, markdown text, matplotlib figure).
+        (episodes of all agents, summary table, pass^k table, markdown text, matplotlib figure).
     """
     episodes = pd.concat([stage1_episodes, rl_episodes], ignore_index=True)
     summary = success_summary(episodes)
+    pass_k = pass_k_summary(episodes)
+    several_trials = len(pass_k) > 0 and int(pass_k["k"].max()) > 1
     families = sorted(episodes["env"].dropna().unique()) if "env" in episodes else []
     text = markdown_table(summary, title=f"Held-out success ({', '.join(families) or 'no episodes'})")
+    if several_trials:
+        text += "\n" + pass_k_markdown(pass_k, title="Held-out pass^k (all k trials of a task succeed; 95% bootstrap over tasks)")
     figure = success_plot(summary)
-    tracking.log_metrics(
-        {
-            f"eval/{row.agent}/{row.eval_split}/{row.task_type}/success_rate": row.success_rate
-            for row in summary.itertuples(index=False)
-        }
-    )
+    metrics = {
+        f"eval/{row.agent}/{row.eval_split}/{row.task_type}/success_rate": row.success_rate
+        for row in summary.itertuples(index=False)
+    }
+    if several_trials:
+        metrics.update(pass_k_metrics(pass_k))
+    tracking.log_metrics(metrics)
     headline = headline_summary(summary)
+    if several_trials:
+        headline += "\n" + pass_k_headline(pass_k)
     logger.info("\n%s\n%s", text, headline)
     print("\n" + text + "\n" + headline, flush=True)
-    return episodes, summary, text, figure
+    return episodes, summary, pass_k, text, figure

@@ -17,7 +17,7 @@ def create_pipeline(**kwargs) -> Pipeline:
             Node(
                 report_evaluation,
                 inputs=["stage1_evaluation_episodes", "rl_evaluation_episodes"],
-                outputs=["evaluation_episodes", "evaluation_summary", "evaluation_table", "evaluation_plot"],
+                outputs=["evaluation_episodes", "evaluation_summary", "evaluation_pass_k", "evaluation_table", "evaluation_plot"],
                 name="report_evaluation",
             ),
         ],

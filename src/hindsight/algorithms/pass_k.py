@@ -1,0 +1,44 @@
+"""pass^k: the chance that all k independent trials of a task succeed (tau-bench).
+
+From ``n`` trials of one task with ``c`` successes, the unbiased estimator of pass^k is
+``C(c, k) / C(n, k)``: the share of the k-subsets of the n trials in which every trial
+succeeded (tau-bench, Yao et al. 2024). It is defined for ``1 <= k <= n``; pass^1 is the
+task's success rate c / n, and pass^k falls with k unless the task is always or never
+solved. A benchmark's pass^k is the mean of its tasks' estimates.
+"""
+
+from __future__ import annotations
+
+from math import comb
+from typing import Sequence
+
+
+def pass_hat_k(successes: int, trials: int, k: int) -> float:
+    """``C(successes, k) / C(trials, k)``: one task's unbiased pass^k estimate.
+
+    Args:
+        successes: Successful trials c (0 <= c <= n).
+        trials: Trials n of the task.
+        k: Trials that must all succeed (1 <= k <= n).
+
+    Raises:
+        ValueError: Counts out of range, or k outside [1, n].
+    """
+    if trials < 1 or not 0 <= successes <= trials:
+        raise ValueError(f"pass^k needs 0 <= successes <= trials and trials >= 1, got c={successes}, n={trials}")
+    if not 1 <= k <= trials:
+        raise ValueError(f"pass^k needs 1 <= k <= trials, got k={k}, n={trials}")
+    return comb(successes, k) / comb(trials, k)
+
+
+def pass_hat_curve(successes: int, trials: int, max_k: int | None = None) -> list[float]:
+    """``[pass^1, ..., pass^max_k]`` of one task (``max_k`` None: ``trials``)."""
+    max_k = trials if max_k is None else max_k
+    return [pass_hat_k(successes, trials, k) for k in range(1, max_k + 1)]
+
+
+def mean_pass_hat_k(counts: Sequence[tuple[int, int]], k: int) -> float:
+    """The benchmark's pass^k: the mean over tasks ``(successes, trials)`` of their
+    estimates, over the tasks with at least k trials (NaN when none has)."""
+    values = [pass_hat_k(c, n, k) for c, n in counts if n >= k]
+    return sum(values) / len(values) if values else float("nan")

@@ -1,0 +1,131 @@
+"""pass^k of held-out evaluation episodes: per agent and split, by task type and by fault family.
+
+Input is the evaluation step table (``heldout.evaluate_agents``: ``agent``, ``eval_split``,
+``group_id`` naming the task, ``trial``). A task's trials are its episodes of one agent on
+one split; from its n trials with c successes, pass^k = C(c, k) / C(n, k)
+(``algorithms.pass_k``), for k = 1..K, K the most trials any task has. The benchmark's
+pass^k is the mean over the tasks with at least k trials (an episode lost to an environment
+crash leaves its task with fewer), with a 95% percentile bootstrap interval over tasks
+(``algorithms.intervals``, every task weight 1).
+
+Breakdowns (column ``breakdown``): ``task_type`` (each task type / game, and ``all``), and
+``fault`` where the environment names the faults a task holds (the dual-control domain: a
+task counts under each of its fault families, ``fault_families``).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pandas as pd
+
+from hindsight.algorithms.intervals import bootstrap_weighted_mean_interval
+from hindsight.algorithms.pass_k import pass_hat_k
+from hindsight.data.outcomes import episode_outcomes
+
+PASS_K_COLUMNS = ["agent", "eval_split", "breakdown", "group", "k", "tasks", "pass_k", "ci_low", "ci_high"]
+"""Columns of ``pass_k_summary``."""
+TASK_KEYS = ["agent", "eval_split", "env", "task_type", "split", "seed", "group_id"]
+
+
+def _dual_control_faults(split: str, seed: int) -> tuple[str, ...]:
+    from hindsight.envs.dual_control.tasks import make_task
+
+    return tuple(make_task(split, int(seed)).faults)
+
+
+FAULT_FAMILIES: dict[str, Callable[[str, int], tuple[str, ...]]] = {"dual_control": _dual_control_faults}
+"""Environment family -> (split, seed) -> the fault families of that task."""
+
+
+def fault_families(env: str, split: str, seed: int) -> tuple[str, ...]:
+    """The fault families of task ``seed`` of fold ``split`` (empty where ``env`` has none)."""
+    reader = FAULT_FAMILIES.get(env)
+    return reader(split, seed) if reader else ()
+
+
+def task_trials(steps: pd.DataFrame) -> pd.DataFrame:
+    """One row per (agent, held-out split, task): ``TASK_KEYS``, ``trials`` and ``successes``."""
+    outcomes = episode_outcomes(steps, TASK_KEYS)
+    grouped = outcomes.groupby(TASK_KEYS, sort=True, dropna=False)["success"]
+    return grouped.agg(trials="size", successes="sum").reset_index()
+
+
+def _rows(tasks: pd.DataFrame, labels: dict, max_k: int, resamples: int, seed: int) -> list[dict]:
+    rows = []
+    for k in range(1, max_k + 1):
+        eligible = tasks[tasks["trials"] >= k]
+        values = [pass_hat_k(int(c), int(n), k) for c, n in zip(eligible["successes"], eligible["trials"])]
+        if not values:
+            continue
+        low, high = bootstrap_weighted_mean_interval(values, [1.0] * len(values), resamples=resamples, seed=seed)
+        rows.append({**labels, "k": k, "tasks": len(values), "pass_k": sum(values) / len(values), "ci_low": low, "ci_high": high})
+    return rows
+
+
+def pass_k_summary(steps: pd.DataFrame, max_k: int | None = None, *, resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """pass^1..pass^K per agent and held-out split, by task type and fault family.
+
+    Args:
+        steps: Evaluation step rows (see the module docstring).
+        max_k: Largest k (None: the most trials any task has).
+        resamples: Bootstrap resamples of each interval.
+        seed: Seed of the resampling.
+
+    Returns:
+        A table with the ``PASS_K_COLUMNS`` (empty when there is no episode).
+    """
+    if steps.empty:
+        return pd.DataFrame(columns=PASS_K_COLUMNS)
+    tasks = task_trials(steps)
+    max_k = int(tasks["trials"].max()) if max_k is None else int(max_k)
+    families = {
+        (env, split, int(seed)): fault_families(env, split, int(seed))
+        for env, split, seed in set(zip(tasks["env"], tasks["split"], tasks["seed"]))
+    }
+    rows: list[dict] = []
+    for (agent, eval_split), part in tasks.groupby(["agent", "eval_split"], sort=True):
+        labels = {"agent": agent, "eval_split": eval_split}
+        for task_type, group in part.groupby("task_type", sort=True):
+            rows += _rows(group, {**labels, "breakdown": "task_type", "group": task_type}, max_k, resamples, seed)
+        rows += _rows(part, {**labels, "breakdown": "task_type", "group": "all"}, max_k, resamples, seed)
+        task_faults = [families[(env, split, int(s))] for env, split, s in zip(part["env"], part["split"], part["seed"])]
+        for fault in sorted({fault for faults in task_faults for fault in faults}):
+            members = part[[fault in faults for faults in task_faults]]
+            rows += _rows(members, {**labels, "breakdown": "fault", "group": fault}, max_k, resamples, seed)
+    return pd.DataFrame(rows, columns=PASS_K_COLUMNS)
+
+
+def pass_k_metrics(summary: pd.DataFrame) -> dict[str, float]:
+    """MLflow metrics of a ``pass_k_summary``: ``eval/{agent}/{split}/{task type}/pass_hat_{k}``,
+    and ``eval/{agent}/{split}/fault_{family}/pass_hat_{k}`` for the fault rows."""
+    metrics = {}
+    for row in summary.itertuples(index=False):
+        group = row.group if row.breakdown == "task_type" else f"fault_{row.group}"
+        metrics[f"eval/{row.agent}/{row.eval_split}/{group}/pass_hat_{row.k}"] = float(row.pass_k)
+    return metrics
+
+
+def pass_k_markdown(summary: pd.DataFrame, title: str | None = None) -> str:
+    """A markdown table: one row per agent, split and group, pass^1..pass^K as percentages
+    with their 95% bootstrap intervals over tasks."""
+    lines = [f"## {title}", ""] if title else []
+    if summary.empty:
+        return "\n".join(lines + ["(no episodes)"]) + "\n"
+    ks = sorted(int(k) for k in summary["k"].unique())
+    lines.append("| agent | split | breakdown | group | tasks | " + " | ".join(f"pass^{k} % (95% CI)" for k in ks) + " |")
+    lines.append("|---|---|---|---|---:|" + "---|" * len(ks))
+    order = summary.assign(_all=summary["group"].eq("all"), _fault=summary["breakdown"].eq("fault"))
+    keys = ["agent", "eval_split", "_fault", "_all", "group"]
+    for (agent, split, _, _, group), rows in order.groupby(keys, sort=True):
+        by_k = rows.set_index("k")
+        cells = []
+        for k in ks:
+            if k in by_k.index:
+                row = by_k.loc[k]
+                cells.append(f"{100 * row['pass_k']:.1f} ({100 * row['ci_low']:.1f}-{100 * row['ci_high']:.1f})")
+            else:
+                cells.append("-")
+        breakdown = rows["breakdown"].iloc[0]
+        lines.append(f"| {agent} | {split} | {breakdown} | {group} | {int(by_k['tasks'].max())} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
