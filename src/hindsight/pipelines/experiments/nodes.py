@@ -30,7 +30,9 @@ logger = logging.getLogger(__name__)
 
 @contextlib.contextmanager
 def _child_run(cell: Cell, key: str):
-    """An MLflow child run under the pipeline's run (kedro-mlflow's), when one is active."""
+    """An MLflow child run under the pipeline's run (kedro-mlflow's), when one is active. An
+    earlier run of the same cell still RUNNING is one whose worker died (a live one would hold
+    the cell): it is marked KILLED, tagged with this run (``tracking.end_dead_runs_tagged``)."""
     import mlflow
 
     if mlflow.active_run() is None:
@@ -38,6 +40,7 @@ def _child_run(cell: Cell, key: str):
         return
     with mlflow.start_run(run_name=cell.name, nested=True, tags={"cell_key": key, "method": cell.method}) as run:
         mlflow.log_params({"method": cell.method, "seed": cell.seed, "task_fraction": cell.fraction})
+        tracking.end_dead_runs_tagged("cell_key", key, "its grid worker died; the cell was run again")
         yield run.info.run_id
 
 

@@ -35,6 +35,7 @@ def train_with_rl(stage1_policy: Policy, base_policy: Policy, skills: pd.DataFra
     settings = {"project": as_dict(project), "training": as_dict(training)}
     checkpoints = checkpoint_directory(training.checkpoint_root, settings, start.model)
     logger.info("RL (%s) checkpoints in %s", training.rl.algorithm, checkpoints)
+    tracking.take_over_checkpoints(checkpoints)  # a killed earlier run's MLflow record: KILLED
     result = run_rl(
         start, training.rl, setup, checkpoints,
         seed=project.seeds.rollouts,
