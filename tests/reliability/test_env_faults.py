@@ -17,6 +17,7 @@ import signal
 import threading
 import time
 
+import matplotlib.pyplot as plt
 import pytest
 from scienceworld.constants import JAR_PATH as SCIENCEWORLD_JAR
 from textworld_express.constants import JAR_PATH as TWX_JAR
@@ -33,6 +34,8 @@ from hindsight.envs import (
 from hindsight.envs.java_backend import JavaBackend
 from hindsight.envs.scienceworld import ScienceWorldEnvironment
 from hindsight.envs.textworldexpress import TextWorldExpressEnvironment
+from hindsight.evaluation.heldout import MISSING_ATTR, HeldoutConfig, evaluate_agents, heldout_tasks
+from hindsight.pipelines.evaluation.nodes import report_evaluation
 from hindsight.rollout import EnvPool, RolloutConfig, make_tasks, planned_episode_ids, run_random_agent, run_rollouts
 from hindsight.rollout.faults import ENV_CRASH, STEP_TIMEOUT
 from hindsight.rollout.live_episode import Episode
@@ -267,3 +270,45 @@ def test_scienceworld_a_killed_jvm_replays_one_random_agent_episode(monkeypatch)
     assert result.stats["episode_replays"] == 1 and result.stats["env_restarts"] == 1
     assert backend.generation == 2
     assert rollout_metrics(result.table)["faults/failed_episode_rate"] == 0
+
+
+class HangsOnOneTask:
+    """A real TWX environment whose simulator 'hangs' (times out) on the 2nd step of task ``seed``."""
+
+    seed: int | None = None
+
+    def __init__(self, spec) -> None:
+        self.env, self.spec, self.playing, self.steps = make_env(spec), spec, None, 0
+
+    def reset(self, seed, split="train"):
+        self.playing, self.steps = seed, 0
+        return self.env.reset(seed, split)
+
+    def step(self, action):
+        self.steps += 1
+        if self.playing == type(self).seed and self.steps == 2:
+            raise EnvironmentTimeoutError("simulated hang")
+        return self.env.step(action)
+
+    def restart(self) -> None:
+        self.env.restart()
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def test_the_heldout_report_says_how_many_planned_episodes_are_missing(tiny_policy, twc_spec, monkeypatch):
+    """An episode given up after its tries (a hang every time) is not in the table; the
+    report says so, with the count per agent and split, instead of a silently smaller n."""
+    heldout = HeldoutConfig(episodes_per_game=2, splits=("seen",), decodings={"greedy": 0.0}, random_floor=False)
+    tasks = heldout_tasks([twc_spec], heldout)["seen"]
+    monkeypatch.setattr(HangsOnOneTask, "seed", tasks[0].seed)
+    config = RolloutConfig(max_steps=4, progress=False, episode_replays=1)
+    episodes = evaluate_agents(tiny_policy, [twc_spec], HangsOnOneTask, config, heldout, policy_label="rl")
+    assert episodes["episode_id"].nunique() == 1 and episodes.attrs[MISSING_ATTR] == {"rl-greedy/seen": 1}
+    _, summary, _, text, figure = report_evaluation(episodes.iloc[0:0], episodes)
+    plt.close(figure)
+    assert "Missing: 1 planned episode(s) are not in this table" in text and "rl-greedy/seen 1" in text
+    assert summary.loc[summary["task_type"] == "all", "episodes"].tolist() == [1]
+    complete = evaluate_agents(tiny_policy, [twc_spec], make_env, config, heldout, policy_label="rl")
+    assert MISSING_ATTR not in complete.attrs and "Missing" not in report_evaluation(complete.iloc[0:0], complete)[3]

@@ -29,6 +29,10 @@ from hindsight.rollout.random_agent import run_random_agent
 
 logger = logging.getLogger(__name__)
 
+MISSING_ATTR = "missing_episodes"
+"""``DataFrame.attrs`` key of ``evaluate_agents``' table: planned episodes missing from it,
+by "<agent>/<split>" (given up after their replays: ``rollout.replay``); absent when none is."""
+
 
 @dataclass
 class HeldoutConfig:
@@ -78,9 +82,10 @@ def evaluate_agents(
 
     Returns:
         The step table of all evaluation episodes with three extra columns: ``agent``
-        (e.g. "policy-sampled", "policy-greedy", "random"), ``eval_split`` and ``trial``.
+        (e.g. "policy-sampled", "policy-greedy", "random"), ``eval_split`` and ``trial``;
+        planned episodes that are not in it counted in ``attrs[MISSING_ATTR]``.
     """
-    tables = []
+    tables, missing = [], {}
     include_random = config.random_floor if include_random is None else include_random
     for split, tasks in heldout_tasks(specs, config).items():
         for trial in range(config.trials_per_task):
@@ -89,12 +94,24 @@ def evaluate_agents(
                 settings = dataclasses.replace(rollout_config, group_size=1, temperature=float(temperature), seed=seed)
                 result = run_rollouts(policy, env_factory, tasks, settings, policy_version=getattr(policy, "version", 0))
                 tables.append(_label(result.table, f"{policy_label}-{name}", split, trial))
+                _count_missing(missing, f"{policy_label}-{name}/{split}", result.faults)
             if include_random:
                 result = run_random_agent(
                     env_factory, tasks, max_steps=rollout_config.max_steps, prompt=rollout_config.prompt, seed=seed,
                 )
                 tables.append(_label(result.table, "random", split, trial))
-    return pd.concat(tables, ignore_index=True)
+                _count_missing(missing, f"random/{split}", result.faults)
+    episodes = pd.concat(tables, ignore_index=True)
+    if missing:
+        episodes.attrs[MISSING_ATTR] = missing
+    return episodes
+
+
+def _count_missing(missing: dict[str, int], where: str, faults) -> None:
+    """Add a rollout's given-up episodes (``RolloutFaults.failed``) to ``missing[where]``."""
+    if faults.failed:
+        missing[where] = missing.get(where, 0) + len(faults.failed)
+        logger.warning("Held-out %s: %d planned episode(s) missing, their environment failed on every try.", where, len(faults.failed))
 
 
 def _label(table: pd.DataFrame, agent: str, split: str, trial: int = 0) -> pd.DataFrame:

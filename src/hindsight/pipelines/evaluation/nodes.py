@@ -9,7 +9,7 @@ import pandas as pd
 from hindsight import tracking
 from hindsight.config import EvaluationConfig, ProjectConfig
 from hindsight.envs import make_env
-from hindsight.evaluation.heldout import evaluate_agents
+from hindsight.evaluation.heldout import MISSING_ATTR, evaluate_agents
 from hindsight.evaluation.metrics import success_summary
 from hindsight.evaluation.pass_k import pass_k_markdown, pass_k_metrics, pass_k_summary
 from hindsight.evaluation.report import markdown_table, success_plot
@@ -62,6 +62,15 @@ def pass_k_headline(pass_k: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def missing_episodes_line(missing: dict[str, int]) -> str:
+    """The report's line on planned episodes missing from the table (by agent/split)."""
+    parts = ", ".join(f"{where} {count}" for where, count in sorted(missing.items()))
+    return (
+        f"Missing: {sum(missing.values())} planned episode(s) are not in this table (their environment "
+        f"failed on every try; faults/failed_episodes): {parts}."
+    )
+
+
 def report_evaluation(stage1_episodes: pd.DataFrame, rl_episodes: pd.DataFrame):
     """Success table (markdown), summary (csv), pass^k table (csv) and plot; metrics to
     MLflow; a summary printed at the end of the run. With more than one trial per task
@@ -71,6 +80,7 @@ def report_evaluation(stage1_episodes: pd.DataFrame, rl_episodes: pd.DataFrame):
     Returns:
         (episodes of all agents, summary table, pass^k table, markdown text, matplotlib figure).
     """
+    missing = {**stage1_episodes.attrs.get(MISSING_ATTR, {}), **rl_episodes.attrs.get(MISSING_ATTR, {})}
     episodes = pd.concat([stage1_episodes, rl_episodes], ignore_index=True)
     summary = success_summary(episodes)
     pass_k = pass_k_summary(episodes)
@@ -79,11 +89,14 @@ def report_evaluation(stage1_episodes: pd.DataFrame, rl_episodes: pd.DataFrame):
     text = markdown_table(summary, title=f"Held-out success ({', '.join(families) or 'no episodes'})")
     if several_trials:
         text += "\n" + pass_k_markdown(pass_k, title="Held-out pass^k (all k trials of a task succeed; 95% bootstrap over tasks)")
+    if missing:  # given up after their replays (rollout.replay): the rates above stand on fewer episodes
+        text += "\n" + missing_episodes_line(missing) + "\n"
     figure = success_plot(summary)
     metrics = {
         f"eval/{row.agent}/{row.eval_split}/{row.task_type}/success_rate": row.success_rate
         for row in summary.itertuples(index=False)
     }
+    metrics["eval/missing_episodes"] = float(sum(missing.values()))
     if several_trials:
         metrics.update(pass_k_metrics(pass_k))
     tracking.log_metrics(metrics)
