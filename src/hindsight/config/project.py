@@ -65,8 +65,8 @@ class EnvironmentConfig:
     """Step reward: ``success_reward * won - invalid_penalty * invalid``."""
     step_timeout_s: float | None = 60.0
     """Longest one simulator call of a reset or step may take (TextWorldExpress,
-    ScienceWorld): past it the JVM is killed, the episode fails ("step timeout") and the
-    rollout goes on with a fresh JVM. null: no limit."""
+    ScienceWorld): past it the JVM is killed ("step timeout") and the episode is replayed on a
+    fresh JVM (``rollout.episode_replays``). null: no limit."""
 
     def __post_init__(self) -> None:
         if not self.games:
