@@ -1,7 +1,10 @@
 """The schedulers of the core loop, chosen once from the settings (``Schedule.from_settings``).
 
-Each is a piece with one job and one interface; the loop calls them and reads none of
-their settings:
+Each is a piece with one job and one interface; the loop calls them. The loop itself
+(``training.rl``) still reads a few such settings, in two places: the curriculum's positive
+replay (``curriculum``, ``curriculum_positive_replay``: ``replay_successes``) and the correction
+for an inexact rollout backend (``sampler_weight_cap``, passed on as
+``async_behaviour_weight_cap``: ``correct_for_sampler``).
 
 | piece | interface | choices (settings of ``training.rl``) |
 |---|---|---|
