@@ -42,9 +42,9 @@ def test_world_model_then_wmr1(trained_project, world_model_run):
     assert len(history) == 2
     assert history["losses/total"].map(math.isfinite).all()
     assert (history["world_model/calls"] > 0).all()
-    # one call per simulated step, plus the in-response calls (on by default, at most 5 per step)
-    in_response = history["world_model/calls_per_step"] * history["world_model/simulated_steps"]
-    assert ((history["world_model/calls"] - history["world_model/simulated_steps"] - in_response).abs() < 1e-6).all()
+    # imaginary turns (the default thinking) are rows of their own: one call per simulated row,
+    # imaginary or committed, and at most n_wm_max (5) imaginary calls per episode
+    assert (history["world_model/calls"] == history["world_model/simulated_steps"]).all()
     assert history["world_model/calls_per_step"].between(0, 5).all()
     assert history["world_model/simulated_success_rate"].between(0, 1).all()
     assert (history["world_model/replayed_groups"] <= history["world_model/all_failure_groups"]).all()

@@ -190,19 +190,29 @@ def test_in_response_calls_reach_r_wm_and_the_metrics():
     assert world_model_metrics(simulated, 0, 9)["world_model/calls_per_step"] == pytest.approx(4 / 5)
 
 
-def test_wmr1_turns_imagination_on_by_default_and_refuses_both_readings(tiny_policy, recorded):
+def test_wmr1_thinks_in_imaginary_turns_by_default_and_in_response_as_a_reading(tiny_policy, recorded):
     simulator = ScriptedSimulator(tiny_policy, recorded)
-    method = build_method(RLConfig(algorithm="wmr1"), MethodContext(world_model=simulator))
+    default = build_method(RLConfig(algorithm="wmr1"), MethodContext(world_model=simulator))
+    assert default.settings.thinking == "imaginary_turn"
+    assert default.rollout_settings(ROLLOUT, heldout=False).imagination is None  # no forced tokens
+    assert default.rollout_settings(ROLLOUT, heldout=True).imagination is None
+    assert default.transitions(None)(SPEC).imaginary_turns == 5  # n_wm_max per episode
+    method = build_method(RLConfig(algorithm="wmr1", methods={"wmr1": {"thinking": "in_response"}}), MethodContext(world_model=simulator))
     training = method.rollout_settings(ROLLOUT, heldout=False)
     assert training.imagination.calls_per_step == 5 and training.imagination.simulator is simulator
     assert method.rollout_settings(ROLLOUT, heldout=True).imagination is not None
+    assert method.transitions(None)(SPEC).imaginary_turns == 0
     assert ROLLOUT.imagination is None  # the shared settings stay as they are
-    off = build_method(RLConfig(algorithm="wmr1", methods={"wmr1": {"calls_per_step": 0}}), MethodContext(world_model=simulator))
+    off = build_method(RLConfig(algorithm="wmr1", methods={"wmr1": {"thinking": "none"}}), MethodContext(world_model=simulator))
     assert off.rollout_settings(ROLLOUT, heldout=False).imagination is None
-    real_only = build_method(RLConfig(algorithm="wmr1", methods={"wmr1": {"heldout_imagination": False}}), MethodContext(world_model=simulator))
+    assert off.transitions(None)(SPEC).offered_actions() == []  # nothing offered before reset
+    real_only = build_method(RLConfig(algorithm="wmr1", methods={"wmr1": {"thinking": "in_response", "heldout_imagination": False}}),
+                             MethodContext(world_model=simulator))
     assert real_only.rollout_settings(ROLLOUT, heldout=True).imagination is None
-    with pytest.raises(ValueError, match=r"exclusive.*training\.rl\.methods\.wmr1\.calls_per_step: 0"):
-        build_method(RLConfig(algorithm="wmr1", methods={"wmr1": {"imagined_turns": 1}}))
+    with pytest.raises(ValueError, match=r"thinking must be one of"):
+        build_method(RLConfig(algorithm="wmr1", methods={"wmr1": {"thinking": "dream"}}))
+    with pytest.raises(ValueError, match=r"calls_per_step must be >= 1 \(thinking: none"):
+        build_method(RLConfig(algorithm="wmr1", methods={"wmr1": {"calls_per_step": 0}}))
 
 
 def test_a_state_without_valid_actions_is_decoded_freely_without_imagination(tiny_policy, recorded):

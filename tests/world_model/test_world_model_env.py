@@ -197,13 +197,13 @@ def test_wmr1_training_keeps_imagined_turns_within_their_bound(gold_table, train
     from hindsight.training.rl import train_rl
     from hindsight.training.rl_config import RLConfig
 
-    with pytest.raises(ValueError, match=r"training\.rl\.methods\.wmr1\b.*\bimagined_turns must be >= 0"):
-        build_method(RLConfig(algorithm="wmr1", methods={"wmr1": {"imagined_turns": -1}}))
+    with pytest.raises(ValueError, match=r"training\.rl\.methods\.wmr1\b.*\bimagined_turns must be >= 1"):
+        build_method(RLConfig(algorithm="wmr1", methods={"wmr1": {"imagined_turns": 0}}))
     world_model, _, _ = trained_world_model
     simulator = WorldModelSimulator(world_model, RecordedTasks(gold_table), WorldModelSettings(history=1, max_new_tokens=48, max_length=512))
     tasks = make_tasks(SPEC, "train", sorted(int(seed) for seed in gold_table["seed"].unique()))
     config = RLConfig(algorithm="wmr1", updates=1, tasks_per_update=3, group_size=2, mini_batch_size=32, learning_rate=1e-3,
-                      methods={"wmr1": {"imagined_turns": 1, "calls_per_step": 0, "replay": False}})
+                      methods={"wmr1": {"thinking": "imagined_turns", "imagined_turns": 1, "replay": False}})
     rollout = RolloutConfig(temperature=1.0, max_steps=8, max_length=768, progress=False)
     policy = copy.deepcopy(tiny_policy)
     method = build_method(config, MethodContext(world_model=simulator))
@@ -239,7 +239,7 @@ def test_wmr1_trains_thinking_with_the_world_model_and_evaluates_in_the_real_gam
     simulator = WorldModelSimulator(world_model, RecordedTasks(gold_table), WorldModelSettings(history=1, max_new_tokens=16, max_length=512))
     tasks = make_tasks(SPEC, "train", sorted(int(seed) for seed in gold_table["seed"].unique()))
     config = RLConfig(algorithm="wmr1", updates=1, tasks_per_update=2, group_size=2, mini_batch_size=32, learning_rate=1e-3,
-                      methods={"wmr1": {"calls_per_step": 2, "replay": False}})
+                      methods={"wmr1": {"thinking": "in_response", "calls_per_step": 2, "replay": False}})
     rollout = RolloutConfig(temperature=1.0, max_steps=4, max_length=768, progress=False)
     policy = copy.deepcopy(tiny_policy)
     method = build_method(config, MethodContext(world_model=simulator))

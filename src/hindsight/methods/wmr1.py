@@ -8,17 +8,20 @@ Transitions (follows): the training episodes play in the world model's environme
 (``world_model.environment``; the pipeline ``wmr1`` loads the trained simulator); held-out
 evaluation stays in the real environment.
 
-Thinking with the world model (``calls_per_step``, on by default; our reading): inside one
-step's response the policy may call the world model on a candidate action, read the
-prediction and go on, at most ``calls_per_step`` times per step (default 5), then commit;
-the inserted world-model tokens are masked from the loss. The rollout engine does it
-(``rollout.imagination``, set by ``rollout_settings``) in training and, with
-``heldout_imagination``, in held-out evaluation in the real game (the policy imagines with
-the world model and acts in the real environment). The in-response calls of each step are
-the table column ``imagination_calls``. The official code differs: a response that ends in
-a world-model call is an imaginary turn (the prediction returns as a new message, the
-policy generates again, the turn is not counted in the step limit, the world model's state
-advances), at most ``n_wm_max`` per episode.
+Thinking with the world model (``thinking``): ``imaginary_turn`` (the default; follows the
+official code): a turn may be ``imagine: <a>`` (a world-model call) instead of an action; the
+world model's prediction returns as the next observation (a new message) and the policy
+generates again. The turn is not counted in the step limit, the world model's state advances
+along the imagined action (a predicted win wins, as the official judge reads the final
+state), and an episode makes at most ``n_wm_max`` of them (``world_model.environment``). The
+``imagine:`` response is the policy's own sample, trained like any step; the prediction is
+prompt text of the next step, never in the loss. Held-out evaluation in the real game has no
+imaginary turns. ``in_response`` (our reading): the calls are forced tokens inside one step's
+response, masked from the loss, at most ``calls_per_step`` per committed step, the state not
+advanced (``rollout.imagination``; column ``imagination_calls``), also in held-out evaluation
+with ``heldout_imagination``. ``imagined_turns`` (an older reading): separate turns that
+show the prediction without advancing the state, count in the step limit, at most
+``imagined_turns`` before each committed action. ``none``: no world-model calls.
 
 Between the rollout and the update:
 
@@ -38,17 +41,14 @@ Between the rollout and the update:
    success rate, ``L_ref`` / ``N_WM_ref`` the means over the group's successes (else the
    group's largest), a budget of 0 read as 1. The length counts committed actions;
    ``n_wm`` counts imaginary world-model calls only (``world_model_calls``: the in-response
-   calls and accepted imagined turns; a committed action's transition is not a call).
+   calls and accepted imaginary or imagined turns; a committed action's transition is not
+   a call).
    A reading kept as a named option: ``length_budget: training_progress`` (``p`` = update /
    updates). Advantages: GRPO over the task group, statistics taken over trajectories.
-3. Metrics (``world_model/...``): world-model calls of the update, in-response calls per
-   committed step (``calls_per_step``), simulated success rate (before replay),
-   all-failure groups, replayed groups, imagined turns and the replay buffer's episodes.
-
-Imagined turns (``imagined_turns``, off by default; an older reading, exclusive with
-``calls_per_step``) are turns of the world-model environment itself
-(``world_model.environment``): rows whose action starts with ``imagine: ``; unlike the
-official imaginary turn they count in the step limit and leave the state where it was.
+3. Metrics (``world_model/...``): world-model calls of the update, imaginary calls
+   (``n_wm``) per committed step (``calls_per_step``), simulated success rate (before
+   replay), all-failure groups, replayed groups, imaginary/imagined turns and the replay
+   buffer's episodes.
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ from hindsight.world_model.environment import IMAGINE_PREFIX, WorldModelSimulato
 
 LENGTH_BUDGETS = ("group_success_rate", "training_progress")
 REPLAY_SOURCES = ("own_successes", "expert_episodes")
+THINKING = ("imaginary_turn", "in_response", "imagined_turns", "none")
 
 
 def replay_stored_successes(
@@ -196,7 +197,7 @@ def world_model_metrics(simulated: pd.DataFrame, replayed_groups: int, calls: in
         "world_model/all_failure_groups": float((~group_success).sum()),
         "world_model/replayed_groups": float(replayed_groups),
         "world_model/imagined_turns": float(imagined_turns(simulated).sum()) if len(simulated) else 0.0,
-        "world_model/calls_per_step": float(in_response_calls(simulated)[committed].mean()) if committed.any() else 0.0,
+        "world_model/calls_per_step": float(world_model_calls(simulated).sum() / committed.sum()) if committed.any() else 0.0,
     }
 
 
@@ -215,28 +216,27 @@ class WMR1Settings:
     ``R_wm``)."""
     replay_per_task: int = 8
     """own_successes: most won episodes kept per task (official 8; the oldest go first)."""
+    thinking: str = "imaginary_turn"
+    """How the policy thinks with the world model: imaginary_turn (the official code: an
+    ``imagine: <a>`` turn whose prediction returns as a new message; not in the step limit,
+    the state advances, at most ``n_wm_max`` per episode), in_response (our reading: forced
+    prediction tokens inside one response, ``calls_per_step`` per step, the state not
+    advanced), imagined_turns (older reading: separate turns within the step limit, the
+    state kept, ``imagined_turns`` before each action) or none. The calls count in R_wm."""
     calls_per_step: int = 5
-    """Thinking with the world model: at most this many world-model calls inside one step's
-    response before the committed action (``rollout.imagination``; 0: off). Our reading of
-    the official imaginary turn, which caps calls at ``n_wm_max`` (5) per episode, not per
-    step. Each call's prediction is inserted into the response as forced tokens, masked
-    from the loss; the calls count in the episode's world-model calls (R_wm)."""
+    """in_response: most world-model calls inside one step's response (the predictions are
+    forced tokens, masked from the loss)."""
     heldout_imagination: bool = True
-    """Held-out evaluation (real environment) also lets the policy call the world model in its
-    responses, ``calls_per_step`` at most; it acts in the real game."""
-    imagined_turns: int = 0
-    """The older, separate-turn reading (exclusive with ``calls_per_step``: set that to 0).
-    At most this many imagined turns before each committed action (0: off). Our reading
-    of "the policy may ask the world model what happens if I do X (bounded count)": the
-    world-model environment also offers ``imagine: <a>`` for each valid action; choosing it
-    shows the world model's prediction for ``a`` without playing it (``world_model.environment``).
-    Such a turn is a step sample trained like any other; it counts in the episode's step
-    limit and in its world-model calls (R_wm), not in its length (R_len)."""
+    """in_response: held-out evaluation (real environment) lets the policy call the world
+    model in its responses too, ``calls_per_step`` at most; it acts in the real game."""
+    imagined_turns: int = 1
+    """imagined_turns: most imagined turns before each committed action (each shows the
+    prediction for ``a`` without playing it, counts in the step limit, not in R_len)."""
 
     n_wm_max: int = 5
     """``R_wm``'s call limit: the call budget is ``p * N_WM_ref + (1 - p) * n_wm_max``
     (``N_WM_ref`` = mean world-model calls of the group's successes; official default 5).
-    It prices calls; the number allowed is ``calls_per_step`` per step (or ``imagined_turns``)."""
+    It prices calls and, with ``thinking: imaginary_turn``, caps an episode's calls."""
     length_budget: str = "group_success_rate"
     """The ``p`` of both budgets (``p * L_ref + (1 - p) * L_max``, ``p * N_WM_ref + (1 - p) *
     n_wm_max``): group_success_rate (``p = c / N``, the task group's success rate: the
@@ -244,15 +244,12 @@ class WMR1Settings:
     over training: our reading, from an official commit its authors reverted)."""
 
     def __post_init__(self) -> None:
-        if self.imagined_turns < 0:
-            raise ValueError(f"imagined_turns must be >= 0 (0: off), got {self.imagined_turns}")
-        if self.calls_per_step < 0:
-            raise ValueError(f"calls_per_step must be >= 0 (0: off), got {self.calls_per_step}")
-        if self.imagined_turns and self.calls_per_step:
-            raise ValueError(
-                f"imagined_turns ({self.imagined_turns}) and calls_per_step ({self.calls_per_step}) are exclusive: "
-                "set training.rl.methods.wmr1.calls_per_step: 0 to use imagined turns, or imagined_turns: 0"
-            )
+        if self.thinking not in THINKING:
+            raise ValueError(f"thinking must be one of {THINKING}, got {self.thinking!r}")
+        if self.imagined_turns < 1:
+            raise ValueError(f"imagined_turns must be >= 1 (thinking: none for no calls), got {self.imagined_turns}")
+        if self.calls_per_step < 1:
+            raise ValueError(f"calls_per_step must be >= 1 (thinking: none for no calls), got {self.calls_per_step}")
         if self.replay_source not in REPLAY_SOURCES:
             raise ValueError(f"replay_source must be one of {REPLAY_SOURCES}, got {self.replay_source!r}")
         if self.replay_per_task < 1:
@@ -298,17 +295,20 @@ class WMR1(Method):
         self.buffer.load_state_dict(state.get("replay_buffer", {}))
 
     def transitions(self, env_factory: Callable) -> Callable:
-        """The world model's environments, with imagined turns when asked for (called right
-        before each update's rollout: world-model calls are counted from here, so held-out
-        evaluation's calls stay out of ``world_model/calls``)."""
+        """The world model's environments, with imaginary or imagined turns as ``thinking``
+        says (called right before each update's rollout: world-model calls are counted from
+        here, so held-out evaluation's calls stay out of ``world_model/calls``)."""
         self._calls_seen = self.context.world_model.calls
-        return functools.partial(self.context.world_model.make_env, imagined_turns=self.settings.imagined_turns)
+        thinking, make_env = self.settings.thinking, self.context.world_model.make_env
+        if thinking == "imaginary_turn":
+            return functools.partial(make_env, imaginary_turns=self.settings.n_wm_max)
+        return functools.partial(make_env, imagined_turns=self.settings.imagined_turns if thinking == "imagined_turns" else 0)
 
     def rollout_settings(self, rollout: RolloutConfig, *, heldout: bool) -> RolloutConfig:
-        """In-response world-model calls (``calls_per_step``), in training and, with
-        ``heldout_imagination``, in held-out evaluation."""
+        """``thinking: in_response``: in-response world-model calls (``calls_per_step``), in
+        training and, with ``heldout_imagination``, in held-out evaluation."""
         calls = self.settings.calls_per_step
-        if not calls or (heldout and not self.settings.heldout_imagination) or self.context.world_model is None:
+        if self.settings.thinking != "in_response" or (heldout and not self.settings.heldout_imagination) or self.context.world_model is None:
             return rollout
         return dataclasses.replace(rollout, imagination=Imagination(self.context.world_model, calls))
 

@@ -88,7 +88,7 @@ def check_imagination(imagination: Imagination | None, constrained: bool, layout
     if not constrained:
         raise ValueError(
             "imagination (in-response world-model calls) needs constrained decoding: set rollout.constrained: true, "
-            "or turn imagination off (training.rl.methods.wmr1.calls_per_step: 0)"
+            "or think in imaginary turns instead (training.rl.methods.wmr1.thinking: imaginary_turn)"
         )
     if layout != "stepwise":
         raise ValueError("imagination works in the stepwise layout only: set rollout.layout: stepwise")

@@ -20,7 +20,9 @@ the trajectory table of the data contract plus ``response_logprobs``; rows built
   scores the whole response (the replay's format term reads the thought) has
   ``step_with_response(action, response)``, called instead of ``step``;
 - the episode ends (``done``) when the environment terminates or truncates, when the task
-  is won, or after ``max_steps`` steps (truncation by the rollout).
+  is won, or after ``max_steps`` steps (truncation by the rollout); a step whose info says
+  ``imaginary`` (WM-R1's imaginary turn, ``world_model.environment``) is recorded like any
+  row but left out of that count.
 """
 
 from __future__ import annotations
@@ -58,6 +60,9 @@ class Episode:
     history: list[tuple[str, str]] = field(default_factory=list)
     pinned: list[str] = field(default_factory=list)
     step: int = 0
+    """Rows recorded so far (imaginary turns included)."""
+    imaginary: int = 0
+    """Imaginary turns among them (not counted in ``max_steps``)."""
     won: bool = False
     done: bool = False
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -115,8 +120,9 @@ class Episode:
         next_observation, reward, terminated, truncated, next_info = outcome
         won_now = bool(next_info.get("won", False)) and not self.won
         self.step += 1
+        self.imaginary += int(bool(next_info.get("imaginary", False)))
         self.won = self.won or won_now
-        self.done = bool(terminated or truncated or self.won or self.step >= self.max_steps)
+        self.done = bool(terminated or truncated or self.won or self.step - self.imaginary >= self.max_steps)
         source = str(next_info.get("source", source))
         identity = EpisodeFields(
             episode_id=self.episode_id,

@@ -22,16 +22,25 @@ Three decisions, and why:
 - **Rewards are the real environment's rule** (``envs.reward.step_reward``): the success
   reward on the solved step, every action valid (constrained decoding).
 
-Imagined turns (optional, bounded; off by default; the older, separate-turn reading, exclusive
-with the in-response calls of ``rollout.imagination`` that WM-R1 runs by default): ``make_env(spec, imagined_turns=k)``
-with k > 0 also offers ``imagine: <a>`` for every valid action ``a`` (``IMAGINE_PREFIX``), at
-most k times before each committed action. Choosing one asks the world model what ``a``
-would do, without playing it: the state stays, the prediction is shown under the current
-observation, and the turn is a step of its own (reward 0). Our reading of WM-R1's "the
-policy may ask the world model what happens if I do X (bounded count) before committing to
-a real action" (``training.rl.methods.wmr1.imagined_turns``). Past the
-bound the options are gone, and a request all the same (free generation) is refused: an
-invalid action, no world-model call.
+Imaginary turns (WM-R1's official thinking, the default of ``training.rl.methods.wmr1.thinking``):
+``make_env(spec, imaginary_turns=n)`` with n > 0 also offers ``imagine: <a>`` for every valid
+action ``a`` (``IMAGINE_PREFIX``) while the episode has made fewer than n of them (n =
+``n_wm_max``, a cap per EPISODE). Choosing one asks the world model what ``a`` does and the
+state ADVANCES along that imagined branch, as in the official code, where the imaginary turn
+steps the same world-model environment: the prediction becomes the observation (shown as a new
+message, ``IMAGINARY_LAYOUT``), ``(observation, a)`` enters the history the world model reads,
+the valid actions are those of the state reached, and a predicted ``SOLVED_MARKER`` wins (the
+official judge reads the final state). The step info says ``imaginary: True``, so the episode
+does not count the turn in its step limit (``rollout.live_episode``); ``R_len`` does not count
+it and ``R_wm`` does (``methods.wmr1``). Past the cap the options are gone, and a request all
+the same (free generation) is refused: an invalid action, no world-model call.
+
+Imagined turns (the older, separate-turn reading, ``thinking: imagined_turns``):
+``make_env(spec, imagined_turns=k)`` with k > 0 offers ``imagine: <a>`` at most k times before
+each committed action. Choosing one asks the world model what ``a`` would do, without playing
+it: the state stays, the prediction is shown under the current observation, and the turn is a
+step of its own (reward 0) that counts in the step limit. Past the bound the options are gone
+and a request is refused, as above. The two are exclusive.
 
 ``WorldModelSimulator`` holds the world model, the recorded tasks and the settings, builds
 one environment per spec for the rollout engine and counts the world-model calls; its
@@ -58,6 +67,8 @@ from hindsight.world_model.transitions import SOLVED_MARKER, is_solved, transiti
 
 IMAGINE_PREFIX = "imagine: "
 """The action of an imagined turn: ``imagine: <action>`` asks what ``<action>`` would do."""
+IMAGINARY_LAYOUT = "[imagined] {}"
+"""How an imaginary turn's prediction is shown to the policy (its new observation)."""
 
 
 def imagined_action(action: str) -> str | None:
@@ -156,10 +167,11 @@ class WorldModelSimulator:
     calls: int = 0
     """World-model generations so far (every environment step is one)."""
 
-    def make_env(self, spec: EnvironmentSpec, imagined_turns: int = 0) -> "WorldModelEnvironment":
+    def make_env(self, spec: EnvironmentSpec, imagined_turns: int = 0, imaginary_turns: int = 0) -> "WorldModelEnvironment":
         """An environment for ``spec`` (the rollout engine's ``env_factory``), offering at most
-        ``imagined_turns`` imagined turns before each committed action (0: none)."""
-        return WorldModelEnvironment(spec, self, imagined_turns)
+        ``imagined_turns`` imagined turns before each committed action, or at most
+        ``imaginary_turns`` imaginary turns per episode (module docstring; 0: none)."""
+        return WorldModelEnvironment(spec, self, imagined_turns, imaginary_turns)
 
     def predict_transition(self, task: str, history: list[tuple[str, str]], observation: str, action: str) -> str:
         """The world model's next observation after ``action`` from ``observation``, with the
@@ -180,14 +192,19 @@ class WorldModelSimulator:
 class WorldModelEnvironment(TextEnvironment):
     """One task at a time, stepped by the world model (see the module docstring)."""
 
-    def __init__(self, spec: EnvironmentSpec, simulator: WorldModelSimulator, imagined_turns: int = 0) -> None:
-        if imagined_turns < 0:
-            raise ValueError(f"world-model environment: imagined_turns must be >= 0, got {imagined_turns}")
+    def __init__(self, spec: EnvironmentSpec, simulator: WorldModelSimulator, imagined_turns: int = 0, imaginary_turns: int = 0) -> None:
+        if imagined_turns < 0 or imaginary_turns < 0:
+            raise ValueError(f"world-model environment: imagined_turns and imaginary_turns must be >= 0, got {imagined_turns}, {imaginary_turns}")
+        if imagined_turns and imaginary_turns:
+            raise ValueError("world-model environment: imagined_turns and imaginary_turns are exclusive (set one to 0)")
         self.spec = spec
         self.simulator = simulator
         self.imagined_turns = imagined_turns
         self.imagined_since_action = 0
         """Imagined turns since the last committed action (at most ``imagined_turns``)."""
+        self.imaginary_turns = imaginary_turns
+        self.imaginary_used = 0
+        """Imaginary turns of this episode so far (at most ``imaginary_turns``)."""
         self.group_id = ""
         self.task = ""
         self.task_type = spec.game
@@ -195,9 +212,15 @@ class WorldModelEnvironment(TextEnvironment):
         self.history: list[tuple[str, str]] = []
         self.valid: list[str] = []
 
+    def _may_imagine(self) -> bool:
+        """Whether an imagined or imaginary turn is still allowed."""
+        if self.imaginary_turns:
+            return self.imaginary_used < self.imaginary_turns
+        return self.imagined_since_action < self.imagined_turns
+
     def offered_actions(self) -> list[str]:
         """The valid actions, and the imagined turns on them while the bound allows one."""
-        if self.imagined_since_action >= self.imagined_turns:
+        if not self.valid or not self._may_imagine():
             return list(self.valid)
         return self.valid + [IMAGINE_PREFIX + action for action in self.valid]
 
@@ -214,7 +237,7 @@ class WorldModelEnvironment(TextEnvironment):
         start = self.simulator.tasks.start(self.group_id)
         self.task, self.task_type, self.observation = start["task"], start["task_type"], start["observation"]
         self.valid, self.history = list(start["valid_actions"]), []
-        self.imagined_since_action = 0
+        self.imagined_since_action = self.imaginary_used = 0
         return self.observation, self._info(False, True)
 
     def _predict(self, action: str) -> str:
@@ -223,19 +246,33 @@ class WorldModelEnvironment(TextEnvironment):
 
     def _imagine(self, action: str) -> StepResult:
         """An imagined turn (module docstring): the state stays; over the bound, refused."""
-        if self.imagined_since_action >= self.imagined_turns:
+        if not self._may_imagine():
             return self.observation, step_reward(False, False, self.spec.reward), False, False, self._info(False, False)
+        if self.imaginary_turns:
+            return self._imaginary(action)
         self.imagined_since_action += 1
         predicted = self._predict(action)
         shown = f"{self.observation}\n[imagined, not played] {action} -> {predicted}"
         return shown, step_reward(False, True, self.spec.reward), False, False, self._info(False, True)
 
+    def _imaginary(self, action: str) -> StepResult:
+        """An imaginary turn (module docstring): the state advances along the imagined action,
+        the turn is marked so that the step limit leaves it out."""
+        self.imaginary_used += 1
+        observation, reward, won, truncated, info = self._advance(action)
+        shown = observation if won else IMAGINARY_LAYOUT.format(observation)
+        return shown, reward, won, truncated, {**info, "imaginary": True}
+
     def step(self, action: str) -> StepResult:
         asked = imagined_action(action)
         if asked is not None:
             return self._imagine(asked)
-        predicted = self._predict(action)
         self.imagined_since_action = 0
+        return self._advance(action)
+
+    def _advance(self, action: str) -> StepResult:
+        """Play ``action`` in the world model: its prediction becomes the state."""
+        predicted = self._predict(action)
         action_valid = not self.valid or action in self.valid
         won = is_solved(predicted)
         self.history.append((self.observation, action))
