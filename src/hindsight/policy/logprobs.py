@@ -103,8 +103,7 @@ def token_logprobs_and_entropy(model, batch: TokenBatch, prefix: CachedPrefix | 
     """``token_logprobs`` and, from the same forward pass, the entropy of the distribution
     each log-prob is drawn from (restricted to the position's allowed ids where given,
     ``restricted_entropy``): two float32 [B, L] tensors, 0 outside ``response_mask``."""
-    logprobs, entropy = _response_scores(model, batch, prefix, entropy=True)
-    return logprobs, entropy
+    return _response_scores(model, batch, prefix, entropy=True)  # type: ignore[return-value]
 
 
 def restricted_entropy(logits: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:

@@ -110,15 +110,6 @@ def chain_logprobs(
     return _chain_scores(model, samples, pad_token_id, pad_to_multiple_of, entropy=False)[0]
 
 
-def chain_logprobs_and_entropy(
-    model, samples: Sequence[StepSample], pad_token_id: int
-) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    """``chain_logprobs`` and, from the same passes, the entropy of each response token's
-    distribution (restricted as its log-prob is, ``logprobs.restricted_entropy``)."""
-    logprobs, entropies = _chain_scores(model, samples, pad_token_id, None, entropy=True)
-    return logprobs, entropies  # type: ignore[return-value]
-
-
 def _chain_scores(
     model, samples: Sequence[StepSample], pad_token_id: int, pad_to_multiple_of: int | None, *, entropy: bool
 ) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
