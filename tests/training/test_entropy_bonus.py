@@ -18,7 +18,9 @@ import torch
 from hindsight.methods import build_method
 from hindsight.policy.constrained import ActionTrie
 from hindsight.policy.encoding import encode_ids, encode_prompt, encode_response
+from hindsight.policy import logprobs
 from hindsight.policy.logprobs import restricted_entropy
+from hindsight.training import episode_batches
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.distillation import response_logprobs
 from hindsight.training.episode_batches import right_aligned_logprobs
@@ -88,16 +90,18 @@ def test_the_coefficient_adds_minus_coef_times_the_mean_token_entropy(tiny_polic
     assert total_loss(bonus) - total_loss(plain) == pytest.approx(-COEF * expected, rel=1e-4)
 
 
-def test_a_zero_coefficient_leaves_the_loss_and_the_metrics_unchanged(tiny_policy, batch):
+def test_a_zero_coefficient_computes_no_entropy_and_adds_no_metric(tiny_policy, batch, monkeypatch):
     def run(config):
         policy = copy.deepcopy(tiny_policy)
         optimizer = torch.optim.SGD(policy.model.parameters(), lr=0.0)
         return update_policy(policy, None, optimizer, batch, config, build_method(config), torch.Generator().manual_seed(0))
 
-    plain = run(BASE)
-    zero = run(dataclasses.replace(BASE, entropy_coef=0.0))
+    with monkeypatch.context() as patched:  # at 0 the update never computes an entropy (hot path)
+        for module in (logprobs, episode_batches):
+            patched.setattr(module, "restricted_entropy", lambda *args: pytest.fail("entropy computed at entropy_coef 0"))
+        plain = run(BASE)
     bonus = run(dataclasses.replace(BASE, entropy_coef=COEF))
-    assert "losses/entropy" not in plain and plain == zero
+    assert BASE.entropy_coef == 0.0 and "losses/entropy" not in plain
     assert bonus["losses/ppo"] == pytest.approx(plain["losses/ppo"], rel=1e-5)
     assert bonus["losses/entropy"] == pytest.approx(reference_mean_entropy(tiny_policy.model, batch.samples), rel=1e-4)
     assert bonus["losses/total"] == pytest.approx(plain["losses/total"] - COEF * bonus["losses/entropy"], rel=1e-5)
