@@ -41,6 +41,8 @@ from hindsight.rollout.faults import ENV_CRASH, STEP_TIMEOUT
 from hindsight.rollout.live_episode import Episode
 from hindsight.rollout.stats import rollout_metrics
 
+from faulty_env import HangsOnOneTask
+
 GROUP = 2
 CONFIG = RolloutConfig(group_size=GROUP, max_parallel=2, max_steps=6, temperature=1.0, seed=3, progress=False)
 
@@ -270,31 +272,6 @@ def test_scienceworld_a_killed_jvm_replays_one_random_agent_episode(monkeypatch)
     assert result.stats["episode_replays"] == 1 and result.stats["env_restarts"] == 1
     assert backend.generation == 2
     assert rollout_metrics(result.table)["faults/failed_episode_rate"] == 0
-
-
-class HangsOnOneTask:
-    """A real TWX environment whose simulator 'hangs' (times out) on the 2nd step of task ``seed``."""
-
-    seed: int | None = None
-
-    def __init__(self, spec) -> None:
-        self.env, self.spec, self.playing, self.steps = make_env(spec), spec, None, 0
-
-    def reset(self, seed, split="train"):
-        self.playing, self.steps = seed, 0
-        return self.env.reset(seed, split)
-
-    def step(self, action):
-        self.steps += 1
-        if self.playing == type(self).seed and self.steps == 2:
-            raise EnvironmentTimeoutError("simulated hang")
-        return self.env.step(action)
-
-    def restart(self) -> None:
-        self.env.restart()
-
-    def close(self) -> None:
-        self.env.close()
 
 
 def test_the_heldout_report_says_how_many_planned_episodes_are_missing(tiny_policy, twc_spec, monkeypatch):

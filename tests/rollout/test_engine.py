@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from hindsight.envs import make_env
-from hindsight.envs.base import EnvironmentCrashedError, EnvironmentTimeoutError
+from hindsight.envs.base import EnvironmentCrashedError
 from hindsight.policy.encoding import collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.policy.prompts import episode_prompts
@@ -15,6 +15,8 @@ from hindsight.rollout.faults import ENV_CRASH
 from hindsight.rollout.live_episode import TABLE_COLUMNS
 from hindsight.rollout.stats import rollout_metrics
 from hindsight.policy.skill_injection import SKILL_HEADER
+
+from faulty_env import HangsOnOneTask
 
 GROUP_SIZE = 3
 
@@ -222,22 +224,6 @@ def test_an_environment_that_keeps_failing_stops_the_rollout_naming_it_and_the_t
     assert "textworldexpress environment (game 'twc') keeps failing" in message
     assert "failed on all 3 tries (1 play + 2 replays, rollout.episode_replays)" in message
     assert "simulated JVM crash" in message
-
-
-class HangsOnOneTask(CrashOnceEnvironment):
-    """A real TWX environment whose simulator 'hangs' on the second step of task ``seed``."""
-
-    seed: int | None = None
-
-    def reset(self, seed, split="train"):
-        self.playing, self.steps = seed, 0
-        return self.env.reset(seed, split)
-
-    def step(self, action):
-        self.steps += 1
-        if self.playing == type(self).seed and self.steps == 2:
-            raise EnvironmentTimeoutError("simulated hang")
-        return self.env.step(action)
 
 
 def test_an_episode_whose_tries_run_out_on_a_hang_is_left_out_and_counted(tiny_policy, twc_tasks, monkeypatch):
