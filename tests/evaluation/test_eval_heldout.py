@@ -94,3 +94,19 @@ def test_trials_per_task_must_be_a_positive_integer():
     with pytest.raises(ValueError, match="trials_per_task"):
         HeldoutPlay(trials_per_task=0)
     assert HeldoutPlay().trials_per_task == 1
+
+
+def test_the_random_floor_replays_as_the_rollout_settings_say(monkeypatch):
+    from hindsight.evaluation import heldout
+
+    seen = {}
+
+    def random_agent(*args, **kwargs):
+        seen.update(kwargs)
+        raise StopIteration
+
+    monkeypatch.setattr(heldout, "run_random_agent", random_agent)
+    config = dataclasses.replace(HELDOUT, decodings={}, splits=("unseen",))
+    with pytest.raises(StopIteration):
+        evaluate_agents(None, [SPEC], make_env, RolloutConfig(episode_replays=0, progress=False), config)
+    assert seen["episode_replays"] == 0

@@ -98,6 +98,7 @@ def evaluate_agents(
             if include_random:
                 result = run_random_agent(
                     env_factory, tasks, max_steps=rollout_config.max_steps, prompt=rollout_config.prompt, seed=seed,
+                    episode_replays=rollout_config.episode_replays,
                 )
                 tables.append(_label(result.table, "random", split, trial))
                 _count_missing(missing, f"random/{split}", result.faults)
