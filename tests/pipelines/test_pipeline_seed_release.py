@@ -51,12 +51,6 @@ def release(tmp_path_factory):
     return project.run(runtime_params=release_run())
 
 
-def test_the_preset_is_the_release():
-    assert PRESET["analyzer"]["language"] == "json" and PRESET["analyzer"]["name_objects_by_role"] is False
-    assert PRESET["stage1"]["behaviour_cloning"] is False and PRESET["skills"]["validation"]["enabled"] is False
-    assert PRESET["training"]["rl"]["entropy_coef"] == 0.001
-
-
 def test_stage1_trains_the_analyzer_only_on_whole_trajectories(release):
     examples = pd.read_parquet(release.outputs["05_model_input/stage1_examples.parquet"])
     assert set(examples["kind"]) == {"analyzer"}  # no behaviour-cloning rows
