@@ -65,7 +65,7 @@ from hindsight import algorithms
 from hindsight.data.outcomes import episode_outcomes
 from hindsight.methods.base import Method, MethodContext
 from hindsight.methods.registry import register
-from hindsight.methods.wmr1_replay import SuccessBuffer, replay_own_successes
+from hindsight.methods.wmr1_replay import SuccessBuffer, replay_own_successes, swap_episodes
 from hindsight.policy import Policy
 from hindsight.policy.encoding import StepSample
 from hindsight.rollout.engine import RolloutConfig
@@ -114,17 +114,13 @@ def replay_stored_successes(
         extra_rows.append(rows)
     if not replaced:
         return table, samples, 0
-    keep = ~table["episode_id"].isin(replaced).to_numpy()
     replay = pd.concat(extra_rows, ignore_index=True)
     if CALLS_COLUMN in table.columns:
         replay[CALLS_COLUMN] = 0  # a stored episode made no in-response world-model call
     replay, replay_samples, logp = rebuild_scored_samples(policy, replay, rollout)
     replay_samples = [dataclasses.replace(s, old_logprobs=lp) for s, lp in zip(replay_samples, logp)]
     replay["response_logprobs"] = [lp.tolist() for lp in logp]
-    kept_samples = [sample for sample, kept in zip(samples, keep) if kept]
-    merged = pd.concat([table[keep], replay[table.columns]], ignore_index=True)
-    merged.attrs = dict(table.attrs)
-    return merged, kept_samples + replay_samples, len(replaced)
+    return swap_episodes(table, samples, replaced, replay, replay_samples)
 
 
 def imagined_turns(table: pd.DataFrame) -> pd.Series:
@@ -244,20 +240,17 @@ class WMR1Settings:
     over training: our reading, from an official commit its authors reverted)."""
 
     def __post_init__(self) -> None:
-        if self.thinking not in THINKING:
-            raise ValueError(f"thinking must be one of {THINKING}, got {self.thinking!r}")
-        if self.imagined_turns < 1:
-            raise ValueError(f"imagined_turns must be >= 1 (thinking: none for no calls), got {self.imagined_turns}")
-        if self.calls_per_step < 1:
-            raise ValueError(f"calls_per_step must be >= 1 (thinking: none for no calls), got {self.calls_per_step}")
-        if self.replay_source not in REPLAY_SOURCES:
-            raise ValueError(f"replay_source must be one of {REPLAY_SOURCES}, got {self.replay_source!r}")
-        if self.replay_per_task < 1:
-            raise ValueError(f"replay_per_task must be >= 1, got {self.replay_per_task}")
-        if self.n_wm_max < 1:
-            raise ValueError(f"n_wm_max must be >= 1 (the call budget's limit), got {self.n_wm_max}")
-        if self.length_budget not in LENGTH_BUDGETS:
-            raise ValueError(f"length_budget must be one of {LENGTH_BUDGETS}, got {self.length_budget!r}")
+        for name, choices in (("thinking", THINKING), ("replay_source", REPLAY_SOURCES), ("length_budget", LENGTH_BUDGETS)):
+            if getattr(self, name) not in choices:
+                raise ValueError(f"{name} must be one of {choices}, got {getattr(self, name)!r}")
+        no_calls = "thinking: none for no calls"
+        counts = {
+            "imagined_turns": no_calls, "calls_per_step": no_calls, "n_wm_max": "the call budget's limit",
+            "replay_per_task": "replay: false for none",
+        }
+        for name, why in counts.items():
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1 ({why}), got {getattr(self, name)}")
 
 
 @register("wmr1")

@@ -140,7 +140,15 @@ def replay_own_successes(
     replay = pd.concat(rows_in, ignore_index=True)
     if "response_logprobs" in table.columns:
         replay["response_logprobs"] = [lp.tolist() for lp in current]
+    return swap_episodes(table, samples, swapped, replay, samples_in)
+
+
+def swap_episodes(
+    table: pd.DataFrame, samples: list[StepSample], swapped: list[str], rows: pd.DataFrame, new_samples: list[StepSample]
+) -> tuple[pd.DataFrame, list[StepSample], int]:
+    """``table`` / ``samples`` without the ``swapped`` episodes, ``rows`` / ``new_samples``
+    appended (``table``'s columns and attrs), and how many episodes were swapped."""
     keep = ~table["episode_id"].isin(swapped).to_numpy()
-    merged = pd.concat([table[keep], replay], ignore_index=True)
+    merged = pd.concat([table[keep], rows[table.columns]], ignore_index=True)
     merged.attrs = dict(table.attrs)
-    return merged, [s for s, kept in zip(samples, keep) if kept] + samples_in, len(swapped)
+    return merged, [s for s, kept in zip(samples, keep) if kept] + new_samples, len(swapped)
