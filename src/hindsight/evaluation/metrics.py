@@ -75,3 +75,8 @@ def success_summary(steps: pd.DataFrame, by: list[str] | None = None) -> pd.Data
             rows.append(summarize(group, {**dict(zip(outer, labels)), "task_type": "all"}))
     table = pd.DataFrame(rows)
     return table[[c for c in SUMMARY_COLUMNS if c in table.columns]].sort_values(by).reset_index(drop=True)
+
+
+def percent_interval(value: float, low: float, high: float) -> str:
+    """A rate and its 95% interval as a table cell: ``"37.5 (12.0-70.1)"`` (percent)."""
+    return f"{100 * value:.1f} ({100 * low:.1f}-{100 * high:.1f})"

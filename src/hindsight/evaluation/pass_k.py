@@ -22,6 +22,7 @@ import pandas as pd
 from hindsight.algorithms.intervals import bootstrap_weighted_mean_interval
 from hindsight.algorithms.pass_k import pass_hat_k
 from hindsight.data.outcomes import episode_outcomes
+from hindsight.evaluation.metrics import percent_interval
 
 PASS_K_COLUMNS = ["agent", "eval_split", "breakdown", "group", "k", "tasks", "pass_k", "ci_low", "ci_high"]
 """Columns of ``pass_k_summary``."""
@@ -123,7 +124,7 @@ def pass_k_markdown(summary: pd.DataFrame, title: str | None = None) -> str:
         for k in ks:
             if k in by_k.index:
                 row = by_k.loc[k]
-                cells.append(f"{100 * row['pass_k']:.1f} ({100 * row['ci_low']:.1f}-{100 * row['ci_high']:.1f})")
+                cells.append(percent_interval(row["pass_k"], row["ci_low"], row["ci_high"]))
             else:
                 cells.append("-")
         breakdown = rows["breakdown"].iloc[0]

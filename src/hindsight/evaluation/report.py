@@ -8,6 +8,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from hindsight.evaluation.metrics import percent_interval  # noqa: E402
+
 
 def markdown_table(summary: pd.DataFrame, title: str | None = None) -> str:
     """A markdown table of a ``success_summary`` (rates as percentages with 95% intervals)."""
@@ -17,7 +19,7 @@ def markdown_table(summary: pd.DataFrame, title: str | None = None) -> str:
     for row in summary.itertuples(index=False):
         lines.append(
             f"| {row.agent} | {row.eval_split} | {row.task_type} | {row.episodes} | "
-            f"{100 * row.success_rate:.1f} ({100 * row.ci_low:.1f}-{100 * row.ci_high:.1f}) | "
+            f"{percent_interval(row.success_rate, row.ci_low, row.ci_high)} | "
             f"{row.mean_steps:.1f} | {100 * row.invalid_action_rate:.1f} |"
         )
     return "\n".join(lines) + "\n"

@@ -55,6 +55,11 @@ def results_table(cells: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["method", "fraction", "split", "task_type", "mean", "std", "seeds", "episodes_per_seed", "run_ids"])
 
 
+def _mean_spread(mean: float, std: float) -> str:
+    """A mean ± std over seeds as a table cell (percent)."""
+    return f"{100 * mean:.1f} ± {100 * std:.1f}"
+
+
 def _wide(results: pd.DataFrame, fraction: float = 1.0) -> str:
     part = results[results["fraction"] == fraction]
     if part.empty:
@@ -68,7 +73,7 @@ def _wide(results: pd.DataFrame, fraction: float = 1.0) -> str:
         for key in columns:
             if key in rows.index:
                 row = rows.loc[key]
-                cells.append(f"{100 * row['mean']:.1f} ± {100 * row['std']:.1f}")
+                cells.append(_mean_spread(row["mean"], row["std"]))
             else:
                 cells.append("-")
         seeds = int(rows["seeds"].max())
@@ -96,7 +101,7 @@ def pass_k_table(cells: pd.DataFrame, fraction: float = 1.0) -> str:
         for column in columns:
             values = rows[column].dropna().astype(float)
             spread = values.std(ddof=1) if len(values) > 1 else 0.0
-            texts.append(f"{100 * values.mean():.1f} ± {100 * spread:.1f}" if len(values) else "-")
+            texts.append(_mean_spread(values.mean(), spread) if len(values) else "-")
         seeds = int(rows[columns].notna().any(axis=1).sum())
         lines.append(f"| {METHODS[method].label} | " + " | ".join(texts) + f" | {seeds} |")
     return "\n".join(lines) + "\n"
