@@ -45,8 +45,8 @@ from hindsight.policy.batching import token_budget_chunks
 from hindsight.policy.constrained import ActionTrie, stop_token_ids
 from hindsight.policy.encoding import StepSample
 from hindsight.policy.episode_context import EpisodeContext, encode_text, segment_text
-from hindsight.policy.generation import Generation, SamplingConfig, _model_max_length, _response_text, _Row, decode_step
-from hindsight.policy.generation import _sample_constrained, _sample_free
+from hindsight.policy.generation import Generation, SamplingConfig, response_text
+from hindsight.policy.token_loop import DecodeRow, decode_step, model_max_length, sample_constrained, sample_free
 from hindsight.policy.logprobs import accepts_logits_to_keep
 from hindsight.policy.model import Policy
 from hindsight.policy.prompts import PromptConfig
@@ -62,16 +62,16 @@ def begin_turns(
     prompt: PromptConfig,
     config: SamplingConfig,
     model,
-) -> tuple[list[_Row], int]:
+) -> tuple[list[DecodeRow], int]:
     """Append each episode's observation segment and build its decoding row.
 
     Returns:
         (one row per context, how many contexts were truncated and must be read again).
     """
-    max_length = config.max_length or _model_max_length(model)
+    max_length = config.max_length or model_max_length(model)
     rows, truncated = [], 0
     for context, observation, actions in zip(contexts, observations, valid_actions):
-        row = _Row(ActionTrie.from_actions(tokenizer, actions) if config.constrained and actions else None)
+        row = DecodeRow(ActionTrie.from_actions(tokenizer, actions) if config.constrained and actions else None)
         row.limit = row.trie.depth if row.trie is not None else config.max_new_tokens
         budget = max_length - row.limit
         if budget < 1:
@@ -125,7 +125,7 @@ def generate_turn(
             max_length=config.max_length,
             header_length=header_length,
         )
-        generations.append(Generation(sample=sample, text=_response_text(tokenizer, row, config), finished=row.finished))
+        generations.append(Generation(sample=sample, text=response_text(tokenizer, row, config), finished=row.finished))
     return generations, truncated
 
 
@@ -233,7 +233,7 @@ def _prefill_segments(model, contexts: Sequence[EpisodeContext], pad_id: int, de
                 member.cache, member.cached = layers, len(member.ids) - 1
 
 
-def _decode_cached(model, tokenizer, contexts, rows: list[_Row], config, generator, device) -> None:
+def _decode_cached(model, tokenizer, contexts, rows: list[DecodeRow], config, generator, device) -> None:
     """The token loop over the batch cache; stores each row's cache back in its context."""
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     stops = stop_token_ids(tokenizer, config.stop_at_newline, config.stop_strings)
@@ -243,8 +243,8 @@ def _decode_cached(model, tokenizer, contexts, rows: list[_Row], config, generat
     for _ in range(max(row.limit for row in rows)):
         active = [index for index, row in enumerate(rows) if not row.done]
         tokens = torch.full((len(active),), pad_id, dtype=torch.long, device=device)
-        _sample_constrained(rows, active, logits[active], tokens, config, generator)
-        _sample_free(rows, active, logits[active], tokens, config, generator, tokenizer.eos_token_id, stops)
+        sample_constrained(rows, active, logits[active], tokens, config, generator)
+        sample_free(rows, active, logits[active], tokens, config, generator, tokenizer.eos_token_id, stops)
         if all(row.done for row in rows):
             break
         # Rows that just finished do not feed their last token (it starts the next turn's prefill).

@@ -5,14 +5,14 @@ The compact analyzer asks the policy, round after round, to choose one option pe
 prompt (a head, then template pieces until END), each choice appended to its prompt's
 continuation. One ``generation.generate`` call per round reads every prompt and every
 earlier choice again from the start: a round costs a full prefill. ``ChoiceRounds`` reads
-each prompt once (``generation._prefill``: sorted by length, in chunks within the token
+each prompt once (``token_loop.prefill``: sorted by length, in chunks within the token
 budget ``generate`` uses, identical prompts once), then joins the chunks' caches into one
 batch cache (left-padded, preallocated: ``cached_generation.BufferLayer``), so that every
 decode step of every round is one forward pass over all live rows:
 
 - a round builds each asked row's trie over its options (``constrained.ActionTrie``: the
   option's ids + EOS) and walks it greedily, one batched ``decode_step`` per token, with
-  the same restricted log-softmax and argmax as ``generate`` (``_sample_constrained``);
+  the same restricted log-softmax and argmax as ``generate`` (``token_loop.sample_constrained``);
   a row whose option is complete (it chose the final EOS) is fed a masked pad while the
   others finish theirs;
 - the EOS is never fed: the logits that chose it are the next-token logits of the
@@ -36,7 +36,8 @@ from transformers import DynamicCache
 from hindsight.policy.batching import token_budget_chunks
 from hindsight.policy.cached_generation import BufferLayer
 from hindsight.policy.constrained import ActionTrie
-from hindsight.policy.generation import SamplingConfig, _model_max_length, _prefill, _Row, _sample_constrained, decode_step
+from hindsight.policy.generation import SamplingConfig
+from hindsight.policy.token_loop import DecodeRow, decode_step, model_max_length, prefill, sample_constrained
 from hindsight.policy.model import Policy
 
 CPU_BATCH_TOKENS = 2048
@@ -67,7 +68,7 @@ class ChoiceRounds:
         chunks = []
         with torch.no_grad():
             for rows in token_budget_chunks(order, lengths, budget):
-                logits, cache, attention, _ = _prefill(self.model, [list(prompt_ids[i]) for i in rows], self.pad_id, self.device)
+                logits, cache, attention, _ = prefill(self.model, [list(prompt_ids[i]) for i in rows], self.pad_id, self.device)
                 chunks.append((rows, logits, cache, attention))
         self.rows = [row for rows, *_ in chunks for row in rows]
         """The prompt index of each batch row (rows still live)."""
@@ -85,7 +86,7 @@ class ChoiceRounds:
         """Whether every prompt plus ``most_new_tokens`` (all its rounds' options, EOS
         included) stays within ``max_length`` (None: the model's maximum), so that no round
         would cut a prompt."""
-        limit = max_length or _model_max_length(model)
+        limit = max_length or model_max_length(model)
         return max(prompt_lengths, default=0) + most_new_tokens <= limit
 
     def choose(self, rows: Sequence[int], options: Sequence[Sequence[str]]) -> list[tuple[str, list[int]]]:
@@ -123,7 +124,7 @@ class ChoiceRounds:
     def _round(self, options: list[Sequence[str]]) -> dict[int, tuple[str, list[int]]]:
         """Walk every row's option trie over the cache (see the module docstring)."""
         config = SamplingConfig(temperature=0.0, constrained=True)
-        decoders = [_Row(ActionTrie.from_actions(self.tokenizer, row_options)) for row_options in options]
+        decoders = [DecodeRow(ActionTrie.from_actions(self.tokenizer, row_options)) for row_options in options]
         for decoder in decoders:
             decoder.limit = decoder.trie.depth
         while True:
@@ -131,7 +132,7 @@ class ChoiceRounds:
             if not live:
                 break
             sampled = torch.full((len(live),), self.pad_id, dtype=torch.long, device=self.device)
-            _sample_constrained(decoders, live, self.logits[live], sampled, config, None)
+            sample_constrained(decoders, live, self.logits[live], sampled, config, None)
             feed = [k for k, position in enumerate(live) if not decoders[position].done]
             if not feed:
                 break

@@ -24,7 +24,9 @@
 5. Each prompt's answer is a ``Generation``: its text and an ``encoding.StepSample`` holding
    the prompt ids read, the response ids, their allowed ids and those log-probs.
 
-``generate_text`` is the free-text greedy wrapper (the analyzer writes JSON with it).
+``generate_text`` is the free-text greedy wrapper (the analyzer writes JSON with it). The token
+loop's pieces (prefill, one decode step, the constrained and free samplers) are
+``policy.token_loop``'s, shared with the multi-turn and option-round decoders.
 """
 
 from __future__ import annotations
@@ -34,19 +36,12 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import torch
-from transformers import DynamicCache
 
-from hindsight.policy.constrained import (
-    ActionTrie,
-    pad_allowed,
-    restricted_log_softmax,
-    sample_from_logprobs,
-    stop_token_ids,
-)
 from hindsight.policy.batching import token_budget_chunks
-from hindsight.policy.encoding import StepSample, collate, encode_prompt, truncate_prompt
-from hindsight.policy.logprobs import accepts_logits_to_keep
+from hindsight.policy.constrained import ActionTrie, stop_token_ids
+from hindsight.policy.encoding import StepSample, encode_prompt, truncate_prompt
 from hindsight.policy.model import Policy
+from hindsight.policy.token_loop import DecodeRow, decode_step, model_max_length, prefill, sample_constrained, sample_free
 
 logger = logging.getLogger(__name__)
 
@@ -98,30 +93,6 @@ class Generation:
     """Ended with a stop token (False: cut at ``max_new_tokens``)."""
 
 
-def _model_max_length(model) -> int:
-    config = model.get_base_model().config if hasattr(model, "get_base_model") else model.config
-    return int(getattr(config, "max_position_embeddings", 2048))
-
-
-class _Row:
-    """Decoding state of one sequence."""
-
-    def __init__(self, trie: ActionTrie | None) -> None:
-        self.trie = trie
-        self.prompt_ids: list[int] = []  # the prompt ids read, after truncation (set by generate)
-        self.dropped = 0  # oldest prompt tokens dropped to fit max_length
-        self.node = trie.root if trie is not None else None
-        self.ids: list[int] = []
-        self.logprobs: list[float] = []
-        self.allowed: list[list[int]] | None = [] if trie is not None else None
-        self.finished = False  # ended with a stop token
-        self.limit = 0  # most tokens this row may take (set by generate)
-
-    @property
-    def done(self) -> bool:
-        return self.finished or len(self.ids) >= self.limit
-
-
 def generate(
     policy: Policy,
     prompts: Sequence[str] | None = None,
@@ -162,10 +133,10 @@ def generate(
         raise ValueError(f"generate: {len(valid_actions)} valid-action lists for {len(prompt_ids)} prompts.")
 
     rows = [
-        _Row(ActionTrie.from_actions(tokenizer, actions) if config.constrained and actions else None)
+        DecodeRow(ActionTrie.from_actions(tokenizer, actions) if config.constrained and actions else None)
         for actions in (valid_actions if valid_actions is not None else [None] * len(prompt_ids))
     ]
-    max_length = config.max_length or _model_max_length(model)
+    max_length = config.max_length or model_max_length(model)
     for row, ids in zip(rows, prompt_ids):
         # A constrained row's response is at most its longest action (+ EOS).
         row.limit = row.trie.depth if row.trie is not None else config.max_new_tokens
@@ -192,14 +163,15 @@ def generate(
                 truncated_tokens=row.dropped,
                 max_length=config.max_length,
             ),
-            text=_response_text(tokenizer, row, config),
+            text=response_text(tokenizer, row, config),
             finished=row.finished,
         )
         for row, text in zip(rows, texts)
     ]
 
 
-def _response_text(tokenizer, row: _Row, config: SamplingConfig) -> str:
+def response_text(tokenizer, row: DecodeRow, config: SamplingConfig) -> str:
+    """A decoded row's text: its valid action (constrained), else ``free_text`` of its ids."""
     if row.trie is not None:
         action = row.trie.action_for(row.ids)
         if action is not None:
@@ -217,40 +189,18 @@ def free_text(tokenizer, ids: Sequence[int], config: SamplingConfig) -> str:
     return text.strip()
 
 
-def _prefill(model, prompt_ids: list[list[int]], pad_id: int, device):
-    """Run the unique prompts once; return (last logits [B, V], cache, attention, next positions)."""
-    unique: dict[tuple[int, ...], int] = {}
-    representative = [unique.setdefault(tuple(ids), len(unique)) for ids in prompt_ids]
-    batch = collate([StepSample(prompt_ids=list(ids), response_ids=[]) for ids in unique], pad_id).to(device)
-    input_ids, attention, positions = batch.input_ids, batch.attention_mask, batch.position_ids
-    extra = {"logits_to_keep": 1} if accepts_logits_to_keep(model) else {}
-    output = model(
-        input_ids=input_ids,
-        attention_mask=attention,
-        position_ids=positions,
-        past_key_values=DynamicCache(),
-        use_cache=True,
-        **extra,
-    )
-    cache = output.past_key_values
-    index = torch.tensor(representative, dtype=torch.long, device=device)
-    if len(unique) < len(prompt_ids):
-        cache.reorder_cache(index)
-    return output.logits[:, -1].float()[index], cache, attention[index], positions[:, -1][index] + 1
-
-
-def _decode(model, tokenizer, rows: list[_Row], config, generator, device) -> None:
+def _decode(model, tokenizer, rows: list[DecodeRow], config, generator, device) -> None:
     """The token loop (fills each row's ids, log-probs and allowed ids in place)."""
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     eos_id = tokenizer.eos_token_id
     stops = stop_token_ids(tokenizer, config.stop_at_newline, config.stop_strings)
-    logits, cache, attention, next_position = _prefill(model, [row.prompt_ids for row in rows], pad_id, device)
+    logits, cache, attention, next_position = prefill(model, [row.prompt_ids for row in rows], pad_id, device)
     live = list(range(len(rows)))  # batch row -> index into rows
 
     for _ in range(max(row.limit for row in rows)):
         tokens = torch.full((len(live),), pad_id, dtype=torch.long, device=device)
-        _sample_constrained(rows, live, logits, tokens, config, generator)
-        _sample_free(rows, live, logits, tokens, config, generator, eos_id, stops)
+        sample_constrained(rows, live, logits, tokens, config, generator)
+        sample_free(rows, live, logits, tokens, config, generator, eos_id, stops)
 
         keep = [position for position, index in enumerate(live) if not rows[index].done]
         if not keep:
@@ -263,47 +213,6 @@ def _decode(model, tokenizer, rows: list[_Row], config, generator, device) -> No
         attention = torch.cat([attention, attention.new_ones((len(live), 1))], dim=1)
         cache, logits = decode_step(model, tokens, attention, next_position, cache)
         next_position = next_position + 1
-
-
-def _sample_constrained(rows, live, logits, tokens, config, generator) -> None:
-    positions = [position for position, index in enumerate(live) if rows[index].trie is not None]
-    if not positions:
-        return
-    allowed_lists = [sorted(rows[live[position]].node) for position in positions]
-    allowed = pad_allowed(allowed_lists, logits.device)
-    logprobs = restricted_log_softmax(logits[positions], allowed)
-    columns = sample_from_logprobs(logprobs, temperature=config.temperature, top_p=config.top_p, generator=generator)
-    chosen = torch.gather(allowed, 1, columns.unsqueeze(-1)).squeeze(-1)
-    chosen_logprobs = torch.gather(logprobs, 1, columns.unsqueeze(-1)).squeeze(-1)
-    tokens[positions] = chosen
-    for position, token, logprob, allowed_here in zip(positions, chosen.tolist(), chosen_logprobs.tolist(), allowed_lists):
-        row = rows[live[position]]
-        row.ids.append(token)
-        row.logprobs.append(logprob)
-        row.allowed.append(allowed_here)
-        row.node = row.node[token]
-        row.finished = not row.node
-
-
-def _sample_free(rows, live, logits, tokens, config, generator, eos_id, stops) -> None:
-    positions = [position for position, index in enumerate(live) if rows[index].trie is None]
-    if not positions:
-        return
-    row_logits = logits[positions]  # a copy (list index): masking it leaves ``logits`` as it is
-    early = [i for i, position in enumerate(positions) if len(rows[live[position]].ids) < config.min_new_tokens]
-    if early:
-        banned_ids = set(stops) | ({eos_id} if eos_id is not None else set())
-        banned = torch.tensor(sorted(banned_ids), dtype=torch.long, device=logits.device)
-        row_logits[torch.tensor(early, device=logits.device).unsqueeze(-1), banned.unsqueeze(0)] = float("-inf")
-    logprobs = torch.log_softmax(row_logits, dim=-1)
-    chosen = sample_from_logprobs(logprobs, temperature=config.temperature, top_p=config.top_p, generator=generator)
-    chosen_logprobs = torch.gather(logprobs, 1, chosen.unsqueeze(-1)).squeeze(-1)
-    tokens[positions] = chosen
-    for position, token, logprob in zip(positions, chosen.tolist(), chosen_logprobs.tolist()):
-        row = rows[live[position]]
-        row.ids.append(token)
-        row.logprobs.append(logprob)
-        row.finished = token == eos_id or token in stops
 
 
 def generate_text(
@@ -339,17 +248,3 @@ def generate_text(
     )
     generations = generate(policy, prompts, config=config, generator=torch.Generator().manual_seed(seed))
     return [generation.text for generation in generations]
-
-
-def decode_step(model, tokens: torch.Tensor, attention: torch.Tensor, positions: torch.Tensor, cache):
-    """One batched decode step: feed one token per row ([B]) at ``positions`` ([B]) over the
-    KV ``cache`` and the ``attention`` mask that already includes it; returns the updated
-    cache and the next-token logits [B, V] in fp32."""
-    output = model(
-        input_ids=tokens.unsqueeze(-1),
-        attention_mask=attention,
-        position_ids=positions.unsqueeze(-1),
-        past_key_values=cache,
-        use_cache=True,
-    )
-    return output.past_key_values, output.logits[:, -1].float()

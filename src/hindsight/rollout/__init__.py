@@ -1,6 +1,7 @@
 """Multi-turn rollouts: the batched engine (``engine``), one live episode (``live_episode``),
 the environment pool (``env_pool``), the random-valid-action floor (``random_agent``), task
-references, pools and per-update draws (``tasks``), rollout statistics (``stats``), and what a
+references, pools and per-update draws (``tasks``), rollout statistics (``stats``), the
+result a rollout returns (``results``), and what a
 rollout does when an environment crashes or hangs under an episode (``replay``: play it
 again from its start; ``faults``: what is recorded)."""
 

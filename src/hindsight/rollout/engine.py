@@ -51,10 +51,8 @@ import dataclasses
 import logging
 import time
 from collections import deque
-from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
@@ -68,38 +66,13 @@ from hindsight.rollout.config import RolloutConfig
 from hindsight.rollout.env_pool import EnvFactory, EnvPool
 from hindsight.rollout.faults import RolloutFaults
 from hindsight.rollout.imagination import CALLS_COLUMN, check_imagination, generate_with_imagination
-from hindsight.rollout.live_episode import TABLE_COLUMNS, Episode
+from hindsight.rollout.live_episode import Episode
 from hindsight.rollout.multiturn import multiturn_generations
 from hindsight.rollout.replay import Replays, restart_env, start_episode
-from hindsight.rollout.stats import ENGINE_ATTR, FAULTS_ATTR, rollout_stats
+from hindsight.rollout.results import RolloutResult, RolloutTimer, finished_table, log_result, result_stats
 from hindsight.rollout.tasks import as_task_refs, episode_plan
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class RolloutResult:
-    """Rollout output: the table (one row per step), the samples (same order), the stats,
-    and the episodes the environment failed under (not in the table)."""
-
-    table: pd.DataFrame
-    samples: list[StepSample]
-    """One per table row (same order), as the trainer consumes them."""
-    stats: dict[str, float]
-    faults: RolloutFaults = field(default_factory=RolloutFaults)
-    """Replayed tries, episodes given up (with their reasons) and environment restarts
-    (``faults``)."""
-
-
-@dataclass
-class _Timer:
-    generation: float = 0.0
-    environment: float = 0.0
-    generated_tokens: int = 0
-    prompt_tokens: int = 0
-    truncated_prompts: int = 0
-    context_reprefills: int = 0
-    weight_sync: float = 0.0
 
 
 def run_rollouts(
@@ -145,7 +118,7 @@ def run_rollouts(
     _check_rollout_arguments(config, env_factory, env_pool)
     pool = env_pool or EnvPool(declaring_factory(env_factory), max_size=config.max_parallel)
     queue = deque(episode_plan(task_refs, config.group_size, config.seed, policy_version, source))
-    timer = _Timer(weight_sync=config.backend.sync(policy))
+    timer = RolloutTimer(weight_sync=config.backend.sync(policy))
     model = policy.model
     was_training = model.training
     model.eval()
@@ -162,9 +135,9 @@ def run_rollouts(
     wall = time.perf_counter() - started
     faults.check_some_finished(len(finished))
 
-    table, samples = _finished_table(finished, faults, timer, imagined=config.imagination is not None)
-    stats = _result_stats(table, faults, timer, wall)
-    _log_result(stats)
+    table, samples = finished_table(finished, faults, timer, imagined=config.imagination is not None)
+    stats = result_stats(table, faults, timer, wall)
+    log_result(stats)
     return RolloutResult(table=table, samples=samples, stats=stats, faults=faults)
 
 
@@ -176,55 +149,6 @@ def _check_rollout_arguments(config: RolloutConfig, env_factory: EnvFactory | No
         raise ValueError("run_rollouts: give an env_factory or an env_pool.")
     check_imagination(config.imagination, config.constrained, config.layout)
     check_layout(config.backend, config.layout, config.imagination)
-
-
-def _finished_table(
-    finished: list[tuple[int, Episode, list[StepSample]]], faults: RolloutFaults, timer: _Timer, imagined: bool = False
-) -> tuple[pd.DataFrame, list[StepSample]]:
-    """The finished episodes in plan order as the step table (fault and engine metrics in its
-    ``attrs``) and the step samples, one per table row in the same order."""
-    finished.sort(key=lambda item: item[0])
-    rows = [row for _, episode, _ in finished for row in episode.rows]
-    samples = [sample for _, _, episode_samples in finished for sample in episode_samples]
-    table = pd.DataFrame(rows, columns=TABLE_COLUMNS + ([CALLS_COLUMN] if imagined else []))
-    table.attrs[FAULTS_ATTR] = faults.metrics()
-    table.attrs[ENGINE_ATTR] = {
-        "rollout/context_reprefills": float(timer.context_reprefills),
-        "rollout/weight_sync_s": timer.weight_sync,
-    }
-    return table, samples
-
-
-def _result_stats(table: pd.DataFrame, faults: RolloutFaults, timer: _Timer, wall: float) -> dict[str, float]:
-    """``RolloutResult.stats``: the table's rollout stats, the fault counts and the timings
-    and throughputs of the run (``wall`` seconds in all)."""
-    stats = rollout_stats(table)
-    stats.update(faults.stats())
-    stats.update(
-        wall_seconds=wall,
-        generation_seconds=timer.generation,
-        env_seconds=timer.environment,
-        env_steps_per_s=len(table) / wall if wall > 0 else 0.0,
-        generated_tokens=float(timer.generated_tokens),
-        generated_tokens_per_s=timer.generated_tokens / wall if wall > 0 else 0.0,
-        mean_prompt_tokens=timer.prompt_tokens / max(len(table), 1),
-        truncated_prompts=float(timer.truncated_prompts),
-        context_reprefills=float(timer.context_reprefills),
-        weight_sync_seconds=timer.weight_sync,
-    )
-    return stats
-
-
-def _log_result(stats: dict[str, float]) -> None:
-    """One log line summing up a rollout."""
-    logger.info(
-        "Rollouts: %d episodes, success %.3f, %.1f steps/episode, %.1f env steps/s, %.0f tokens/s.",
-        stats["episodes"],
-        stats["success_rate"],
-        stats["mean_steps"],
-        stats["env_steps_per_s"],
-        stats["generated_tokens_per_s"],
-    )
 
 
 def planned_episode_ids(
