@@ -70,5 +70,4 @@ def test_seed_trains_with_the_entropy_term(release):
     needs a model that writes JSON (the pretrained route's SmolLM2)."""
     history = pd.read_parquet(release.outputs["07_model_output/training_history.parquet"])
     assert len(history) == 2 and (history["losses/entropy"] > 0).all()
-    assert history["opd/skill_parse_rate"].between(0.0, 1.0).all()
     assert len(pd.read_csv(release.outputs["08_reporting/evaluation_summary.csv"])) > 0

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import pandas as pd
 
-from hindsight.algorithms.intervals import bootstrap_weighted_mean_interval
+from hindsight.algorithms.intervals import bootstrap_weighted_mean_interval, weighted_mean
 from hindsight.policy import Policy
 from hindsight.policy.encoding import StepSample
 from hindsight.skills.compact import parse_compact_skill, render_skill, skill_lists_action
@@ -238,8 +238,9 @@ def premise_table(
 
 
 def _weighted(means: pd.Series, weights: pd.Series) -> float | None:
-    total = weights.sum()
-    return float((means.fillna(0.0) * weights).sum() / total) if total else None
+    """The token-weighted mean (``algorithms.weighted_mean``), None where no token counts."""
+    mean = weighted_mean(means.tolist(), weights.tolist())
+    return mean if math.isfinite(mean) else None
 
 
 def _interval(means: pd.Series, weights: pd.Series, seed: int) -> tuple[float, float]:
