@@ -140,3 +140,10 @@ def test_the_evaluation_report_adds_pass_k_only_with_several_trials(steps, monke
     _, _, pass_one, text, _ = nodes.report_evaluation(one[one["agent"] == "policy"], one[one["agent"] == "random"])
     assert "pass^" not in text and not any("pass_hat" in key for key in logged)
     assert set(pass_one["k"]) == {1}  # the table is still written, with pass^1 and its interval over tasks
+
+
+def test_a_trial_count_below_one_is_refused_by_name():
+    from hindsight.evaluation.heldout import HeldoutConfig
+
+    with pytest.raises(ValueError, match="trials_per_task must be >= 1, got 0"):
+        HeldoutConfig(trials_per_task=0)

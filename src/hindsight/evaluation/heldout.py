@@ -54,6 +54,10 @@ class HeldoutConfig:
     trials_per_task: int = 1
     """Independent trials of every task and agent, each with its own seed (pass^k)."""
 
+    def __post_init__(self) -> None:
+        if int(self.trials_per_task) < 1:
+            raise ValueError(f"HeldoutConfig.trials_per_task must be >= 1, got {self.trials_per_task!r}")
+
 
 def heldout_tasks(specs: Sequence[EnvironmentSpec], config: HeldoutConfig) -> dict[str, list[TaskRef]]:
     """The held-out task list of each split (``seen`` / ``unseen``)."""
