@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from hindsight.envs.dual_control import ACTIONS
+from hindsight.envs.dual_control import parse_call
 
 from kedro_project import KedroProject
 
@@ -28,6 +28,7 @@ def test_ingestion_and_behaviour_cloning_run_on_the_telecom_domain(telecom_run):
     assert set(trajectories["env"]) == {"dual_control"} and set(trajectories["task_type"]) == {"telecom"}
     assert trajectories["episode_id"].nunique() == 6
     assert trajectories.groupby("episode_id")["won"].any().all()  # the gold solver won every task
-    assert trajectories["action"].isin(ACTIONS).all()
+    assert all(parse_call(action).text == action for action in trajectories["action"])
+    assert all(action in valid for action, valid in zip(trajectories["action"], trajectories["valid_actions"]))
     history = pd.read_parquet(telecom_run.outputs["07_model_output/bc_history.parquet"])
     assert len(history) and history["loss"].notna().all()

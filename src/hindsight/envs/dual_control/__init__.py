@@ -1,26 +1,37 @@
 """A dual-control tool-use domain (telecom support), offline and procedurally generated.
 
 The agent (support) and a rule-based simulated user (the customer) act on one shared state:
-the agent changes the account with its tools, only the user can change the phone. Modules:
-``domain`` (the state and its texts), ``tasks`` (seeded fault combinations and folds),
-``user`` (the user simulator's rules), ``session`` (the agent's tools and the final check),
-``solver`` (the gold expert), ``env`` (the ``TextEnvironment``: ``environment.env:
-dual_control``, game ``telecom``). docs/dual_control.md describes the domain.
+the agent changes the account with its typed tools, only the user can change the phone,
+through their own phone tools. Modules: ``domain`` (the state and its texts), ``policy``
+(the support policy in the agent's prompt), ``tasks`` (seeded intents, faults, personas and
+folds), ``tools`` (the agent's tool schema and valid-action list), ``user`` (the user's
+phone tools, the rule-based user and the ``UserModel`` seam), ``session`` (one conversation
+and the final check), ``solver`` (the gold expert and two rule-breaking variants), ``env``
+(the ``TextEnvironment``: ``environment.env: dual_control``, game ``telecom``).
+docs/dual_control.md describes the domain.
 """
 
 from hindsight.envs.dual_control.env import DualControlEnvironment
-from hindsight.envs.dual_control.session import ACTIONS, TelecomSession, final_check
-from hindsight.envs.dual_control.solver import GoldSolver, solve
-from hindsight.envs.dual_control.tasks import FAULTS, TelecomTask, make_task
+from hindsight.envs.dual_control.session import TelecomSession, final_check, required_actions
+from hindsight.envs.dual_control.solver import GoldSolver, play, solve
+from hindsight.envs.dual_control.tasks import FAULTS, INTENTS, PERSONAS, TelecomTask, make_task
+from hindsight.envs.dual_control.tools import TOOLS, ToolCallError, listed_actions, parse_call
 
 __all__ = [
-    "ACTIONS",
     "FAULTS",
+    "INTENTS",
+    "PERSONAS",
+    "TOOLS",
     "DualControlEnvironment",
     "GoldSolver",
     "TelecomSession",
     "TelecomTask",
+    "ToolCallError",
     "final_check",
+    "listed_actions",
     "make_task",
+    "parse_call",
+    "play",
+    "required_actions",
     "solve",
 ]

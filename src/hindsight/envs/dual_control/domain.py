@@ -2,21 +2,27 @@
 
 Two parties act on one state. The agent (the support representative) changes the
 *account* through its tools; only the simulated user can change the *phone* (its switches,
-SIM card, restarts). Mobile data works when nothing in ``blockers`` stands in the way:
+SIM card, restarts, app permissions). Mobile data works when nothing in ``blockers``
+stands in the way:
 
     airplane mode       the phone's airplane mode is on
     no sim              the SIM card is not detected (reseat it, then restart)
-    restart pending     a SIM reseat, APN reset or system update waits for a restart
+    restart pending     a SIM reseat, APN reset or APN push waits for a restart
     line suspended      the account's line is suspended (bill unpaid: pay, then resume)
     mobile data off     the phone's mobile data switch is off
     bad apn             the phone's APN profile is wrong (reset it on the phone, or push it
                         from the network on phones without an APN menu; then restart)
-    quota exhausted     the plan's data (plus top-ups) is used up
+    quota exhausted     the plan's data (plus refuels) is used up
     roaming blocked     the phone is abroad and either the account's roaming or the phone's
                         data-roaming switch is off
 
-The texts here (status bar, settings screen, account record) are the only way either
-party learns the state: the agent reads the account itself and the phone through the user.
+Data is *slow* (``slow_causes``) when data saver, a VPN or a network mode other than
+"auto" throttles it: the speed test (``speed_test``) shows under ``GOOD_SPEED_MBPS``.
+An MMS goes out (``mms_blockers``) when mobile data works, the APN carries the MMS server
+and the messages app may use SMS and storage.
+
+The texts here (settings screen, speed test, account record) are the only way either party
+learns the state: the agent reads the account itself and the phone through the user.
 """
 
 from __future__ import annotations
@@ -26,26 +32,38 @@ from dataclasses import dataclass, field
 PLAN_LIMITS_GB: dict[str, float | None] = {"basic": 2.0, "plus": 10.0, "unlimited": None}
 """Monthly data of each plan (None: unlimited)."""
 PLANS: tuple[str, ...] = tuple(PLAN_LIMITS_GB)
-TOP_UP_GB = 1.0
-"""Data one ``refuel_data`` adds (one charge on the bill)."""
+NETWORK_MODES: dict[str, float] = {"auto": 48.0, "3g only": 6.0, "2g only": 0.3}
+"""Network mode -> download speed (Mbps) with nothing else throttling."""
+GOOD_SPEED_MBPS = 10.0
+"""A speed test at or above this is what the customer calls fast."""
 
 
 @dataclass(frozen=True)
 class PhoneModel:
-    """A phone model: how its status bar labels data, and whether its user can edit the APN."""
+    """A phone model: whether its user can edit the APN."""
 
     name: str
-    data_label: str
-    """The data icon's text when data flows ("4G", "LTE", "H+")."""
     apn_menu: bool
     """The user can reset the APN on the phone; without it only ``push_apn_settings`` fixes it."""
 
 
 PHONE_MODELS: dict[str, PhoneModel] = {
-    "Nexa 5": PhoneModel("Nexa 5", "4G", apn_menu=True),
-    "Orbit X": PhoneModel("Orbit X", "LTE", apn_menu=False),
-    "Lumen Flip": PhoneModel("Lumen Flip", "H+", apn_menu=False),
+    "Nexa 5": PhoneModel("Nexa 5", apn_menu=True),
+    "Orbit X": PhoneModel("Orbit X", apn_menu=False),
+    "Lumen Flip": PhoneModel("Lumen Flip", apn_menu=False),
 }
+
+
+@dataclass(frozen=True)
+class Customer:
+    """Who the customer is: what identification matches against."""
+
+    first_name: str
+    last_name: str
+    birth_date: str
+    """YYYY-MM-DD."""
+    phone_number: str
+    """NNN-NNNN."""
 
 
 @dataclass
@@ -57,8 +75,13 @@ class Phone:
     mobile_data: bool = True
     data_roaming: bool = False
     apn_ok: bool = True
+    mms_apn_ok: bool = True
     sim_seated: bool = True
     restart_pending: bool = False
+    data_saver: bool = False
+    vpn: bool = False
+    network_mode: str = "auto"
+    messages_permissions: bool = True
 
 
 @dataclass
@@ -67,22 +90,21 @@ class Account:
 
     plan: str = "plus"
     data_used_gb: float = 1.0
-    top_up_gb: float = 0.0
+    refuel_gb: float = 0.0
+    """Data added by refuels in this conversation (each refuel is billed)."""
     roaming_enabled: bool = False
     abroad: bool = False
     line_suspended: bool = False
     bill_paid: bool = True
     plan_changes: int = 0
     """Plan changes made in this conversation (each one is billed)."""
-    top_ups: int = 0
-    """Data top-ups bought in this conversation (each one is billed)."""
     roaming_added_at_home: int = 0
     """Roaming add-ons enabled while the customer is at home (an unnecessary charge)."""
 
     def data_limit_gb(self) -> float | None:
-        """The plan's data plus top-ups (None: unlimited)."""
+        """The plan's data plus refuels (None: unlimited)."""
         limit = PLAN_LIMITS_GB[self.plan]
-        return None if limit is None else limit + self.top_up_gb
+        return None if limit is None else limit + self.refuel_gb
 
     def quota_exhausted(self) -> bool:
         """The data used has reached the limit."""
@@ -95,6 +117,7 @@ class World:
     """The shared state of one conversation."""
 
     phone: Phone
+    customer: Customer
     account: Account = field(default_factory=Account)
 
 
@@ -114,56 +137,81 @@ def blockers(world: World) -> list[str]:
     return [name for name, blocked in checks if blocked]
 
 
-def has_signal(world: World) -> bool:
-    """The phone is registered on a network (no airplane mode, a SIM, an active line)."""
-    return not (world.phone.airplane_mode or not world.phone.sim_seated or world.account.line_suspended)
-
-
-def status_bar(world: World) -> str:
-    """What the user reads on the status bar."""
+def slow_causes(world: World) -> list[str]:
+    """What throttles working mobile data (empty: full speed)."""
     phone = world.phone
-    if phone.airplane_mode:
-        signal = "airplane mode on, no signal"
-    elif not phone.sim_seated:
-        signal = "airplane mode off, No SIM"
-    elif world.account.line_suspended:
-        signal = "airplane mode off, emergency calls only"
-    else:
-        signal = "airplane mode off, signal 4 bars" + (", roaming R" if world.account.abroad else "")
-    if not blockers(world):
-        data = f"data icon {phone.model.data_label}"
-    elif phone.mobile_data and has_signal(world):
-        data = f"data icon {phone.model.data_label} crossed out"
-    else:
-        data = "no data icon"
-    return f"The status bar shows: {signal}, {data}."
+    checks = [("data saver", phone.data_saver), ("vpn", phone.vpn), ("network mode", phone.network_mode != "auto")]
+    return [name for name, slow in checks if slow]
+
+
+def mms_blockers(world: World) -> list[str]:
+    """What keeps an MMS from going out (empty: it is sent)."""
+    phone = world.phone
+    extra = [("mms apn", not phone.mms_apn_ok), ("messages permissions", not phone.messages_permissions)]
+    return blockers(world) + [name for name, blocked in extra if blocked]
+
+
+def download_mbps(world: World) -> float:
+    """What a speed test measures (0.0: no connection)."""
+    if blockers(world):
+        return 0.0
+    speed = NETWORK_MODES[world.phone.network_mode]
+    if world.phone.data_saver:
+        speed /= 8.0
+    if world.phone.vpn:
+        speed /= 6.0
+    return round(speed, 1)
+
+
+def speed_test(world: World) -> str:
+    """What the user reads after running a speed test."""
+    speed = download_mbps(world)
+    if speed == 0.0:
+        return "The speed test says: no connection."
+    verdict = "fast" if speed >= GOOD_SPEED_MBPS else "slow"
+    return f"The speed test says: {speed:.1f} Mbps download ({verdict})."
 
 
 def settings_screen(world: World) -> str:
-    """What the user reads on the network settings screen."""
+    """What the user reads on the network settings screen (the status bar included)."""
     phone = world.phone
     if phone.model.apn_menu:
-        apn = "APN default" if phone.apn_ok else "APN custom (edited)"
+        apn = "APN custom (edited)" if not phone.apn_ok else "APN default" + ("" if phone.mms_apn_ok else " without MMS server")
     else:
         apn = "APN managed by carrier"
+    if phone.airplane_mode:
+        signal = "no signal"
+    elif not phone.sim_seated:
+        signal = "No SIM"
+    elif world.account.line_suspended:
+        signal = "emergency calls only"
+    else:
+        signal = "signal 4 bars" + (", roaming" if world.account.abroad else "")
     return (
-        f"The settings show: mobile data {_on(phone.mobile_data)}, data roaming {_on(phone.data_roaming)}, "
-        f"{apn}, SIM {'ready' if phone.sim_seated else 'not detected'}, "
+        f"The settings show: airplane mode {_on(phone.airplane_mode)} ({signal}), mobile data {_on(phone.mobile_data)}, "
+        f"data roaming {_on(phone.data_roaming)}, data saver {_on(phone.data_saver)}, VPN {_on(phone.vpn)}, "
+        f"network mode {phone.network_mode}, {apn}, SIM {'ready' if phone.sim_seated else 'not detected'}, "
         f"restart required {'yes' if phone.restart_pending else 'no'}."
     )
 
 
+def permissions_screen(world: World) -> str:
+    """What the user reads on the messages app's permission screen."""
+    state = "allowed" if world.phone.messages_permissions else "denied"
+    return f"The messages app permissions show: SMS {state}, storage {state}."
+
+
 def account_record(world: World) -> str:
-    """What ``lookup_account`` returns."""
-    account = world.account
+    """What ``get_details`` returns once the customer is identified."""
+    account, phone = world.account, world.phone
     limit = account.data_limit_gb()
     quota = "unlimited" if limit is None else f"{account.data_used_gb:.1f} of {limit:.1f} GB used"
+    profile = "invalid" if not phone.apn_ok else ("valid" if phone.mms_apn_ok else "missing MMS server")
     return (
-        f"Account: plan {account.plan}, data {quota}, roaming {_on(account.roaming_enabled)}, "
-        f"location {'abroad' if account.abroad else 'home'}, "
-        f"line {'suspended' if account.line_suspended else 'active'}, "
-        f"bill {'paid' if account.bill_paid else 'overdue'}, "
-        f"device APN profile {'valid' if world.phone.apn_ok else 'invalid'}."
+        f"Account of {world.customer.first_name} {world.customer.last_name}: plan {account.plan}, data {quota}, "
+        f"roaming {_on(account.roaming_enabled)}, location {'abroad' if account.abroad else 'home'}, "
+        f"line {'suspended' if account.line_suspended else 'active'}, bill {'paid' if account.bill_paid else 'overdue'}, "
+        f"device APN profile {profile}."
     )
 
 

@@ -1,37 +1,47 @@
-"""The telecom dual-control domain behind the ``TextEnvironment`` interface.
+"""The telecom domain behind the ``TextEnvironment`` interface.
 
 Configuration: ``environment.env: dual_control``, one game ``telecom``; ``params`` may set
-``slip_probability`` (default 0.3: the share of tasks whose user flips the wrong switch
-once). ``reset(seed, split)`` builds task ``seed`` of fold ``split`` (``tasks``; a seed of
-another fold is refused, so no test task leaks into training); the first observation is the
-customer's opening line, the task text states the goal and the customer's wish.
+``slip_probability`` (default 0.5: the share of hard-persona tasks whose user flips the
+wrong switch once). ``reset(seed, split)`` builds task ``seed`` of fold ``split``
+(``tasks``; a seed of another fold is refused, so no test task leaks into training); the
+first observation is the customer's opening line; the task text is the support policy
+(``policy.POLICY``), in the agent's prompt at every step.
 
-Every step offers the same actions (``session.ACTIONS``, 22 of them); an action not among
-them is a no-op step with ``action_valid=False`` (``ListedActionStep``). The episode
-terminates on ``tell_user fixed`` (won iff ``session.final_check`` passes, otherwise lost)
-or ``transfer_to_human`` (lost), and is truncated at ``spec.max_steps``. ``score`` is the
-share of the task's starting blockers that are cleared (1.0 once won). The gold sequence is
-``solver.solve``'s. Everything runs in this process in microseconds; ``restart`` and
-``close`` only drop the episode.
+Actions are tool calls with typed arguments (``tools``). The valid-action list
+(``info["valid_actions"]``) is finite and grows only with the identification arguments
+the user has given; a listed action is played; a call off the list that fits the schema
+is played too (a guessed phone number: the tool answers "no customer"); text that does
+not fit the schema is a no-op step with ``action_valid=False`` whose observation names the
+error ("Invalid tool call: refuel_data argument gb must be ..."). The episode terminates
+when the conversation ends (the user ended it after checking, or gave up; or a transfer):
+won iff ``session.final_check`` passes, otherwise lost; it is truncated at
+``spec.max_steps``. ``score`` is the share of the task's starting findings cleared (1.0
+once won). ``info`` adds the task's ``intent``, ``persona`` and ``faults``.
+
+``seeds("train", count, offset)`` with ``offset > 0`` skips a task identical
+(``TelecomTask.signature``) to one at a train position below ``offset``: the held-out
+"seen" window (train seeds from ``seen_seed_offset``, above every training seed) never
+scores a task the agent trained on. Everything runs in this process in microseconds.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from functools import lru_cache
+from typing import Any
 
-from hindsight.envs.adapter import EnvironmentAdapter, ListedActionStep, seed_window
-from hindsight.envs.base import EnvironmentConfigError, EnvironmentSpec
-from hindsight.envs.dual_control.domain import blockers
-from hindsight.envs.dual_control.session import ACTIONS, TelecomSession
+from hindsight.envs.actions import match_valid_action
+from hindsight.envs.adapter import EnvironmentAdapter, seed_window
+from hindsight.envs.base import EnvironmentConfigError, EnvironmentSpec, StepResult
+from hindsight.envs.dual_control.session import TelecomSession
 from hindsight.envs.dual_control.solver import solve
 from hindsight.envs.dual_control.tasks import DEFAULT_SLIP_PROBABILITY, make_task, split_seeds
+from hindsight.envs.dual_control.tools import ToolCallError, listed_actions, parse_call
 from hindsight.envs.reward import RewardConfig
 from hindsight.envs.tracker import make_info
 
 ENV_NAME = "dual_control"
 GAMES: tuple[str, ...] = ("telecom",)
 PARAMS: tuple[str, ...] = ("slip_probability",)
-INVALID_ACTION_OBSERVATION = "That is not one of the available actions."
 
 
 def _slip_probability(params: dict[str, Any]) -> float:
@@ -49,7 +59,34 @@ def _slip_probability(params: dict[str, Any]) -> float:
     return float(value)
 
 
-class DualControlEnvironment(ListedActionStep, EnvironmentAdapter):
+@lru_cache(maxsize=8)
+def _train_signatures(below: int, slip_probability: float) -> frozenset:
+    return frozenset(make_task("train", seed, slip_probability).signature() for seed in split_seeds("train")[:below])
+
+
+def distinct_seeds(split: str, count: int, offset: int, slip_probability: float) -> list[int]:
+    """``count`` seeds of fold ``split`` from position ``offset``; on the train fold, skipping
+    tasks identical to one below ``offset`` (and to one already taken)."""
+    seeds = split_seeds(split)
+    if split != "train" or offset <= 0:
+        return seed_window(seeds, count, offset, "dual_control 'telecom'", f"{split} seeds")
+    taken, chosen = set(_train_signatures(min(offset, len(seeds)), slip_probability)), []
+    for seed in seeds[offset:]:
+        if len(chosen) == count:
+            break
+        signature = make_task(split, seed, slip_probability).signature()
+        if signature not in taken:
+            taken.add(signature)
+            chosen.append(seed)
+    if len(chosen) < count:
+        raise EnvironmentConfigError(
+            f"dual_control 'telecom' has only {len(chosen)} train tasks from offset {offset} unlike every task below it; "
+            f"asked for {count}."
+        )
+    return chosen
+
+
+class DualControlEnvironment(EnvironmentAdapter):
     """The telecom domain (see the module docstring).
 
     Args:
@@ -58,7 +95,6 @@ class DualControlEnvironment(ListedActionStep, EnvironmentAdapter):
     """
 
     display_name = "dual-control telecom"
-    invalid_action_observation = INVALID_ACTION_OBSERVATION
 
     def __init__(self, spec: EnvironmentSpec, reward: RewardConfig | None = None) -> None:
         if spec.game not in GAMES:
@@ -70,8 +106,8 @@ class DualControlEnvironment(ListedActionStep, EnvironmentAdapter):
         super().__init__(spec, reward)
 
     def seeds(self, split: str, count: int, offset: int = 0) -> list[int]:
-        """``count`` task seeds of fold ``split`` from position ``offset``."""
-        return seed_window(split_seeds(split), count, offset, "dual_control 'telecom'", f"{split} seeds")
+        """``count`` task seeds of fold ``split`` from position ``offset`` (see the module docstring)."""
+        return distinct_seeds(split, count, offset, self.slip_probability)
 
     def fold_size(self, split: str) -> int:
         """How many task seeds fold ``split`` holds."""
@@ -84,28 +120,32 @@ class DualControlEnvironment(ListedActionStep, EnvironmentAdapter):
         self._episode.stop()
         task = make_task(split, int(seed), self.slip_probability)
         self.session = TelecomSession(task)
-        self._initial_blockers = len(blockers(task.world))
-        opening = f"Customer: My mobile data has stopped working on my {task.world.phone.model.name}. Can you help?"
-        return self._start_episode(opening, gold=solve(task, opening))
+        return self._start_episode(self.session.opening(), gold=solve(task))
 
-    def _listed_actions(self) -> Sequence[str]:
-        return ACTIONS
-
-    def _send(self, action: str) -> str:
-        return self.session.act(action)
-
-    def _outcome(self) -> tuple[bool, bool]:
+    def step(self, action: str) -> StepResult:
+        """Play ``action``: a listed action, or any call that fits the schema; otherwise a
+        no-op step whose observation names what is wrong with the call."""
+        self._episode.check_can_step()
         session = self.session
-        return session.won, session.finished and not session.won
+        canonical = match_valid_action(action, listed_actions(session.seen))
+        try:
+            call = parse_call(canonical if canonical is not None else action)
+        except ToolCallError as error:
+            reward, terminated, truncated = self._episode.record(False, False, action_valid=False)
+            return str(error), reward, terminated, truncated, self._info(action_valid=False)
+        observation = session.act(call)
+        self._anchor = observation
+        reward, terminated, truncated = self._episode.record(session.won, session.finished and not session.won, action_valid=True)
+        return observation, reward, terminated, truncated, self._info(action_valid=True)
 
     def _info(self, action_valid: bool) -> dict[str, Any]:
         session = self.session
-        remaining = len(blockers(session.world))
-        score = 1.0 if session.won else max(0.0, 1.0 - remaining / max(self._initial_blockers, 1))
+        task = session.task
+        score = 1.0 if session.won else max(0.0, 1.0 - session.remaining() / max(session.initial_problems, 1))
         return make_info(
-            task=session.task.text,
+            task=task.text,
             task_type=self.spec.game,
-            valid_actions=list(ACTIONS),
+            valid_actions=listed_actions(session.seen),
             anchor_observation=self._anchor,
             won=session.won,
             action_valid=action_valid,
@@ -113,7 +153,9 @@ class DualControlEnvironment(ListedActionStep, EnvironmentAdapter):
             inventory="",
             lost=session.finished and not session.won,
             moves=self._episode.steps,
-            faults=list(session.task.faults),
+            faults=list(task.faults),
+            intent=task.intent,
+            persona=task.persona,
         )
 
     def restart(self) -> None:

@@ -1,126 +1,198 @@
 """One support conversation: the agent's tools, the user's turns and the final check.
 
-Actions (the same list at every step, ``ACTIONS``):
+The agent's tools (``tools.TOOLS``; typed arguments, checked by ``tools.parse_call``):
 
-    lookup_account                 the account record (``domain.account_record``)
-    change_plan <plan>             switch plan (billed; the new plan's data applies)
-    refuel_data                    buy a 1 GB top-up (billed)
-    resume_line                    lift a suspension; refused while the bill is unpaid
-    enable_roaming                 add roaming to the account (billed; unnecessary at home)
-    push_apn_settings              send the APN profile to the phone over the air (a restart
-                                   applies it)
-    ask_user <instruction>         the user acts or reads (``user.UserSimulator``)
-    tell_user fixed                end: the customer checks; won iff ``final_check`` passes
-    transfer_to_human              end: the conversation is handed over (lost)
+    identify_by_phone <phone>              identify the customer by phone number
+    identify_by_name <first> <last> <date> ... or by name and date of birth
+    get_details                            the account record (``domain.account_record``)
+    change_plan <plan>                     switch plan (billed)
+    refuel_data <gb>                       add data (billed; the policy allows 2 GB)
+    resume_line                            lift a suspension; refused while the bill is unpaid
+    enable_roaming                         add roaming to the account (billed; wrong at home)
+    push_apn_settings                      send the APN profile (with MMS server) to the phone
+    ask_user <instruction>                 the user answers or acts (``user.RuleUser``)
+    tell_user fixed                        the user checks; only a passing check ends it
+    transfer_to_human                      end: the conversation is handed over
 
-Reward (``final_check``): after ``tell_user fixed`` the task is won iff mobile data works
-(``domain.blockers`` is empty) and the account shows exactly the changes the task asked for:
-when the quota was exhausted, one top-up (customer wants a top-up) or the one plan change to
-the named plan (customer wants an upgrade); otherwise no top-up and no plan change; and no
-roaming add-on while at home. A conversation that never says ``tell_user fixed`` is not won,
-even when the state is right.
+Every account tool needs an identified customer (policy 1): before that it answers with an
+error and changes nothing. The conversation ends when the user ends it (their check passed,
+or their patience ran out) or on a transfer; it is won iff ``final_check`` finds nothing:
+
+- state: the customer's problem is solved (mobile data flows; the speed test is fast; an
+  MMS goes out); the account shows exactly the wanted changes: with an exhausted quota, the
+  refuel the customer asked for, capped at the policy's limit, or the one plan change to
+  the plan they named; otherwise no refuel and no plan change; no roaming add-on at home.
+  An out-of-scope request: transferred once the customer was identified, with no account
+  change; any other task: not transferred.
+- actions (``required_actions``, as tau2's evaluator checks some tasks' actions): the
+  customer's preference was asked before a refuel or plan change; the refuel is one call of
+  the right amount; an out-of-scope request ends with ``transfer_to_human``.
 """
 
 from __future__ import annotations
 
 import copy
+from typing import Callable
 
-from hindsight.envs.dual_control.domain import PLANS, TOP_UP_GB, World, account_record, blockers
+from hindsight.envs.dual_control.domain import (
+    GOOD_SPEED_MBPS, World, account_record, blockers, download_mbps, mms_blockers, slow_causes,
+)
+from hindsight.envs.dual_control.policy import REFUEL_LIMIT_GB
 from hindsight.envs.dual_control.tasks import TOP_UP, TelecomTask
-from hindsight.envs.dual_control.user import INSTRUCTIONS, UserSimulator
+from hindsight.envs.dual_control.tools import ACCOUNT_TOOLS, Seen, ToolCall
+from hindsight.envs.dual_control.user import ENDED, RuleUser, UserModel
 
 FINAL_MESSAGE = "tell_user fixed"
 TRANSFER = "transfer_to_human"
 ASK_PREFIX = "ask_user "
-ACTIONS: tuple[str, ...] = (
-    "lookup_account",
-    *(f"change_plan {plan}" for plan in PLANS),
-    "refuel_data",
-    "resume_line",
-    "enable_roaming",
-    "push_apn_settings",
-    *(ASK_PREFIX + instruction for instruction in INSTRUCTIONS),
-    FINAL_MESSAGE,
-    TRANSFER,
-)
-"""Every action; all are valid in every state."""
+ASK_PREFERENCE = ASK_PREFIX + "refuel or plan upgrade"
 
 
-def final_check(task: TelecomTask, world: World) -> list[str]:
-    """What is wrong with ``world`` at the end of ``task`` (empty: the task is solved)."""
+def problem_left(task: TelecomTask, world: World) -> list[str]:
+    """What still keeps the customer's own problem from being solved."""
+    if task.intent == "mms":
+        return mms_blockers(world)
+    if task.intent == "slow_data":
+        return blockers(world) + slow_causes(world) if download_mbps(world) < GOOD_SPEED_MBPS else []
+    return blockers(world) if task.intent == "mobile_data" else []
+
+
+def required_actions(task: TelecomTask) -> list[str]:
+    """The calls the conversation must hold (in this order, where more than one)."""
+    if task.intent == "out_of_scope":
+        return [TRANSFER]
+    if "quota" not in task.faults:
+        return []
+    charge = f"refuel_data {min(task.refuel_wanted_gb, REFUEL_LIMIT_GB)}" if task.preference == TOP_UP else f"change_plan {task.preference}"
+    return [ASK_PREFERENCE, charge]
+
+
+def final_check(task: TelecomTask, world: World, actions: list[str], transferred: bool, identified: bool = True) -> list[str]:
+    """What is wrong at the end of ``task`` (empty: the task is won)."""
     account = world.account
-    problems = [f"mobile data still blocked: {name}" for name in blockers(world)]
-    quota_task = "quota" in task.faults
-    wants_top_up = quota_task and task.preference == TOP_UP
-    wanted_plan = task.preference if quota_task and not wants_top_up else task.initial_plan
-    if account.top_ups != int(wants_top_up):
-        problems.append(f"{account.top_ups} data top-up(s) bought, {int(wants_top_up)} wanted")
+    problems = [f"still broken: {name}" for name in problem_left(task, world)]
+    quota_task, out_of_scope = "quota" in task.faults, task.intent == "out_of_scope"
+    wanted_refuel = min(task.refuel_wanted_gb, REFUEL_LIMIT_GB) if quota_task and task.preference == TOP_UP else 0
+    wanted_plan = task.preference if quota_task and task.preference != TOP_UP else task.initial_plan
+    if account.refuel_gb != wanted_refuel:
+        problems.append(f"{account.refuel_gb:.0f} GB refuelled, {wanted_refuel} GB wanted")
     if account.plan != wanted_plan or account.plan_changes != int(wanted_plan != task.initial_plan):
         problems.append(f"plan {account.plan} after {account.plan_changes} change(s), {wanted_plan} wanted")
     if account.roaming_added_at_home:
         problems.append("roaming add-on charged while at home")
+    if transferred != out_of_scope:
+        problems.append("transferred a problem support should fix" if transferred else "an out-of-scope request not transferred")
+    elif transferred and not identified:
+        problems.append("transferred before identifying the customer")
+    position = 0
+    for needed in required_actions(task):
+        if needed not in actions[position:]:
+            problems.append(f"action check: {needed!r} missing" + (" (or out of order)" if needed in actions else ""))
+            break
+        position = actions.index(needed, position) + 1
     return problems
 
 
 class TelecomSession:
-    """The state of one conversation on ``task`` (the task's world is copied)."""
+    """The state of one conversation on ``task`` (the task's world is copied).
 
-    def __init__(self, task: TelecomTask) -> None:
+    Args:
+        task: The task.
+        user_factory: Builds the user from (task, world); default ``RuleUser`` (the seam for
+            another ``UserModel``).
+    """
+
+    def __init__(self, task: TelecomTask, user_factory: Callable[[TelecomTask, World], UserModel] = RuleUser) -> None:
         self.task = task
         self.world = copy.deepcopy(task.world)
-        self.user = UserSimulator(self.world, task.slips)
+        self.user = user_factory(task, self.world)
+        self.seen = Seen()
+        self.identified = False
+        self.transferred = False
         self.finished = False
         self.won = False
+        self.actions: list[str] = []
         self.problems: list[str] = []
-        """``final_check``'s findings once the agent said it is fixed."""
+        """``final_check``'s findings once the conversation ended."""
+        self.initial_problems = len(final_check(task, self.world, [], False, False))
 
-    def act(self, action: str) -> str:
-        """Play ``action`` (one of ``ACTIONS``); return the observation."""
+    def opening(self) -> str:
+        """The customer's first message."""
+        text = self.user.opening()
+        self.seen.take_in(text)
+        return text
+
+    def act(self, call: ToolCall) -> str:
+        """Play ``call`` (checked against the schema); return the observation."""
         if self.finished:
             raise RuntimeError("the conversation has ended")
-        if action.startswith(ASK_PREFIX):
-            return "User: " + self.user.respond(action[len(ASK_PREFIX):])
-        if action == FINAL_MESSAGE:
-            self.finished = True
-            self.problems = final_check(self.task, self.world)
-            self.won = not self.problems
-            if self.won:
-                return "User: It works now, thank you! (conversation ended)"
-            return "User: It still isn't right: " + "; ".join(self.problems) + ". (conversation ended)"
-        if action == TRANSFER:
-            self.finished = True
-            self.problems = ["transferred to a human"]
-            return "You transfer the customer to a human agent. (conversation ended)"
-        return "Tool: " + self._agent_tool(action)
+        self.actions.append(call.text)
+        if call.tool in ("ask_user", "tell_user"):
+            turn = self.user.respond(call.args[0]) if call.tool == "ask_user" else self.user.told_fixed()
+            self.seen.take_in(turn.text)
+            if turn.ended:
+                self._end()
+            return "User: " + turn.text
+        if call.tool == TRANSFER:
+            self.transferred = True
+            self._end()
+            return "You transfer the customer to a human agent." + ENDED
+        return "Tool: " + self._agent_tool(call)
 
-    def _agent_tool(self, action: str) -> str:
+    def _end(self) -> None:
+        self.finished = True
+        self.problems = final_check(self.task, self.world, self.actions, self.transferred, self.identified)
+        self.won = not self.problems
+
+    def remaining(self) -> int:
+        """How many of ``final_check``'s findings (before the end) are left."""
+        return len(final_check(self.task, self.world, self.actions, self.transferred, self.identified))
+
+    def _agent_tool(self, call: ToolCall) -> str:
+        customer = self.world.customer
+        if call.tool == "identify_by_phone":
+            if call.args[0] != customer.phone_number:
+                return f"No customer with phone number {call.args[0]}."
+            self.identified = True
+            return f"Customer identified: {customer.first_name} {customer.last_name}."
+        if call.tool == "identify_by_name":
+            if call.args != (customer.first_name, customer.last_name, customer.birth_date):
+                return "No customer with that name and date of birth."
+            self.identified = True
+            return f"Customer identified: {customer.first_name} {customer.last_name}."
+        if call.tool in ACCOUNT_TOOLS and not self.identified:
+            return "Error: identify the customer first (policy 1); nothing was done."
+        return self._account_tool(call)
+
+    def _account_tool(self, call: ToolCall) -> str:
         account = self.world.account
-        if action == "lookup_account":
+        if call.tool == "get_details":
             return account_record(self.world)
-        if action.startswith("change_plan "):
-            plan = action.split(" ", 1)[1]
+        if call.tool == "change_plan":
+            plan = call.args[0]
             if plan == account.plan:
                 return f"The account is already on the {plan} plan."
             account.plan, account.plan_changes = plan, account.plan_changes + 1
             return f"Plan changed to {plan} (a plan change fee is billed)."
-        if action == "refuel_data":
-            account.top_up_gb += TOP_UP_GB
-            account.top_ups += 1
-            return f"Added {TOP_UP_GB:.0f} GB of data (billed)."
-        if action == "resume_line":
+        if call.tool == "refuel_data":
+            account.refuel_gb += int(call.args[0])
+            return f"Added {call.args[0]} GB of data (billed)."
+        if call.tool == "resume_line":
             if not account.line_suspended:
                 return "The line is already active."
             if not account.bill_paid:
                 return "Cannot resume the line: the bill is overdue."
             account.line_suspended = False
             return "The line is active again."
-        if action == "enable_roaming":
+        if call.tool == "enable_roaming":
             if account.roaming_enabled:
                 return "Roaming is already enabled."
             account.roaming_enabled = True
             account.roaming_added_at_home += not account.abroad
             return "Roaming enabled on the account (billed)."
-        if action == "push_apn_settings":
-            self.world.phone.apn_ok, self.world.phone.restart_pending = True, True
+        if call.tool == "push_apn_settings":
+            phone = self.world.phone
+            phone.apn_ok = phone.mms_apn_ok = True
+            phone.restart_pending = True
             return "APN profile sent to the phone; it applies after a restart."
-        raise ValueError(f"unknown action {action!r}")
+        raise ValueError(f"unknown tool {call.tool!r}")

@@ -1,156 +1,114 @@
-"""The gold solver: an expert policy that reads only what the agent reads.
+"""The gold solver, and the two rule-breaking variants the tests compare it with.
 
-It keeps a belief about the phone and account, updated from every observation text (account
-record, settings screen, status bar, the user's and the tools' replies), and acts by a fixed
-priority: read the account, the settings and the status bar; then fix what blocks data in
-the order bill -> suspension -> airplane mode -> SIM -> mobile data -> roaming (account,
-then phone) -> APN (the user resets it, or ``push_apn_settings`` where the phone has no APN
-menu) -> quota (the customer's stated wish) -> restart; then read the status bar again and
-say ``tell_user fixed`` once the data icon is clean. A user slip shows in the user's reply
-("Oops, I tapped mobile data instead. Mobile data is now off.") and the belief takes it in,
-so the next action repairs it. ``solve(task)`` plays the policy and returns its actions:
-the environment's gold sequence (the user is deterministic per task, so replaying the
-sequence reproduces the episode).
+``GoldSolver`` picks each action from the conversation so far and the true state, but only
+acts on what the conversation has already shown: it first asks what the problem is (the
+hard persona's vague opening), identifies the customer (asks the number; a customer who
+does not know it gives name and date of birth), reads the account (``get_details``), the
+settings screen and, for MMS, the messages app's permissions; then fixes what it read in a
+fixed priority: bill -> suspension -> airplane mode -> SIM -> mobile data -> roaming
+(account, then phone) -> APN (the user resets it, or ``push_apn_settings`` on a phone
+without an APN menu) -> app permissions -> data saver -> VPN -> network mode -> quota (asks
+the preference, then refuels at most the policy's limit or changes to the named plan) ->
+restart; then says ``tell_user fixed``, and the user's check ends the conversation. An
+out-of-scope request is transferred right after the identification. A slip shows in the user's reply, and the next
+action repairs it.
+
+Variants (tests): ``identify=False`` never identifies (its account tools are refused, so it
+skips them; it transfers an out-of-scope request unidentified); ``follow_policy=False`` refuels what the customer asks for and tries to fix an
+out-of-scope request instead of transferring it. Each loses exactly the tasks that need
+what it skips (``TelecomTask.needs_identification``, ``refuel_over_limit``, intent
+``out_of_scope``). ``solve(task)`` plays the gold policy and returns its actions: the
+environment's gold sequence (the user is deterministic per task).
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
-from hindsight.envs.dual_control.session import ASK_PREFIX, FINAL_MESSAGE, TelecomSession
+from hindsight.envs.dual_control.policy import REFUEL_LIMIT_GB
+from hindsight.envs.dual_control.session import ASK_PREFERENCE, ASK_PREFIX, FINAL_MESSAGE, TRANSFER, TelecomSession
 from hindsight.envs.dual_control.tasks import TOP_UP, TelecomTask
+from hindsight.envs.dual_control.tools import ACCOUNT_TOOLS, parse_call
 
 MAX_SOLVER_ACTIONS = 40
 """Safety cap on one solved episode (the longest gold sequence is far shorter)."""
 
-_ACCOUNT = re.compile(
-    r"Account: plan (\w+), data (?:(?P<used>[\d.]+) of (?P<limit>[\d.]+) GB used|unlimited), roaming (on|off), "
-    r"location (abroad|home), line (suspended|active), bill (paid|overdue), device APN profile (valid|invalid)"
-)
-_SETTINGS = re.compile(
-    r"mobile data (on|off), data roaming (on|off), APN (default|custom \(edited\)|managed by carrier), "
-    r"SIM (ready|not detected), restart required (yes|no)"
-)
-_STATUS = re.compile(r"The status bar shows: airplane mode (on|off), .*?(no data icon|data icon \S+( crossed out)?)\.")
-_SWITCH = re.compile(r"(Airplane mode|Mobile data|Data roaming) is (?:now|already) (on|off)")
-_SWITCH_BELIEF = {"Airplane mode": "airplane", "Mobile data": "mobile_data", "Data roaming": "data_roaming"}
-_WISH = re.compile(r"an upgrade to the (\w+) plan")
-
-
-@dataclass
-class Belief:
-    """What the solver knows (None: not read yet)."""
-
-    plan: str | None = None
-    quota_exhausted: bool | None = None
-    roaming_enabled: bool = False
-    abroad: bool = False
-    suspended: bool = False
-    bill_paid: bool = True
-    apn_ok: bool = True
-    settings_read: bool = False
-    mobile_data: bool = True
-    data_roaming: bool = False
-    apn_menu: bool = True
-    sim_ready: bool = True
-    restart_pending: bool = False
-    airplane: bool | None = None
-    data_flows: bool = False
-    checked_since_change: bool = False
-
 
 class GoldSolver:
-    """The expert policy of one episode; ``act(observation)`` -> the next action."""
+    """The expert policy of one conversation (see the module docstring)."""
 
-    def __init__(self, task_text: str) -> None:
-        wish = _WISH.search(task_text)
-        self.wish = wish.group(1) if wish else TOP_UP
-        self.belief = Belief()
+    def __init__(self, session: TelecomSession, identify: bool = True, follow_policy: bool = True) -> None:
+        self.session, self.identify, self.follow_policy = session, identify, follow_policy
 
-    def act(self, observation: str) -> str:
-        """Take in ``observation`` (the reply to the previous action) and choose the next action."""
-        self._observe(observation)
-        return self._choose()
+    def _asked(self, instruction: str) -> bool:
+        return ASK_PREFIX + instruction in self.session.actions
 
-    def _observe(self, text: str) -> None:
-        b = self.belief
-        if match := _ACCOUNT.search(text):
-            plan, used, limit, roaming, where, line, bill, apn = match.group(1, "used", "limit", 4, 5, 6, 7, 8)
-            b.plan, b.roaming_enabled, b.abroad = plan, roaming == "on", where == "abroad"
-            b.quota_exhausted = used is not None and float(used) >= float(limit)
-            b.suspended, b.bill_paid, b.apn_ok = line == "suspended", bill == "paid", apn == "valid"
-        if match := _SETTINGS.search(text):
-            data, roaming, apn, sim, restart = match.groups()
-            b.settings_read, b.mobile_data, b.data_roaming = True, data == "on", roaming == "on"
-            b.apn_menu, b.sim_ready, b.restart_pending = apn != "managed by carrier", sim == "ready", restart == "yes"
-        if match := _STATUS.search(text):
-            b.airplane = match.group(1) == "on"
-            b.data_flows = match.group(2).startswith("data icon") and not match.group(3)
-            b.checked_since_change = True
-        else:
-            changed = text.startswith(("User: Okay", "User: Oops", "Tool:"))
-            b.checked_since_change = b.checked_since_change and not changed
-        for name, value in _SWITCH.findall(text):
-            setattr(b, _SWITCH_BELIEF[name], value == "on")
-        self._observe_effects(text)
-
-    def _observe_effects(self, text: str) -> None:
-        b = self.belief
-        if "the phone restarted" in text:
-            b.restart_pending = False
-        if "put it back" in text:
-            b.sim_ready, b.restart_pending = True, True
-        if "reset the APN" in text or "APN profile sent" in text:
-            b.apn_ok, b.restart_pending = True, True
-        if "can't find any APN setting" in text:
-            b.apn_menu = False
-        if "paid the bill" in text or "already paid" in text:
-            b.bill_paid = True
-        if "line is active" in text:
-            b.suspended = False
-        if "Roaming enabled" in text or "Roaming is already enabled" in text:
-            b.roaming_enabled = True
-        if "Added" in text or "Plan changed" in text:
-            b.quota_exhausted = False
-
-    def _choose(self) -> str:
-        b = self.belief
-        if b.plan is None:
-            return "lookup_account"
-        if not b.settings_read:
+    def act(self) -> str:
+        """The next action."""
+        session = self.session
+        task, seen = session.task, session.seen
+        if task.persona == "hard" and not self._asked("what is the problem"):
+            return ASK_PREFIX + "what is the problem"
+        if self.identify and not session.identified:
+            if seen.phone_numbers:
+                return f"identify_by_phone {seen.phone_numbers[0]}"
+            if seen.names:
+                return "identify_by_name " + " ".join(seen.names[0])
+            if not self._asked("what is your phone number"):
+                return ASK_PREFIX + "what is your phone number"
+            return ASK_PREFIX + "what is your name and date of birth"
+        if task.intent == "out_of_scope" and self.follow_policy:
+            return TRANSFER
+        if self.identify and "get_details" not in session.actions:
+            return "get_details"
+        if not self._asked("check network settings"):
             return ASK_PREFIX + "check network settings"
-        if b.airplane is None:
-            return ASK_PREFIX + "read status bar"
-        fixes = [
-            (not b.bill_paid, ASK_PREFIX + "pay the bill"),
-            (b.suspended, "resume_line"),
-            (b.airplane, ASK_PREFIX + "turn off airplane mode"),
-            (not b.sim_ready, ASK_PREFIX + "reseat sim card"),
-            (not b.mobile_data, ASK_PREFIX + "turn on mobile data"),
-            (b.abroad and not b.roaming_enabled, "enable_roaming"),
-            (b.abroad and not b.data_roaming, ASK_PREFIX + "turn on data roaming"),
-            (not b.apn_ok, ASK_PREFIX + "reset apn" if b.apn_menu else "push_apn_settings"),
-            (bool(b.quota_exhausted), "refuel_data" if self.wish == TOP_UP else f"change_plan {self.wish}"),
-            (b.restart_pending, ASK_PREFIX + "restart phone"),
-        ]
-        for needed, action in fixes:
-            if needed:
+        if task.intent == "mms" and not self._asked("check messages app permissions"):
+            return ASK_PREFIX + "check messages app permissions"
+        for action in self._fixes():
+            if session.identified or parse_call(action).tool not in ACCOUNT_TOOLS:
                 return action
-        if not b.checked_since_change:
-            return ASK_PREFIX + "read status bar"
-        if b.data_flows:
-            return FINAL_MESSAGE
-        self.belief = Belief(airplane=b.airplane)  # the status bar disagrees with the belief: read everything again
-        return "lookup_account"
+        return FINAL_MESSAGE
+
+    def _fixes(self) -> list[str]:
+        """Every fix the true state still needs, in priority order."""
+        world, task = self.session.world, self.session.task
+        phone, account = world.phone, world.account
+        ask = ASK_PREFIX
+        apn_fix = ask + "reset apn" if phone.model.apn_menu else "push_apn_settings"
+        if task.preference == TOP_UP:
+            gb = min(task.refuel_wanted_gb, REFUEL_LIMIT_GB) if self.follow_policy else task.refuel_wanted_gb
+            charge = f"refuel_data {gb}"
+        else:
+            charge = f"change_plan {task.preference}"
+        quota_fix = charge if self._asked("refuel or plan upgrade") else ASK_PREFERENCE
+        fixes = [
+            (not account.bill_paid, ask + "pay the bill"),
+            (account.line_suspended, "resume_line"),
+            (phone.airplane_mode, ask + "turn off airplane mode"),
+            (not phone.sim_seated, ask + "reseat sim card"),
+            (not phone.mobile_data, ask + "turn on mobile data"),
+            (account.abroad and not account.roaming_enabled, "enable_roaming"),
+            (account.abroad and not phone.data_roaming, ask + "turn on data roaming"),
+            (not (phone.apn_ok and phone.mms_apn_ok), apn_fix),
+            (not phone.messages_permissions, ask + "grant messages permissions"),
+            (phone.data_saver, ask + "turn off data saver"),
+            (phone.vpn, ask + "turn off vpn"),
+            (phone.network_mode != "auto", ask + "set network mode to auto"),
+            (account.quota_exhausted(), quota_fix),
+            (phone.restart_pending, ask + "restart phone"),
+        ]
+        return [action for needed, action in fixes if needed]
 
 
-def solve(task: TelecomTask, opening: str) -> list[str]:
-    """The gold action sequence of ``task`` (``opening``: the first observation)."""
-    session, solver = TelecomSession(task), GoldSolver(task.text)
-    observation, actions = opening, []
-    while not session.finished and len(actions) < MAX_SOLVER_ACTIONS:
-        action = solver.act(observation)
-        actions.append(action)
-        observation = session.act(action)
-    return actions
+def play(task: TelecomTask, identify: bool = True, follow_policy: bool = True) -> TelecomSession:
+    """Play a solver (gold by default) on ``task``; return the finished session."""
+    session = TelecomSession(task)
+    session.opening()
+    solver = GoldSolver(session, identify, follow_policy)
+    while not session.finished and len(session.actions) < MAX_SOLVER_ACTIONS:
+        session.act(parse_call(solver.act()))
+    return session
+
+
+def solve(task: TelecomTask) -> list[str]:
+    """The gold action sequence of ``task``."""
+    return list(play(task).actions)
