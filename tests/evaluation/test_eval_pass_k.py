@@ -98,6 +98,29 @@ def test_dual_control_rows_are_broken_down_by_fault_family():
         assert value(summary, "policy", fault, 2, "fault")["pass_k"] == 0.0
 
 
+def test_dual_control_rows_are_broken_down_by_intent_and_persona():
+    seeds = [2_000_000 + i for i in range(40)]
+    rows = [row for seed in seeds for trial in range(4)
+            for row in episode("policy", "telecom", seed, trial, won=make_task("test", seed).persona == "easy" or trial < 2, env="dual_control")]
+    summary = pass_k_summary(pd.DataFrame(rows), resamples=50)
+    tasks = [make_task("test", seed) for seed in seeds]
+    assert set(summary.loc[summary["breakdown"] == "intent", "group"]) == {task.intent for task in tasks}
+    assert set(summary.loc[summary["breakdown"] == "persona", "group"]) == {"easy", "hard"}
+    assert value(summary, "policy", "easy", 4, "persona")["pass_k"] == 1.0
+    assert value(summary, "policy", "hard", 1, "persona")["pass_k"] == pytest.approx(0.5)
+    assert value(summary, "policy", "hard", 2, "persona")["pass_k"] == pytest.approx(1 / 6)
+    assert value(summary, "policy", "hard", 3, "persona")["pass_k"] == 0.0
+    for intent in {task.intent for task in tasks}:
+        members = [task for task in tasks if task.intent == intent]
+        easy_share = sum(task.persona == "easy" for task in members) / len(members)
+        assert value(summary, "policy", intent, 4, "intent")["pass_k"] == pytest.approx(easy_share)
+        assert value(summary, "policy", intent, 4, "intent")["tasks"] == len(members)
+    text = pass_k_markdown(summary)
+    breakdowns = [line.split(" | ")[2] for line in text.splitlines()[2:]]
+    assert breakdowns.index("intent") < breakdowns.index("persona") < breakdowns.index("fault")
+    assert pass_k_metrics(summary)["eval/policy/unseen/persona_easy/pass_hat_4"] == 1.0
+
+
 def test_the_dual_control_gold_solver_has_pass_4_of_one_on_every_fold():
     spec = EnvironmentSpec("dual_control", "telecom", {}, max_steps=16)
     env = make_env(spec)
@@ -117,7 +140,7 @@ def test_the_dual_control_gold_solver_has_pass_4_of_one_on_every_fold():
         env.close()
     summary = pass_k_summary(pd.DataFrame(rows), resamples=50)
     assert set(summary["eval_split"]) == {"seen", "unseen", "dev"}
-    assert set(summary["breakdown"]) == {"task_type", "fault"}
+    assert set(summary["breakdown"]) == {"task_type", "intent", "persona", "fault"}
     fourth = summary[summary["k"] == 4]
     assert (fourth["pass_k"] == 1.0).all()
     assert fourth.loc[fourth["group"] == "all", "tasks"].tolist() == [6, 6, 6]

@@ -9,8 +9,9 @@ crash leaves its task with fewer), with a 95% percentile bootstrap interval over
 (``algorithms.intervals``, every task weight 1).
 
 Breakdowns (column ``breakdown``): ``task_type`` (each task type / game, and ``all``), and
-``fault`` where the environment names the faults a task holds (the dual-control domain: a
-task counts under each of its fault families, ``fault_families``).
+whatever labels the environment gives a task (``task_labels``): the dual-control domain
+names its ``intent`` (mobile data, slow data, MMS, out of scope), its user's ``persona``
+(easy, hard) and its ``fault`` families (a task counts under each of its faults).
 """
 
 from __future__ import annotations
@@ -29,20 +30,30 @@ PASS_K_COLUMNS = ["agent", "eval_split", "breakdown", "group", "k", "tasks", "pa
 TASK_KEYS = ["agent", "eval_split", "env", "task_type", "split", "seed", "group_id"]
 
 
-def _dual_control_faults(split: str, seed: int) -> tuple[str, ...]:
+BREAKDOWNS: tuple[str, ...] = ("task_type", "intent", "persona", "fault")
+"""The breakdowns in report order."""
+
+
+def _dual_control_labels(split: str, seed: int) -> dict[str, tuple[str, ...]]:
     from hindsight.envs.dual_control.tasks import make_task
 
-    return tuple(make_task(split, int(seed)).faults)
+    task = make_task(split, int(seed))
+    return {"intent": (task.intent,), "persona": (task.persona,), "fault": tuple(task.faults)}
 
 
-FAULT_FAMILIES: dict[str, Callable[[str, int], tuple[str, ...]]] = {"dual_control": _dual_control_faults}
-"""Environment family -> (split, seed) -> the fault families of that task."""
+TASK_LABELS: dict[str, Callable[[str, int], dict[str, tuple[str, ...]]]] = {"dual_control": _dual_control_labels}
+"""Environment family -> (split, seed) -> breakdown -> the task's groups in it."""
+
+
+def task_labels(env: str, split: str, seed: int) -> dict[str, tuple[str, ...]]:
+    """The breakdown labels of task ``seed`` of fold ``split`` (empty where ``env`` has none)."""
+    reader = TASK_LABELS.get(env)
+    return reader(split, seed) if reader else {}
 
 
 def fault_families(env: str, split: str, seed: int) -> tuple[str, ...]:
     """The fault families of task ``seed`` of fold ``split`` (empty where ``env`` has none)."""
-    reader = FAULT_FAMILIES.get(env)
-    return reader(split, seed) if reader else ()
+    return task_labels(env, split, seed).get("fault", ())
 
 
 def task_trials(steps: pd.DataFrame) -> pd.DataFrame:
@@ -65,7 +76,7 @@ def _rows(tasks: pd.DataFrame, labels: dict, max_k: int, resamples: int, seed: i
 
 
 def pass_k_summary(steps: pd.DataFrame, max_k: int | None = None, *, resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """pass^1..pass^K per agent and held-out split, by task type and fault family.
+    """pass^1..pass^K per agent and held-out split, by task type and the environment's labels.
 
     Args:
         steps: Evaluation step rows (see the module docstring).
@@ -80,8 +91,8 @@ def pass_k_summary(steps: pd.DataFrame, max_k: int | None = None, *, resamples: 
         return pd.DataFrame(columns=PASS_K_COLUMNS)
     tasks = task_trials(steps)
     max_k = int(tasks["trials"].max()) if max_k is None else int(max_k)
-    families = {
-        (env, split, int(seed)): fault_families(env, split, int(seed))
+    labels_of = {
+        (env, split, int(seed)): task_labels(env, split, int(seed))
         for env, split, seed in set(zip(tasks["env"], tasks["split"], tasks["seed"]))
     }
     rows: list[dict] = []
@@ -90,19 +101,22 @@ def pass_k_summary(steps: pd.DataFrame, max_k: int | None = None, *, resamples: 
         for task_type, group in part.groupby("task_type", sort=True):
             rows += _rows(group, {**labels, "breakdown": "task_type", "group": task_type}, max_k, resamples, seed)
         rows += _rows(part, {**labels, "breakdown": "task_type", "group": "all"}, max_k, resamples, seed)
-        task_faults = [families[(env, split, int(s))] for env, split, s in zip(part["env"], part["split"], part["seed"])]
-        for fault in sorted({fault for faults in task_faults for fault in faults}):
-            members = part[[fault in faults for faults in task_faults]]
-            rows += _rows(members, {**labels, "breakdown": "fault", "group": fault}, max_k, resamples, seed)
+        task_labels_ = [labels_of[(env, split, int(s))] for env, split, s in zip(part["env"], part["split"], part["seed"])]
+        for breakdown in BREAKDOWNS[1:]:
+            groups = [found.get(breakdown, ()) for found in task_labels_]
+            for group in sorted({name for names in groups for name in names}):
+                members = part[[group in names for names in groups]]
+                rows += _rows(members, {**labels, "breakdown": breakdown, "group": group}, max_k, resamples, seed)
     return pd.DataFrame(rows, columns=PASS_K_COLUMNS)
 
 
 def pass_k_metrics(summary: pd.DataFrame) -> dict[str, float]:
     """MLflow metrics of a ``pass_k_summary``: ``eval/{agent}/{split}/{task type}/pass_hat_{k}``,
-    and ``eval/{agent}/{split}/fault_{family}/pass_hat_{k}`` for the fault rows."""
+    and ``eval/{agent}/{split}/{breakdown}_{group}/pass_hat_{k}`` for the other breakdowns
+    (``fault_apn``, ``intent_mms``, ``persona_hard``)."""
     metrics = {}
     for row in summary.itertuples(index=False):
-        group = row.group if row.breakdown == "task_type" else f"fault_{row.group}"
+        group = row.group if row.breakdown == "task_type" else f"{row.breakdown}_{row.group}"
         metrics[f"eval/{row.agent}/{row.eval_split}/{group}/pass_hat_{row.k}"] = float(row.pass_k)
     return metrics
 
@@ -116,7 +130,8 @@ def pass_k_markdown(summary: pd.DataFrame, title: str | None = None) -> str:
     ks = sorted(int(k) for k in summary["k"].unique())
     lines.append("| agent | split | breakdown | group | tasks | " + " | ".join(f"pass^{k} % (95% CI)" for k in ks) + " |")
     lines.append("|---|---|---|---|---:|" + "---|" * len(ks))
-    order = summary.assign(_all=summary["group"].eq("all"), _fault=summary["breakdown"].eq("fault"))
+    rank = {name: position for position, name in enumerate(BREAKDOWNS)}
+    order = summary.assign(_all=summary["group"].eq("all"), _fault=summary["breakdown"].map(lambda b: rank.get(b, len(rank))))
     keys = ["agent", "eval_split", "_fault", "_all", "group"]
     for (agent, split, _, _, group), rows in order.groupby(keys, sort=True):
         by_k = rows.set_index("k")

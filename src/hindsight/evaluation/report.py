@@ -38,9 +38,9 @@ def success_plot(summary: pd.DataFrame, title: str = "Held-out success"):
             rows = part[part["agent"] == agent].set_index("task_type").reindex(task_types)
             positions = [i + index * width for i in range(len(task_types))]
             rates = rows["success_rate"].fillna(0) * 100
-            errors = [
-                (rows["success_rate"] - rows["ci_low"]).fillna(0) * 100,
-                (rows["ci_high"] - rows["success_rate"]).fillna(0) * 100,
+            errors = [  # clipped at 0: at a rate of 1.0 the Wilson bound can fall a rounding error below it
+                (rows["success_rate"] - rows["ci_low"]).fillna(0).clip(lower=0) * 100,
+                (rows["ci_high"] - rows["success_rate"]).fillna(0).clip(lower=0) * 100,
             ]
             axis.bar(positions, rates, width, yerr=errors, capsize=2, label=agent)
         axis.set_xticks([i + width * (len(agents) - 1) / 2 for i in range(len(task_types))], task_types)
