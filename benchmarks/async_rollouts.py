@@ -87,7 +87,7 @@ def one_run(policy, tasks, config: RLConfig, heldout: int) -> dict:
         "train_success": float(history["rollout/success_rate"].mean()),
         "heldout_success": heldout_success(result.policy, heldout),
     }
-    if config.async_rollouts:
+    if config.schedulers.async_rollouts.enabled:
         figures.update(
             staleness_mean=float(history["async/staleness_mean"].mean()),
             staleness_max=float(history["async/staleness_max"].max()),
@@ -119,13 +119,17 @@ def main() -> None:
     tasks = split_tasks(SPEC, "train", 16)
     base = dict(
         algorithm="grpo", updates=args.updates, tasks_per_update=args.tasks_per_update, group_size=args.group_size,
-        ppo_epochs=args.ppo_epochs, learning_rate=1e-3, mini_batch_size=32, async_worker_threads=1,
+        ppo_epochs=args.ppo_epochs, learning_rate=1e-3, mini_batch_size=32,
     )
+
+    def asynchronous(**settings) -> dict:
+        return {"schedulers": {"async_rollouts": {"enabled": True, "worker_threads": 1, **settings}}}
+
     print(f"start policy: held-out greedy success {heldout_success(policy, args.heldout):.3f} on {args.heldout} test tasks")
     runs = {"sync": RLConfig(**base)}
-    runs.update({f"async-{k}": RLConfig(**base, async_rollouts=True, async_max_staleness=k) for k in args.staleness})
+    runs.update({f"async-{k}": RLConfig(**base, **asynchronous(max_staleness=k)) for k in args.staleness})
     runs.update({
-        f"async-{k}-mini{n}": RLConfig(**base, async_rollouts=True, async_max_staleness=k, async_mini_groups=n)
+        f"async-{k}-mini{n}": RLConfig(**base, **asynchronous(max_staleness=k, mini_groups=n))
         for k in args.staleness for n in args.mini_groups
     })
     rows = []

@@ -43,7 +43,7 @@ from hindsight.skills.episode_views import episodes_from_table
 from hindsight.skills.records import skills_table
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.distillation import has_skill, response_logprobs, skill_augmented_logprobs
-from hindsight.training.espo_update import pad_right_aligned
+from hindsight.training.response_tensors import pad_right_aligned
 from hindsight.training.method import episode_return_scores
 from hindsight.training.rl_config import RLConfig
 

@@ -3,8 +3,10 @@ in ``conf/base``, the dataclass defaults as values, so the defaults live in one 
 
 The RL settings (``RLConfig``) are listed in full once, in ``parameters_training.yml``; the
 other stages that run an RL loop (``empo``, ``state2state``) state only the keys whose
-values differ there (a partial block: the rest take that stage's own defaults). Each
-built-in method's own settings (``training.rl.methods.<name>``) are listed in full there too."""
+values differ there (a partial block: the rest take that stage's own defaults). A method's
+own settings (``training.rl.methods.<name>``) and the schedulers' (``training.rl.schedulers``)
+live in their modules only: a parameters file names only keys they have, and ``conf/base``
+names none (docs/configuration.md lists them)."""
 
 from __future__ import annotations
 
@@ -18,13 +20,18 @@ from hindsight.config import ProjectConfig, check_parameters, file_settings
 from hindsight.methods import method_class, method_names, method_settings
 from hindsight.params import ParameterError, as_dict, build
 from hindsight.training.rl_config import RLConfig
+from hindsight.training.schedule import SchedulerSettings
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 LISTED_ONCE = {RLConfig: "parameters_training.yml"}
 """Nested settings listed in full in one file only; elsewhere their blocks may be partial."""
+NAMED_WHEN_CHANGED = (SchedulerSettings,)
+"""Nested settings whose defaults live in their modules only: every file's block may be partial."""
 
 
 def _partial_here(cls, file_name: str | None) -> bool:
+    if cls in NAMED_WHEN_CHANGED:
+        return True
     return cls in LISTED_ONCE and file_name is not None and LISTED_ONCE[cls] != file_name
 
 
@@ -92,14 +99,34 @@ def test_base_file_keys_are_the_dataclass_fields_and_values_its_defaults(file_na
     )
 
 
-def test_the_training_file_lists_every_methods_settings_in_full():
-    """``training.rl.methods``: one block per built-in method with settings, holding exactly
-    its settings' fields (their values are checked to be the defaults above)."""
-    content = yaml.safe_load((CONF / "base" / LISTED_ONCE[RLConfig]).read_text())["training"]["rl"]["methods"]
-    expected = {
-        name: {field.name for field in dataclasses.fields(method_class(name).Settings)} for name in _built_in_methods_with_settings()
-    }
-    assert {name: set(block) for name, block in content.items()} == expected
+def _rl_blocks():
+    """(file, its ``training.rl`` block) of every parameters file of every configuration environment."""
+    for path in sorted(CONF.glob("*/parameters*.yml")):
+        rl = ((yaml.safe_load(path.read_text()) or {}).get("training") or {}).get("rl")
+        if rl:
+            yield path.relative_to(CONF), rl
+
+
+def test_the_parameter_files_set_only_keys_the_methods_and_schedulers_have():
+    """A method's and a scheduler's settings and defaults live in their modules only: a
+    ``training.rl.methods.<name>`` block names a registered method and only keys of its
+    ``Settings``, a ``schedulers`` block only keys of ``SchedulerSettings``; conf/base names none."""
+    blocks = dict(_rl_blocks())
+    for path, rl in blocks.items():
+        for name, block in (rl.get("methods") or {}).items():
+            assert name in method_names(), f"{path}: training.rl.methods.{name} is no registered method"
+            unknown = set(block or {}) - {field.name for field in dataclasses.fields(method_class(name).Settings)}
+            assert not unknown, f"{path}: training.rl.methods.{name} has no key(s) {sorted(unknown)}"
+        build(SchedulerSettings, rl.get("schedulers") or {}, "training.rl.schedulers")
+    base = blocks[Path("base") / LISTED_ONCE[RLConfig]]
+    assert base["methods"] == {} and base["schedulers"] == {}, "conf/base restates method or scheduler defaults"
+
+
+def test_a_moved_scheduler_key_names_its_new_key():
+    with pytest.raises(ParameterError, match=r"'training.rl.stepo_step_weights' has moved: it is now 'training.rl.schedulers.stepo.step_weights'"):
+        check_parameters({"training": {"rl": {"stepo_step_weights": True}}})
+    with pytest.raises(ParameterError, match=r"'training.rl.schedulers.curriculum.enabeld'"):
+        check_parameters({"training": {"rl": {"schedulers": {"curriculum": {"enabeld": True}}}}})
 
 
 def test_every_base_parameters_file_has_a_dataclass():

@@ -74,7 +74,7 @@ def test_the_filter_refuses_asynchronous_rollouts_and_torchrun():
     method.check(config, parallel=False)
     with pytest.raises(ValueError, match=r"min_group_score_std"):
         method.check(config, parallel=True)
-    asynchronous = RLConfig(algorithm="empo", async_rollouts=True, methods={"empo": {"min_group_score_std": 0.3}})
+    asynchronous = RLConfig(algorithm="empo", schedulers={"async_rollouts": {"enabled": True}}, methods={"empo": {"min_group_score_std": 0.3}})
     with pytest.raises(ValueError, match=r"min_group_score_std.*async_rollouts"):
         build_method(asynchronous).check(asynchronous, parallel=False)
     off = RLConfig(algorithm="empo")

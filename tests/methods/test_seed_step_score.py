@@ -62,7 +62,7 @@ def test_the_two_agree_without_invalid_actions():
 def test_a_step_level_score_refuses_stepo_balance_and_a_wrong_name():
     method, _ = seed()
     with pytest.raises(ValueError, match="step_score"):
-        method.check(RLConfig(algorithm="seed", stepo_step_weights=True), parallel=False)
-    seed(step_score="episode_return")[0].check(RLConfig(algorithm="seed", stepo_step_weights=True), parallel=False)
+        method.check(RLConfig(algorithm="seed", schedulers={"stepo": {"step_weights": True}}), parallel=False)
+    seed(step_score="episode_return")[0].check(RLConfig(algorithm="seed", schedulers={"stepo": {"step_weights": True}}), parallel=False)
     with pytest.raises(Exception, match="step_score"):
         seed(step_score="per_step")

@@ -58,7 +58,7 @@ class FailingEnvFactory:
 def run(policy, tasks, env_factory, **kwargs):
     config = RLConfig(
         algorithm="grpo", updates=3, tasks_per_update=1, group_size=2, mini_batch_size=8, kl_coef=0.0,
-        async_rollouts=True, async_max_staleness=kwargs.pop("max_staleness", 0),
+        schedulers={"async_rollouts": {"enabled": True, "max_staleness": kwargs.pop("max_staleness", 0)}},
     )
     rollout = RolloutConfig(temperature=1.0, max_length=768, max_parallel=2, max_steps=3, progress=False)
     return train_rl(
@@ -109,7 +109,7 @@ torch.set_num_threads(1)
 spec = EnvironmentSpec("textworldexpress", "twc", {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}, max_steps=8)
 tokenizer = train_tokenizer(["take the apple", "put the apple in the fridge", "look around", "open the door"] * 10, vocab_size=300)
 policy = build_policy("tiny", tokenizer, seed=0, device="cpu")
-config = RLConfig(algorithm="grpo", updates=1000, tasks_per_update=1, group_size=2, kl_coef=0.0, async_rollouts=True)
+config = RLConfig(algorithm="grpo", updates=1000, tasks_per_update=1, group_size=2, kl_coef=0.0, schedulers={"async_rollouts": {"enabled": True}})
 rollout = RolloutConfig(temperature=1.0, max_length=512, max_parallel=2, progress=False)
 train_rl(policy, frozen_copy(policy.model), make_tasks(spec, "train", [0]), make_env, rollout, config, build_method(config), seed=0)
 """

@@ -11,11 +11,14 @@ import pytest
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.envs.infeasible import DECLARE_PARAM, base_spec, is_infeasible
 from hindsight.rollout.curriculum import (
+    Curriculum,
+    CurriculumSettings,
     PassRates,
+    PassRateSettings,
     calibrated_draw,
     curriculum_bucket,
     curriculum_draw,
-    draw_update_tasks,
+    task_draw,
 )
 from hindsight.rollout.tasks import make_tasks, sample_update_tasks
 from hindsight.training.rl_config import RLConfig
@@ -129,27 +132,32 @@ def test_calibration_keeps_the_band_and_refills_from_outside():
 
 
 def test_uniform_first_round_is_the_plain_draw_and_later_rounds_exclude():
-    config = RLConfig()
+    draw = task_draw(CurriculumSettings())  # the curriculum off, no band: uniform
     rates = PassRates()
-    tasks, metrics = draw_update_tasks(POOL, rates, 4, config, seed=3, update=2)
+    tasks, metrics = draw.draw(POOL, rates, 4, seed=3, update=2)
     assert tasks == sample_update_tasks(POOL, 4, 3, 2) and metrics == {}
     played = {t.group_id for t in tasks}
-    more, _ = draw_update_tasks(POOL, rates, 10, config, seed=3, update=2, round_index=1, exclude=played)
+    more, _ = draw.draw(POOL, rates, 10, seed=3, update=2, round_index=1, exclude=played)
     assert len(more) == 6 and not played & {t.group_id for t in more}
 
 
 def test_draws_are_deterministic_and_scheduler_settings_are_checked():
     rates = pool_with_known_buckets()
-    config = RLConfig(curriculum=True)
-    first, _ = draw_update_tasks(POOL, rates, 5, config, seed=1, update=4)
-    again, _ = draw_update_tasks(POOL, rates, 5, config, seed=1, update=4)
+    draw = task_draw(CurriculumSettings(enabled=True))
+    assert isinstance(draw, Curriculum)
+    first, _ = draw.draw(POOL, rates, 5, seed=1, update=4)
+    again, _ = draw.draw(POOL, rates, 5, seed=1, update=4)
     assert first == again
     with pytest.raises(ValueError, match="set one"):
-        RLConfig(curriculum=True, stepo_pass_rate_band=(0.0, 1.0))
-    with pytest.raises(ValueError, match="stepo_pass_rate_band"):
-        RLConfig(stepo_pass_rate_band=(0.8, 0.2))
+        RLConfig(schedulers={"curriculum": {"enabled": True}, "stepo": {"pass_rate_band": (0.0, 1.0)}})
+    with pytest.raises(ValueError, match="stepo.pass_rate_band"):
+        RLConfig(schedulers={"stepo": {"pass_rate_band": (0.8, 0.2)}})
     with pytest.raises(ValueError, match="sum to at most 1"):
-        RLConfig(curriculum_infeasible_share=0.6, curriculum_replay_share=0.6)
+        CurriculumSettings(infeasible_share=0.6, replay_share=0.6)
+    with pytest.raises(ValueError, match="curriculum.hard_threshold must be in"):
+        CurriculumSettings(hard_threshold=1.5)
+    with pytest.raises(ValueError, match="pass_rates.smoothing"):
+        PassRateSettings(smoothing=1.5)
 
 
 def test_small_shares_hold_on_average():

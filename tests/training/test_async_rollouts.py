@@ -25,12 +25,13 @@ SKILL_BANK = {"twc": "Take each object you see, then put it in its usual place b
 WALL_CLOCK = ("charts/update_seconds",)
 
 
-def rl_config(**changes) -> RLConfig:
-    settings = dict(
-        algorithm="seed", updates=2, tasks_per_update=2, group_size=2, learning_rate=1e-3, ppo_epochs=2,
-        mini_batch_size=8, methods={"seed": {"skill_source": "fixed_bank"}}, eval_every=0, async_worker_threads=1,
+def rl_config(updates: int = 2, **asynchronous) -> RLConfig:
+    """SEED on fixed skills; ``asynchronous``: keys of ``schedulers.async_rollouts``."""
+    return RLConfig(
+        algorithm="seed", updates=updates, tasks_per_update=2, group_size=2, learning_rate=1e-3, ppo_epochs=2,
+        mini_batch_size=8, methods={"seed": {"skill_source": "fixed_bank"}}, eval_every=0,
+        schedulers={"async_rollouts": {"worker_threads": 1, **asynchronous}},
     )
-    return RLConfig(**{**settings, **changes})
 
 
 def run(policy, tasks, config: RLConfig, **kwargs):
@@ -48,12 +49,12 @@ def synchronous(warm_policy, twc_tasks):
 
 @pytest.fixture(scope="module")
 def lock_step(warm_policy, twc_tasks):
-    return run(warm_policy, twc_tasks, rl_config(async_rollouts=True, async_max_staleness=0))
+    return run(warm_policy, twc_tasks, rl_config(enabled=True, max_staleness=0))
 
 
 @pytest.fixture(scope="module")
 def one_ahead(warm_policy, twc_tasks):
-    return run(warm_policy, twc_tasks, rl_config(async_rollouts=True, async_max_staleness=1, updates=3))
+    return run(warm_policy, twc_tasks, rl_config(updates=3, enabled=True, max_staleness=1))
 
 
 def test_bound_zero_equals_the_synchronous_loop(synchronous, lock_step):

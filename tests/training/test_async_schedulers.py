@@ -22,7 +22,7 @@ from hindsight.rollout.engine import RolloutConfig, RolloutResult
 from hindsight.rollout.tasks import make_tasks
 from hindsight.training.async_batches import Delivery, chunk_seed, chunk_tasks, require_whole_groups
 from hindsight.training.rl import train_rl
-from hindsight.training.rl_config import RLConfig
+from hindsight.training.rl_config import RLConfig, with_overrides
 
 pytestmark = pytest.mark.slow  # a multi-process or whole-grid test: `-m slow` (CI runs it)
 
@@ -30,13 +30,17 @@ WALL_CLOCK = ("charts/update_seconds",)
 ROLLOUT = RolloutConfig(temperature=1.0, max_length=768, max_parallel=8, progress=False)
 
 
-def rl_config(**changes) -> RLConfig:
-    settings = dict(
-        algorithm="grpo", updates=2, tasks_per_update=3, group_size=2, learning_rate=1e-3, ppo_epochs=1,
-        mini_batch_size=8, curriculum=True, curriculum_infeasible_share=0.34, curriculum_replay_share=0.34,
-        stepo_filter_zero_variance=True, stepo_filter_max_rounds=1, async_worker_threads=1,
+def rl_config(**schedulers) -> RLConfig:
+    """GRPO with the curriculum and STEPO's filter; ``schedulers``: blocks merged key by key over those."""
+    base = RLConfig(
+        algorithm="grpo", updates=2, tasks_per_update=3, group_size=2, learning_rate=1e-3, ppo_epochs=1, mini_batch_size=8,
+        schedulers={
+            "curriculum": {"enabled": True, "infeasible_share": 0.34, "replay_share": 0.34},
+            "stepo": {"filter_zero_variance": True, "filter_max_rounds": 1},
+            "async_rollouts": {"worker_threads": 1},
+        },
     )
-    return RLConfig(**{**settings, **changes})
+    return with_overrides(base, {"schedulers": schedulers})
 
 
 @pytest.fixture(scope="module")
@@ -66,14 +70,14 @@ def synchronous(warm_policy, pool):
 
 @pytest.fixture(scope="module")
 def lock_step(warm_policy, pool):
-    return run(warm_policy, pool, rl_config(async_rollouts=True, async_max_staleness=0))
+    return run(warm_policy, pool, rl_config(async_rollouts={"enabled": True, "max_staleness": 0}))
 
 
 @pytest.fixture(scope="module")
 def mini_groups(warm_policy, pool):
     # no generated infeasible tasks: the policy never declares one, so their groups are flat
     return run(warm_policy, pool, rl_config(
-        async_rollouts=True, async_max_staleness=1, async_mini_groups=1, curriculum_infeasible_share=0.0
+        async_rollouts={"enabled": True, "max_staleness": 1, "mini_groups": 1}, curriculum={"infeasible_share": 0.0}
     ))
 
 

@@ -24,7 +24,7 @@ from hindsight.training import episode_batches
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.distillation import response_logprobs
 from hindsight.training.episode_batches import right_aligned_logprobs
-from hindsight.training.espo_update import policy_response_logprobs
+from hindsight.training.response_tensors import policy_response_logprobs
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.rl_update import micro_batch_loss_terms, update_policy
 

@@ -1,4 +1,4 @@
-"""ESPO in the update (``training.rl.odysse_objective: espo``): episodes cut across
+"""ESPO in the update (``training.rl.schedulers.odysse.objective: espo``): episodes cut across
 micro-batches step as in one pass, the metrics come out, the route really changes the step,
 the settings that cannot run are refused by name, and a short ``train_rl`` run logs it."""
 
@@ -22,7 +22,7 @@ from hindsight.training.batch import RolloutBatch
 from hindsight.training.distillation import response_logprobs
 from hindsight.training.espo_update import check_espo
 from hindsight.training.rl import train_rl
-from hindsight.training.rl_config import RLConfig
+from hindsight.training.rl_config import RLConfig, with_overrides
 from hindsight.training.rl_update import update_policy
 from hindsight.training.schedule import Schedule
 
@@ -37,7 +37,7 @@ def make_sample(tokenizer, example: dict, episode_id: str, step_index: int) -> S
 
 ESPO = RLConfig(
     algorithm="grpo", kl_coef=0.0, ppo_epochs=1, mini_batch_size=16, max_grad_norm=1e9,
-    odysse_episode_minibatches=True, odysse_objective="espo",
+    schedulers={"odysse": {"episode_minibatches": True, "objective": "espo"}},
 )
 
 
@@ -58,7 +58,11 @@ def step(policy, samples, old, config, advantages=(1.0, -1.0, 1.0, -1.0)):
         table=pd.DataFrame(), samples=list(samples), played=pd.DataFrame(), old_logp=list(old),
         teacher_logp=[None] * len(samples), advantages=torch.tensor(advantages),
     )
-    metrics = update_policy(policy, None, optimizer, batch, config, build_method(config), torch.Generator().manual_seed(0))
+    schedule = Schedule.from_settings(config)  # the update asks the schedule's pieces: ODYSSE's sampler and objective
+    metrics = update_policy(
+        policy, None, optimizer, batch, config, build_method(config), torch.Generator().manual_seed(0),
+        minibatches=schedule.minibatches, objective=schedule.objective,
+    )
     delta = torch.cat([(p.detach() - b).flatten() for p, b in zip(policy.model.parameters(), before)])
     return delta, metrics
 
@@ -105,7 +109,7 @@ def test_the_objective_changes_the_step(warm_policy, episodes):
     does not, so the steps differ (and ESPO's equals the one with advantages already centred)."""
     samples, old = episodes
     espo, _ = step(warm_policy, samples, old, ESPO, advantages=(2.0, -1.0, 2.0, -1.0))
-    token_config = dataclasses.replace(ESPO, odysse_objective="token")
+    token_config = with_overrides(ESPO, {"schedulers": {"odysse": {"objective": "token"}}})
     token, _ = step(warm_policy, samples, old, token_config, advantages=(2.0, -1.0, 2.0, -1.0))
     centred, _ = step(warm_policy, samples, old, ESPO)
     torch.testing.assert_close(espo, centred, rtol=0, atol=1e-5 * float(centred.abs().max()))
@@ -113,15 +117,16 @@ def test_the_objective_changes_the_step(warm_policy, episodes):
 
 
 def test_settings_that_cannot_run_are_refused_by_name():
-    with pytest.raises(ValueError, match="odysse_episode_minibatches"):
-        RLConfig(odysse_objective="espo")
-    with pytest.raises(ValueError, match="odysse_objective"):
-        RLConfig(odysse_objective="episode", odysse_episode_minibatches=True)
-    with pytest.raises(ValueError, match="async_rollouts"):
-        RLConfig(odysse_objective="espo", odysse_episode_minibatches=True, async_rollouts=True)
-    with pytest.raises(ValueError, match="curriculum_positive_replay"):
-        RLConfig(odysse_objective="espo", odysse_episode_minibatches=True, curriculum=True)
-    RLConfig(odysse_objective="espo", odysse_episode_minibatches=True, curriculum=True, curriculum_positive_replay=False)
+    espo = {"episode_minibatches": True, "objective": "espo"}
+    with pytest.raises(ValueError, match="odysse.episode_minibatches: true"):
+        RLConfig(schedulers={"odysse": {"objective": "espo"}})
+    with pytest.raises(ValueError, match="odysse.objective must be token or espo"):
+        RLConfig(schedulers={"odysse": {"objective": "episode", "episode_minibatches": True}})
+    with pytest.raises(ValueError, match="schedulers.async_rollouts.enabled"):
+        RLConfig(schedulers={"odysse": espo, "async_rollouts": {"enabled": True}})
+    with pytest.raises(ValueError, match="curriculum.positive_replay: false"):
+        RLConfig(schedulers={"odysse": espo, "curriculum": {"enabled": True}})
+    RLConfig(schedulers={"odysse": espo, "curriculum": {"enabled": True, "positive_replay": False}})
     with pytest.raises(ValueError, match="torchrun"):
         Schedule.from_settings(ESPO).check(build_method(ESPO), parallel=True)
     opid = dataclasses.replace(ESPO, algorithm="opid")
@@ -134,7 +139,7 @@ def test_settings_that_cannot_run_are_refused_by_name():
 def test_a_short_run_with_espo_logs_its_metrics(warm_policy, twc_spec):
     config = RLConfig(
         algorithm="grpo", updates=1, tasks_per_update=2, group_size=2, learning_rate=1e-3, mini_batch_size=8,
-        odysse_episode_minibatches=True, odysse_objective="espo", checkpoint_every=0,
+        schedulers={"odysse": {"episode_minibatches": True, "objective": "espo"}}, checkpoint_every=0,
     )
     rollout = RolloutConfig(temperature=1.0, max_length=768, max_parallel=4, progress=False)
     pool = make_tasks(twc_spec, "train", range(2))

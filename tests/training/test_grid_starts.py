@@ -17,10 +17,10 @@ from hindsight.training.rl_config import RLConfig
 def test_new_methods_switch_on_their_start_or_option_only():
     base = RLConfig(updates=3, tasks_per_update=2, group_size=2)
     start_from, config = cell_rl_config(base, Cell(method="grpo_state2state", seed=0, fraction=1.0))
-    assert start_from == "state2state" and config.algorithm == "grpo" and not config.async_rollouts
+    assert start_from == "state2state" and config.algorithm == "grpo" and not config.schedulers.async_rollouts.enabled
     start_from, config = cell_rl_config(base, Cell(method="grpo_async", seed=0, fraction=1.0))
     assert start_from == "base" and config.algorithm == "grpo"
-    assert config.async_rollouts and config.async_max_staleness == 1
+    assert config.schedulers.async_rollouts.enabled and config.schedulers.async_rollouts.max_staleness == 1
     _, grpo = cell_rl_config(base, Cell(method="grpo", seed=0, fraction=1.0))
     for field in ("updates", "tasks_per_update", "group_size", "learning_rate"):  # the same budget as grpo
         assert getattr(config, field) == getattr(grpo, field)

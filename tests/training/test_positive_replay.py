@@ -1,7 +1,7 @@
 """Difficult positive replay (``training.positive_replay``): a stored success of a hard task
 enters the batch as one rollout of its group, with the behaviour log-probs recorded when
 it was played, the current policy's as the proximal ones, and the update's weight
-pi_prox / pi_behav capped by ``async_behaviour_weight_cap``. Tiny model, toy environment."""
+pi_prox / pi_behav capped by the curriculum's ``replay_weight_cap``. Tiny model, toy environment."""
 
 from __future__ import annotations
 
@@ -22,12 +22,13 @@ from hindsight.training.distillation import response_logprobs
 from hindsight.training.positive_replay import REPLAY_SOURCE, replay_hard_successes
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.rl_update import update_policy
+from hindsight.training.schedule import Schedule
 from toy_env import ToyEnvironment
 
 SPEC = EnvironmentSpec("toy", "box", {}, max_steps=2)
 CONFIG = RLConfig(
-    algorithm="grpo", ppo_epochs=1, mini_batch_size=64, learning_rate=1e-4, kl_coef=0.0, async_behaviour_weight_cap=2.0,
-    curriculum=True, curriculum_hard_threshold=0.25,
+    algorithm="grpo", ppo_epochs=1, mini_batch_size=64, learning_rate=1e-4, kl_coef=0.0,
+    schedulers={"curriculum": {"enabled": True, "hard_threshold": 0.25, "replay_weight_cap": 2.0}},
 )
 ROLLOUT = RolloutConfig(temperature=1.0, max_length=512, max_parallel=4, progress=False, group_size=2)
 
@@ -69,7 +70,9 @@ def test_a_stored_success_of_a_hard_task_replaces_one_rollout(tiny_policy, playe
     behaviour["response_logprobs"] = [[value - 5.0 for value in row] for row in stored["response_logprobs"]]
     rates.successes = {hard: behaviour.to_dict("records"), other: behaviour.to_dict("records")}
     batch = RolloutBatch(table=now.table, samples=list(now.samples), played=now.table)
-    assert replay_hard_successes(tiny_policy, batch, rates, ROLLOUT, CONFIG, update=5) == 1
+    replay = Schedule.from_settings(CONFIG).replay  # the curriculum's positive replay, as the loop asks it
+    assert replay.replay(tiny_policy, batch, rates, ROLLOUT, CONFIG, update=5) == {"curriculum/replayed_successes": 1.0}
+    assert batch.behaviour_weight_cap == 2.0
     assert batch.played is now.table and len(batch.samples) == len(batch.table) == len(batch.proximal_logp)
     assert batch.table.groupby("group_id")["episode_id"].nunique().to_dict() == {hard: 2, other: 2}
     replayed = batch.table.index[batch.table["source"] == REPLAY_SOURCE].tolist()
@@ -99,6 +102,6 @@ def test_no_replay_without_a_hard_task_or_a_stored_success(tiny_policy, played):
     rates.records = {tasks[0].group_id: TaskRecord(8, 8, 1.0)}  # mastered
     rates.successes = {tasks[0].group_id: stored.to_dict("records")}
     batch = RolloutBatch(table=now.table, samples=list(now.samples), played=now.table)
-    assert replay_hard_successes(tiny_policy, batch, rates, ROLLOUT, CONFIG, update=5) == 0
+    assert replay_hard_successes(tiny_policy, batch, rates, ROLLOUT, CONFIG, update=5, hard_threshold=0.25, weight_cap=2.0) == 0
     assert batch.table is now.table and batch.proximal_logp is None
     pd.testing.assert_frame_equal(batch.table, now.table)

@@ -23,9 +23,12 @@ from hindsight.training.rl_config import RLConfig
 
 CONFIG = RLConfig(
     algorithm="grpo", updates=3, tasks_per_update=3, group_size=2, learning_rate=1e-3, ppo_epochs=2, mini_batch_size=8,
-    curriculum=True, curriculum_infeasible_share=0.34, curriculum_replay_share=0.34, curriculum_hard_threshold=0.5,
-    async_behaviour_weight_cap=2.0, stepo_filter_zero_variance=True, stepo_filter_max_rounds=1, stepo_step_weights=True,
-    odysse_episode_minibatches=True, checkpoint_every=1,
+    checkpoint_every=1,
+    schedulers={
+        "curriculum": {"enabled": True, "infeasible_share": 0.34, "replay_share": 0.34, "hard_threshold": 0.5, "replay_weight_cap": 2.0},
+        "stepo": {"filter_zero_variance": True, "filter_max_rounds": 1, "step_weights": True},
+        "odysse": {"episode_minibatches": True},
+    },
 )
 ROLLOUT = RolloutConfig(temperature=1.0, max_length=768, max_parallel=8, progress=False)
 

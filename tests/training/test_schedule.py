@@ -11,50 +11,73 @@ from hindsight.methods import build_method
 from hindsight.rollout.curriculum import Curriculum, PassRateBand, PassRates, TaskDraw
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.rl_config import RLConfig
+from hindsight.training.espo_update import EspoObjective
+from hindsight.training.positive_replay import PositiveReplay
 from hindsight.training.schedule import Schedule
-from hindsight.training.stepo import EpisodeBalance, GroupFilter, SampleWeights, ZeroVarianceFilter
+from hindsight.training.stepo import EpisodeBalance, SampleWeights, ZeroVarianceFilter
+from hindsight.training.update_batch import GroupFilter
+
+
+def _rl(**schedulers) -> RLConfig:
+    """Core defaults with these scheduler blocks (``training.rl.schedulers.<name>``)."""
+    return RLConfig(schedulers=schedulers)
 
 
 def test_the_default_schedule_is_the_plain_loop():
     schedule = Schedule.from_settings(RLConfig())
     assert type(schedule.tasks) is TaskDraw and type(schedule.groups) is GroupFilter
-    assert type(schedule.weights) is SampleWeights and not schedule.minibatches.episodic and not schedule.asynchronous
+    assert type(schedule.weights) is SampleWeights and not schedule.minibatches.episodic and schedule.asynchronous is None
+    assert schedule.objective is None and schedule.replay is None and schedule.pass_rates().smoothing == 0.5
     assert schedule.describe() == "tasks=uniform, groups=every_group, weights=none, minibatches=shuffled, rollouts=synchronous"
 
 
 def test_each_setting_picks_its_piece():
-    schedule = Schedule.from_settings(RLConfig(
-        stepo_pass_rate_band=[0.0, 1.0], stepo_filter_zero_variance=True, stepo_filter_max_rounds=3,
-        stepo_step_weights=True, odysse_episode_minibatches=True,
+    schedule = Schedule.from_settings(_rl(
+        stepo={"pass_rate_band": [0.0, 1.0], "filter_zero_variance": True, "filter_max_rounds": 3, "step_weights": True},
+        odysse={"episode_minibatches": True}, pass_rates={"smoothing": 0.25},
     ))
     assert isinstance(schedule.tasks, PassRateBand) and schedule.tasks.band == (0.0, 1.0)
     assert isinstance(schedule.groups, ZeroVarianceFilter) and schedule.groups.extra_rounds == 3
     assert isinstance(schedule.weights, EpisodeBalance) and schedule.minibatches.episodic
-    assert isinstance(Schedule.from_settings(RLConfig(curriculum=True)).tasks, Curriculum)
-    assert Schedule.from_settings(RLConfig(async_rollouts=True)).asynchronous
+    assert schedule.pass_rates().smoothing == 0.25
+    curriculum = Schedule.from_settings(_rl(curriculum={"enabled": True, "hard_threshold": 0.4, "replay_weight_cap": 3.0}))
+    assert isinstance(curriculum.tasks, Curriculum) and curriculum.replay == PositiveReplay(0.4, 3.0)
+    assert Schedule.from_settings(_rl(curriculum={"enabled": True, "positive_replay": False})).replay is None
+    assert Schedule.from_settings(_rl(async_rollouts={"enabled": True, "max_staleness": 2})).asynchronous.max_staleness == 2
+    espo = Schedule.from_settings(_rl(odysse={"episode_minibatches": True, "objective": "espo"}))
+    assert isinstance(espo.objective, EspoObjective)
+    assert Schedule.from_settings(_rl(backend_correction={"weight_cap": None})).correction.weight_cap is None
+    assert Schedule.from_settings(RLConfig()).correction.weight_cap == 2.0
 
 
 def test_what_cannot_run_under_torchrun_is_refused_by_name():
     grpo = build_method(RLConfig(algorithm="grpo"))
-    with pytest.raises(ValueError, match="async_rollouts is not supported under torchrun"):
-        Schedule.from_settings(RLConfig(async_rollouts=True)).check(grpo, parallel=True)
-    with pytest.raises(ValueError, match="stepo_filter_zero_variance is not supported under torchrun"):
-        Schedule.from_settings(RLConfig(stepo_filter_zero_variance=True)).check(grpo, parallel=True)
-    Schedule.from_settings(RLConfig(stepo_step_weights=True, curriculum=True)).check(grpo, parallel=True)
+    with pytest.raises(ValueError, match="schedulers.async_rollouts is not supported under torchrun"):
+        Schedule.from_settings(_rl(async_rollouts={"enabled": True})).check(grpo, parallel=True)
+    with pytest.raises(ValueError, match="schedulers.stepo.filter_zero_variance is not supported under torchrun"):
+        Schedule.from_settings(_rl(stepo={"filter_zero_variance": True})).check(grpo, parallel=True)
+    Schedule.from_settings(_rl(stepo={"step_weights": True}, curriculum={"enabled": True})).check(grpo, parallel=True)
 
 
 def test_settings_two_pieces_would_both_own_are_refused():
     with pytest.raises(ValueError, match="both choose the tasks"):
-        RLConfig(curriculum=True, stepo_pass_rate_band=[0.0, 1.0])
-    with pytest.raises(ValueError, match="async_mini_groups must be >= 0"):
-        RLConfig(async_rollouts=True, async_mini_groups=-1)
+        _rl(curriculum={"enabled": True}, stepo={"pass_rate_band": [0.0, 1.0]})
+    with pytest.raises(ValueError, match="async_rollouts.mini_groups must be >= 0"):
+        _rl(async_rollouts={"enabled": True, "mini_groups": -1})
+    with pytest.raises(ValueError, match="pass_rates.smoothing must be in"):
+        _rl(pass_rates={"smoothing": 0.0})
+    with pytest.raises(ValueError, match="curriculum.infeasible_share and replay_share"):
+        _rl(curriculum={"infeasible_share": 0.75, "replay_share": 0.5})
 
 
 def test_asynchronous_rollouts_take_the_task_draw_and_the_filter_along():
-    schedule = Schedule.from_settings(RLConfig(async_rollouts=True, curriculum=True, stepo_filter_zero_variance=True))
-    assert schedule.asynchronous and isinstance(schedule.tasks, Curriculum) and isinstance(schedule.groups, ZeroVarianceFilter)
+    schedule = Schedule.from_settings(
+        _rl(async_rollouts={"enabled": True}, curriculum={"enabled": True}, stepo={"filter_zero_variance": True})
+    )
+    assert schedule.asynchronous is not None and isinstance(schedule.tasks, Curriculum) and isinstance(schedule.groups, ZeroVarianceFilter)
     schedule.check(build_method(RLConfig(algorithm="grpo")), parallel=False)
-    assert isinstance(Schedule.from_settings(RLConfig(async_rollouts=True, stepo_pass_rate_band=[0.0, 1.0])).tasks, PassRateBand)
+    banded = Schedule.from_settings(_rl(async_rollouts={"enabled": True}, stepo={"pass_rate_band": [0.0, 1.0]}))
+    assert isinstance(banded.tasks, PassRateBand)
 
 
 def _table(returns: dict[str, tuple[str, list[float]]]) -> pd.DataFrame:
@@ -88,7 +111,7 @@ def test_episode_balance_nets_zero_in_every_group_of_unequal_lengths():
         "quick": ("h", [0.0, 0.5]), "slow": ("h", [0.0] * 4 + [1.0]),
     })
     batch = _batch(table)
-    rl = RLConfig(algorithm="grpo", stepo_step_weights=True)
+    rl = RLConfig(algorithm="grpo", schedulers={"stepo": {"step_weights": True}})
     advantages, metrics = EpisodeBalance().advantages(build_method(rl), batch, rl, max_steps=20)
     for group in ("g", "h"):
         assert abs(float(advantages[(table["group_id"] == group).to_numpy()].sum())) < 1e-5
@@ -101,7 +124,7 @@ def test_episode_balance_nets_zero_in_every_group_of_unequal_lengths():
 
 
 def test_episode_balance_refuses_a_method_with_a_step_level_term():
-    schedule = Schedule.from_settings(RLConfig(stepo_step_weights=True))
+    schedule = Schedule.from_settings(_rl(stepo={"step_weights": True}))
     with pytest.raises(ValueError, match="'gigpo' adds a step-level term"):
         schedule.check(build_method(RLConfig(algorithm="gigpo")), parallel=False)
     schedule.check(build_method(RLConfig(algorithm="seed")), parallel=False)
@@ -112,3 +135,18 @@ def test_only_the_drawing_pieces_report_pass_rates():
     rates.observe(_table({"a": ("g1", [1.0]), "b": ("g1", [0.0])}))
     assert TaskDraw().summary(rates) == {}
     assert PassRateBand((0.0, 1.0)).summary(rates) == {"tasks/seen": 1.0, "tasks/pass_rate_mean": 0.5}
+
+
+def test_the_loop_and_the_update_read_no_scheduler_setting():
+    """They ask the schedule's pieces (``training.schedule``); the settings are read once, by
+    ``Schedule.from_settings``."""
+    import ast
+    import inspect
+
+    from hindsight.training import rl, rl_update
+
+    for module in (rl, rl_update):
+        source = inspect.getsource(module)
+        assert "schedulers." not in source.replace("training.rl.schedulers", ""), module.__name__
+        imported = {node.module for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom)}
+        assert not imported & {"hindsight.training.espo_update", "hindsight.training.stepo"}, module.__name__

@@ -3,6 +3,8 @@ and the default presets leave them out (the default grid takes no longer)."""
 
 from __future__ import annotations
 
+import pytest
+
 from hindsight.config import ExperimentsConfig
 from hindsight.experiments.grid import Cell, GridSpec, cell_rl_config
 from hindsight.experiments.methods import METHODS
@@ -10,22 +12,24 @@ from hindsight.training.rl_config import RLConfig
 
 
 def test_each_method_switches_on_its_option_only():
-    base = RLConfig(updates=2)
+    base = RLConfig(updates=2, schedulers={"stepo": {"filter_max_rounds": 1}})
     switched = {
-        "grpo_stepo": {"stepo_step_weights": True, "stepo_filter_zero_variance": True, "stepo_pass_rate_band": (0.0, 1.0)},
-        "grpo_curriculum": {"curriculum": True},
-        "grpo_odysse": {"odysse_episode_minibatches": True},
-        "grpo_espo": {"odysse_episode_minibatches": True, "odysse_objective": "espo"},
+        "grpo_stepo": {("stepo", "step_weights"): True, ("stepo", "filter_zero_variance"): True, ("stepo", "pass_rate_band"): (0.0, 1.0)},
+        "grpo_curriculum": {("curriculum", "enabled"): True},
+        "grpo_odysse": {("odysse", "episode_minibatches"): True},
+        "grpo_espo": {("odysse", "episode_minibatches"): True, ("odysse", "objective"): "espo"},
     }
-    defaults = RLConfig()
-    for name, options in switched.items():
+    options = [
+        ("stepo", "step_weights"), ("stepo", "filter_zero_variance"), ("stepo", "pass_rate_band"), ("curriculum", "enabled"),
+        ("odysse", "episode_minibatches"), ("odysse", "objective"), ("async_rollouts", "enabled"),
+    ]
+    for name, changed in switched.items():
         start_from, config = cell_rl_config(base, Cell(method=name, seed=0, fraction=1.0))
         assert start_from == "base" and config.algorithm == "grpo" and config.updates == 2
-        for option in (
-            "stepo_step_weights", "stepo_filter_zero_variance", "stepo_pass_rate_band", "curriculum",
-            "odysse_episode_minibatches", "odysse_objective",
-        ):
-            assert getattr(config, option) == options.get(option, getattr(defaults, option)), (name, option)
+        assert config.schedulers.stepo.filter_max_rounds == 1, name  # the base run's scheduler settings merged key by key
+        for block, key in options:
+            expected = changed.get((block, key), getattr(getattr(base.schedulers, block), key))
+            assert getattr(getattr(config.schedulers, block), key) == expected, (name, block, key)
 
 
 def test_scheduler_methods_run_when_a_preset_names_them():
@@ -41,11 +45,40 @@ def test_scheduler_methods_run_when_a_preset_names_them():
 def test_the_settings_build_from_a_parameter_block():
     from hindsight.params import ParameterError, build
 
-    config = build(RLConfig, {"stepo_pass_rate_band": [0.0, 1.0], "stepo_step_weights": True}, "training.rl")
-    assert config.stepo_pass_rate_band == (0.0, 1.0) and config.stepo_step_weights
-    try:
-        build(RLConfig, {"curriculum": "yes"}, "training.rl")
-    except (ParameterError, ValueError) as error:
-        assert "training.rl.curriculum" in str(error)
-    else:
-        raise AssertionError("a string for a boolean setting must be refused")
+    config = build(RLConfig, {"schedulers": {"stepo": {"pass_rate_band": [0.0, 1.0], "step_weights": True}}}, "training.rl")
+    assert config.schedulers.stepo.pass_rate_band == (0.0, 1.0) and config.schedulers.stepo.step_weights
+    assert config.schedulers.curriculum == RLConfig().schedulers.curriculum  # the other blocks keep their defaults
+    with pytest.raises(ParameterError, match=r"'training.rl.schedulers.curriculum.enabled'.*must be true or false"):
+        build(RLConfig, {"schedulers": {"curriculum": {"enabled": "yes"}}}, "training.rl")
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("stepo_step_weights", "schedulers.stepo.step_weights"),
+        ("curriculum", "schedulers.curriculum.enabled"),
+        ("pass_rate_smoothing", "schedulers.pass_rates.smoothing"),
+        ("odysse_objective", "schedulers.odysse.objective"),
+        ("async_rollouts", "schedulers.async_rollouts.enabled"),
+        ("sampler_weight_cap", "schedulers.backend_correction.weight_cap"),
+    ],
+)
+def test_an_old_flat_key_is_refused_with_its_new_key(old, new):
+    from hindsight.params import ParameterError, build
+    from hindsight.training.rl_config import with_overrides
+
+    message = rf"'training.rl.{old}' has moved: it is now 'training.rl.{new}'"
+    with pytest.raises(ParameterError, match=message):
+        build(RLConfig, {old: True}, "training.rl")
+    with pytest.raises(ParameterError, match=message):
+        with_overrides(RLConfig(), {old: True})
+
+
+def test_an_unknown_override_key_is_named():
+    from hindsight.params import ParameterError
+    from hindsight.training.rl_config import with_overrides
+
+    with pytest.raises(ParameterError, match=r"'training.rl.updatez'"):
+        with_overrides(RLConfig(), {"updatez": 3})
+    with pytest.raises(ParameterError, match=r"'training.rl.schedulers.stepo.step_weightz'"):
+        with_overrides(RLConfig(), {"schedulers": {"stepo": {"step_weightz": True}}})

@@ -20,7 +20,9 @@ from hindsight.rollout.tasks import make_tasks
 from hindsight.training.checkpoint import latest_checkpoint, load_training_state
 from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig
-from hindsight.training.stepo import collect_update_batch, informative_groups, stepo_step_weights
+from hindsight.training.schedule import Schedule
+from hindsight.training.stepo import informative_groups, stepo_step_weights
+from hindsight.training.update_batch import collect_update_batch
 
 
 def test_step_weights_give_every_episode_the_same_total():
@@ -68,8 +70,14 @@ def pool(twc_spec):
 
 @pytest.fixture(scope="module")
 def filtered(warm_policy, pool):
-    config = RLConfig(algorithm="grpo", tasks_per_update=3, group_size=2, stepo_filter_zero_variance=True, stepo_filter_max_rounds=2)
-    return collect_update_batch(copy.deepcopy(warm_policy), make_env, pool, PassRates(), ROLLOUT, config, 3, 0), config
+    config = RLConfig(
+        algorithm="grpo", tasks_per_update=3, group_size=2, schedulers={"stepo": {"filter_zero_variance": True, "filter_max_rounds": 2}}
+    )
+    schedule = Schedule.from_settings(config)
+    batch = collect_update_batch(
+        copy.deepcopy(warm_policy), make_env, pool, PassRates(), ROLLOUT, config, 3, 0, tasks=schedule.tasks, groups=schedule.groups
+    )
+    return batch, config
 
 
 def test_filter_keeps_only_groups_with_differing_returns(filtered):
@@ -95,7 +103,7 @@ def test_without_filter_the_batch_is_the_plain_rollout(warm_policy, pool):
 def calibrated_run(policy, pool, directory, stop_after_updates=None):
     config = RLConfig(
         algorithm="grpo", updates=2, tasks_per_update=3, group_size=2, learning_rate=1e-3, mini_batch_size=8,
-        stepo_pass_rate_band=(0.0, 1.0), stepo_step_weights=True, checkpoint_every=1,
+        schedulers={"stepo": {"pass_rate_band": (0.0, 1.0), "step_weights": True}}, checkpoint_every=1,
     )
     return train_rl(policy, frozen_copy(policy.model), pool, make_env, ROLLOUT, config, build_method(config), seed=5,
                     checkpoint_dir=directory, stop_after_updates=stop_after_updates)
@@ -126,8 +134,8 @@ def test_an_update_with_no_informative_group_takes_no_step(tiny_policy, twc_spec
     filter keeps none after its refill round, and the update takes no optimizer step."""
     pool = make_tasks(dataclasses.replace(twc_spec, max_steps=1), "train", range(4))
     config = RLConfig(
-        algorithm="grpo", updates=1, tasks_per_update=2, group_size=2, stepo_filter_zero_variance=True,
-        stepo_filter_max_rounds=1, stepo_step_weights=True,
+        algorithm="grpo", updates=1, tasks_per_update=2, group_size=2,
+        schedulers={"stepo": {"filter_zero_variance": True, "filter_max_rounds": 1, "step_weights": True}},
     )
     policy = copy.deepcopy(tiny_policy)
     before = {name: p.detach().clone() for name, p in policy.model.named_parameters()}

@@ -7,12 +7,12 @@ Defaults live here and only here; ``conf/base/parameters_experiments.yml`` resta
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 from hindsight.config.stages import HeldoutPlay, TrainingConfig
 from hindsight.experiments.methods import METHODS
 from hindsight.methods.registry import check_method_settings
-from hindsight.training.rl_config import RLConfig, with_overrides
+from hindsight.training.rl_config import RLConfig, check_keys, with_overrides
 
 
 @dataclass
@@ -32,10 +32,7 @@ class GridPreset:
     """Held-out evaluation of every cell (at its start and every ``eval_every`` updates)."""
 
     def __post_init__(self) -> None:
-        known = {f.name for f in fields(RLConfig)}
-        unknown = sorted(set(self.rl) - known)
-        if unknown:
-            raise ValueError(f"experiments preset rl overrides: unknown key(s) {unknown}; known: {sorted(known)}")
+        check_keys(self.rl, "experiments preset rl")  # a moved key is named with its new key
         check_method_settings(with_overrides(RLConfig(), self.rl), "experiments preset rl")
 
 

@@ -128,7 +128,7 @@ class RolloutSettings:
     converted after every update; step-wise layout only)."""
     backend_compute_type: str = "int8"
     """ctranslate2 only: float32 (the learner's numbers) or int8 (quantized weights; the RL
-    update corrects for the gap, ``training.rl.sampler_weight_cap``)."""
+    update corrects for the gap, ``training.rl.schedulers.backend_correction.weight_cap``)."""
 
 
 @dataclass(frozen=True)

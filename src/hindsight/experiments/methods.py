@@ -63,7 +63,7 @@ class Method:
     State2State checkpoint, ``experiments.starts``)."""
     rl: dict[str, Any] = field(default_factory=dict)
     """Overrides of ``training.rl`` (``rl_config.with_overrides``: a method's own settings
-    under ``methods.<name>``)."""
+    under ``methods.<name>``, the schedulers' under ``schedulers.<name>``)."""
     default_grid: bool = True
     """Whether the default presets list it (``config.experiments``)."""
 
@@ -71,6 +71,12 @@ class Method:
 def _seed(**settings: Any) -> dict[str, Any]:
     """Overrides that pick SEED with these of its own settings (``methods.seed``)."""
     return {"algorithm": "seed", "methods": {"seed": settings}}
+
+
+def _grpo(**schedulers: dict[str, Any]) -> dict[str, Any]:
+    """Overrides that pick GRPO with these scheduler blocks (``schedulers.<name>``, merged key
+    by key over the base run's)."""
+    return {"algorithm": "grpo", "schedulers": schedulers}
 
 
 METHOD_LIST = (
@@ -92,17 +98,19 @@ METHOD_LIST = (
     Method("wmr1", "WM-R1", "stage1", {"algorithm": "wmr1"}, default_grid=False),
     Method(
         "grpo_stepo", "GRPO + STEPO", "base",
-        {"algorithm": "grpo", "stepo_step_weights": True, "stepo_filter_zero_variance": True, "stepo_pass_rate_band": (0.0, 1.0)},
+        _grpo(stepo={"step_weights": True, "filter_zero_variance": True, "pass_rate_band": (0.0, 1.0)}),
         default_grid=False,
     ),
-    Method("grpo_curriculum", "GRPO + curriculum", "base", {"algorithm": "grpo", "curriculum": True}, default_grid=False),
-    Method("grpo_odysse", "GRPO + ODYSSE sampler", "base", {"algorithm": "grpo", "odysse_episode_minibatches": True}, default_grid=False),
+    Method("grpo_curriculum", "GRPO + curriculum", "base", _grpo(curriculum={"enabled": True}), default_grid=False),
+    Method("grpo_odysse", "GRPO + ODYSSE sampler", "base", _grpo(odysse={"episode_minibatches": True}), default_grid=False),
     Method(
         "grpo_espo", "GRPO + ODYSSE ESPO", "base",
-        {"algorithm": "grpo", "odysse_episode_minibatches": True, "odysse_objective": "espo"}, default_grid=False,
+        _grpo(odysse={"episode_minibatches": True, "objective": "espo"}), default_grid=False,
     ),
     Method("grpo_state2state", "GRPO after State2State", "state2state", {"algorithm": "grpo"}, default_grid=False),
-    Method("grpo_async", "GRPO + async rollouts", "base", {"algorithm": "grpo", "async_rollouts": True, "async_max_staleness": 1}, default_grid=False),
+    Method(
+        "grpo_async", "GRPO + async rollouts", "base", _grpo(async_rollouts={"enabled": True, "max_staleness": 1}), default_grid=False,
+    ),
 )
 
 METHODS: dict[str, Method] = {method.name: method for method in METHOD_LIST}

@@ -11,7 +11,7 @@ Group filter (``min_group_score_std``, off at 0): as the released recipe's filte
 whose episodes' scores spread less than the threshold (population std, groups of two or
 more episodes) is dropped from the update before anything is scored. The score is each
 episode's step-0 step return (the discounted return, broken at mismatches, the step term
-uses). The loop's group filter (``training.stepo``) is chosen from the core settings and
+uses). The loop's group filter (``training.stepo``) is chosen from ``training.rl.schedulers`` and
 refills; this one is the method's own, so it runs in ``after_rollout`` on the played batch
 and does not refill (our reading: the released trainer plays more batches until it has
 enough groups, our update trains on the groups it kept). ``empo/dropped_groups`` counts them.
@@ -66,10 +66,10 @@ class EMPO(Method):
     step_level = True
 
     def check(self, rl: RLConfig, *, parallel: bool) -> None:
-        if self.settings.min_group_score_std > 0 and (parallel or rl.async_rollouts):
+        if self.settings.min_group_score_std > 0 and (parallel or rl.schedulers.async_rollouts.enabled):
             raise ValueError(
                 f"{SETTINGS_KEY}.min_group_score_std filters the played batch in the learner, in one process and with "
-                "synchronous rollouts: set it to 0, or training.rl.async_rollouts: false and run without torchrun"
+                "synchronous rollouts: set it to 0, or training.rl.schedulers.async_rollouts.enabled: false and run without torchrun"
             )
 
     def step_returns(self, table: pd.DataFrame) -> torch.Tensor:

@@ -72,10 +72,10 @@ class SEED(SkillDistillation):
         return self.settings.distill
 
     def check(self, rl: RLConfig, *, parallel: bool) -> None:
-        if rl.stepo_step_weights and self.settings.step_score == "release":
+        if rl.schedulers.stepo.step_weights and self.settings.step_score == "release":
             raise ValueError(
-                "training.rl.stepo_step_weights takes one score per episode; methods.seed.step_score: release puts an "
-                "invalid action's penalty on its own step (set step_score: episode_return, or stepo_step_weights: false)"
+                "training.rl.schedulers.stepo.step_weights takes one score per episode; methods.seed.step_score: release "
+                "puts an invalid action's penalty on its own step (set step_score: episode_return, or step_weights: false)"
             )
 
     def episode_scores(self, batch: RolloutBatch, rl: RLConfig, max_steps: int) -> torch.Tensor:

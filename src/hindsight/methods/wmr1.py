@@ -73,7 +73,7 @@ from hindsight.rollout.imagination import CALLS_COLUMN, Imagination
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.positive_replay import REPLAY_SOURCE, rebuild_scored_samples
 from hindsight.training.rl_config import RLConfig
-from hindsight.training.stepo import round_seed
+from hindsight.training.update_batch import round_seed
 from hindsight.world_model.environment import IMAGINE_PREFIX, WorldModelSimulator
 
 LENGTH_BUDGETS = ("group_success_rate", "training_progress")
@@ -264,11 +264,14 @@ class WMR1(Method):
     def check(self, rl: RLConfig, *, parallel: bool) -> None:
         if self.context.world_model is None:
             raise ValueError("training.rl.algorithm='wmr1' rolls out inside a trained world model: run `kedro run --pipeline wmr1`")
-        if parallel or rl.stepo_filter_zero_variance or rl.async_rollouts or (rl.curriculum and rl.curriculum_positive_replay):
+        schedulers = rl.schedulers
+        curriculum = schedulers.curriculum
+        replays = curriculum.enabled and curriculum.positive_replay
+        if parallel or schedulers.stepo.filter_zero_variance or schedulers.async_rollouts.enabled or replays:
             raise ValueError(
                 "training.rl.algorithm='wmr1' runs in one process, synchronously, without STEPO filtering or the "
-                "curriculum's positive replay (training.rl.curriculum_positive_replay: its replay works on whole groups; "
-                "the world model lives in the learner)"
+                "curriculum's positive replay (training.rl.schedulers.curriculum.positive_replay: its replay works on "
+                "whole groups; the world model lives in the learner)"
             )
 
     def __init__(self, settings: WMR1Settings | None = None, context: MethodContext | None = None) -> None:

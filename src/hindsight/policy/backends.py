@@ -30,7 +30,8 @@ exposes: it runs on the torch backend only (``check_layout``).
 Where the engine's numbers differ from the learner's (``int8``), the RL update corrects for
 it: the learner recomputes the log-probs of the rollout's tokens before the update
 (the proximal policy) and the loss is decoupled PPO with the engine's log-probs as the
-behaviour policy and a capped importance weight (``training.rl.sampler_weight_cap``;
+behaviour policy and a capped importance weight (``training.rl.schedulers.backend_correction.weight_cap``,
+``training.backend_correction``;
 ``algorithms.decoupled_ppo_loss``). ``exact`` says whether a backend needs that.
 """
 

@@ -9,6 +9,7 @@ reading, and docs/fidelity.md says so.
   the estimate, each later group moves it by ``smoothing`` towards that group's rate. It is
   part of the RL checkpoint (``state_dict`` / ``load_state_dict``), so a resumed run draws
   the same tasks as an uninterrupted one.
+  Its one setting is ``training.rl.schedulers.pass_rates.smoothing`` (``PassRateSettings``).
 The draws are ``TaskDraw`` objects with one interface (``draw``, ``summary``), chosen from
 the settings by ``task_draw``:
 
@@ -18,7 +19,8 @@ the settings by ``task_draw``:
   a task is played, so a task outside the band would stay there for ever: when fewer than
   ``count`` tasks are inside, the draw is filled up from the others at random (re-probing
   them), and the metrics say how many.
-- ``curriculum``: each task of the pool falls in one bucket,
+- ``curriculum`` (settings ``training.rl.schedulers.curriculum``, ``CurriculumSettings``):
+  each task of the pool falls in one bucket,
     * unsolved: played, never won;
     * hard success: won at least once, estimate <= ``hard_threshold`` (includes a task the
       policy used to solve and has since forgotten);
@@ -71,6 +73,55 @@ class TaskRecord:
     """Of those, won."""
     estimate: float | None = None
     """Moving average of its groups' success rates (None: never played)."""
+
+
+@dataclass
+class PassRateSettings:
+    """The pass-rate estimates the task draws read (``training.rl.schedulers.pass_rates``)."""
+
+    smoothing: float = 0.5
+    """Weight of the newest group's success rate in a task's pass-rate estimate (EMA)."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.smoothing <= 1.0:
+            raise ValueError(
+                f"training.rl.schedulers.pass_rates.smoothing must be in (0, 1] (0 would never update an estimate), got {self.smoothing}"
+            )
+
+
+@dataclass
+class CurriculumSettings:
+    """The task curriculum (``training.rl.schedulers.curriculum``; module docstring)."""
+
+    enabled: bool = False
+    """Mix learnable tasks, hard successes (with their stored successes replayed) and a
+    share of generated infeasible tasks instead of a uniform draw."""
+    infeasible_share: float = 0.125
+    """Share drawn from generated infeasible variants of the pool's tasks (the goal names an
+    absent object; ``envs.infeasible``); above 0, every task drawn offers the action
+    ``declare infeasible``."""
+    replay_share: float = 0.25
+    """Share drawn from hard successes (solved once, estimate <= ``hard_threshold``)."""
+    hard_threshold: float = 0.25
+    """A solved task whose pass-rate estimate is at most this counts as hard."""
+    positive_replay: bool = True
+    """Difficult positive replay: each hard-success group swaps one rollout for its task's
+    stored won episode (``training.positive_replay``)."""
+    replay_weight_cap: float | None = None
+    """Positive replay: upper bound of the decoupled-PPO weight pi_prox / pi_behav on the
+    replayed samples (None: no cap)."""
+
+    def __post_init__(self) -> None:
+        shares = (self.infeasible_share, self.replay_share)
+        if min(shares) < 0 or sum(shares) > 1:
+            raise ValueError(
+                "training.rl.schedulers.curriculum.infeasible_share and replay_share must be >= 0 and sum to at most 1, "
+                f"got {shares}"
+            )
+        if not 0.0 <= self.hard_threshold <= 1.0:
+            raise ValueError(f"training.rl.schedulers.curriculum.hard_threshold must be in [0, 1], got {self.hard_threshold}")
+        if self.replay_weight_cap is not None and self.replay_weight_cap <= 0:
+            raise ValueError(f"training.rl.schedulers.curriculum.replay_weight_cap must be > 0 or null, got {self.replay_weight_cap}")
 
 
 class PassRates:
@@ -326,19 +377,11 @@ def round_rng(seed: int, update: int, round_index: int) -> random.Random:
     return random.Random((seed * 1_000_003 + update) * 1_009 + round_index)
 
 
-def task_draw(config) -> TaskDraw:
-    """The draw ``RLConfig`` asks for: ``curriculum``, ``stepo_pass_rate_band`` or uniform."""
-    if config.curriculum:
-        return Curriculum(config.curriculum_infeasible_share, config.curriculum_replay_share, config.curriculum_hard_threshold)
-    if config.stepo_pass_rate_band is not None:
-        return PassRateBand(tuple(config.stepo_pass_rate_band))
+def task_draw(curriculum: CurriculumSettings, band: tuple[float, float] | None = None) -> TaskDraw:
+    """The draw the settings ask for: the curriculum when ``curriculum.enabled``, STEPO's
+    pass-rate band when ``band`` is given, else uniform."""
+    if curriculum.enabled:
+        return Curriculum(curriculum.infeasible_share, curriculum.replay_share, curriculum.hard_threshold)
+    if band is not None:
+        return PassRateBand(tuple(band))
     return TaskDraw()
-
-
-def draw_update_tasks(
-    pool: Sequence[TaskRef], rates: PassRates, count: int, config, seed: int, update: int,
-    *, round_index: int = 0, exclude: Iterable[str] = (),
-) -> tuple[list[TaskRef], dict[str, float]]:
-    """The tasks of one rollout round by the draw ``config`` (``RLConfig``) asks for
-    (``task_draw(config).draw``)."""
-    return task_draw(config).draw(pool, rates, count, seed, update, round_index=round_index, exclude=exclude)

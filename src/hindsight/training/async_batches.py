@@ -2,7 +2,7 @@
 leaves their shape open, so what follows is our reading).
 
 The unit is the group: ``group_size`` episodes of one task, never split. With
-``training.rl.async_mini_groups = N`` the learner cuts each rollout round of an update into
+``training.rl.schedulers.async_rollouts.mini_groups = N`` the learner cuts each rollout round of an update into
 requests of at most ``N`` tasks (``chunk_tasks``), and the worker answers each with one
 message holding those ``N`` whole groups; ``N = 0`` keeps one request per round (the whole
 update's tasks in one message, the rollout the synchronous loop plays). Between two
@@ -34,7 +34,7 @@ import pandas as pd
 from hindsight.rollout.engine import RolloutResult
 from hindsight.rollout.tasks import TaskRef
 from hindsight.training.batch import RolloutBatch
-from hindsight.training.stepo import GroupFilter, kept_rows, round_seed
+from hindsight.training.update_batch import GroupFilter, kept_rows, round_seed
 
 RequestKey = tuple[int, int, int]
 """One mini-group request: (update, rollout round, chunk of that round)."""
@@ -74,7 +74,7 @@ def chunk_tasks(tasks: Sequence[TaskRef], mini_groups: int) -> list[list[TaskRef
 
 
 def chunk_seed(seed: int, update: int, round_index: int, chunk: int) -> int:
-    """The rollout seed of one mini-group: the round's seed (``training.stepo.round_seed``)
+    """The rollout seed of one mini-group: the round's seed (``training.update_batch.round_seed``)
     for chunk 0, a distinct value derived from it for the others."""
     base = round_seed(seed, update, round_index)
     return base if chunk == 0 else base * 1_013 + chunk

@@ -2,17 +2,18 @@
 itself) or the asynchronous one (our reading of EvoCUA-1.5; docs/fidelity.md, "The schedulers"):
 a rollout worker process generates the rollouts of the next updates while the learner trains.
 
-``train_rl`` asks the asynchronous producer (``training.rl.async_rollouts``) for the batch
-of each update (``next_batch``), the proximal log-probs of its samples
-(``proximal_logprobs``) and tells it when a new policy version exists (``publish``); the
-synchronous loop plays its rollouts in-line (``training.stepo.collect_update_batch``).
+``train_rl`` asks the asynchronous producer (settings ``training.rl.schedulers.async_rollouts``,
+``AsyncSettings``) for the batch of each update (``next_batch``), the proximal log-probs of
+its samples (``proximal_logprobs``) and tells it when a new policy version exists
+(``publish``); the synchronous loop plays its rollouts in-line
+(``training.update_batch.collect_update_batch``).
 Versions count updates: the starting policy of update ``u`` is version ``u``.
 
 Asynchronous, with ``max_staleness = k``:
 
 - the worker (``training.rollout_worker``: its own process, its own torch thread budget,
   the environments) plays the rollouts of update ``u`` with the newest weights it holds, in
-  mini-groups (``training.async_batches``: ``async_mini_groups`` whole groups per message);
+  mini-groups (``training.async_batches``: ``mini_groups`` whole groups per message);
 - the learner asks for the rollouts of update ``u`` only once version ``u - k`` is
   published, through the same FIFO as the weights, so every sample's staleness (learner
   version minus the version that generated it) is at most ``k``: generation is held back,
@@ -27,12 +28,12 @@ Asynchronous, with ``max_staleness = k``:
   current estimates and played with the learner's current version (the worker plays the
   waiting request with the smallest key first, so it goes ahead of later updates);
 - k = 0 is lock-step: the worker plays with exactly the learner's weights; with one message
-  per round (``async_mini_groups: 0``) the results equal the synchronous loop's, with every
+  per round (``mini_groups: 0``) the results equal the synchronous loop's, with every
   task draw and filter (same seeds, CPU, same thread count);
 - the update is decoupled PPO (``algorithms.decoupled_ppo_loss``): the behaviour log-probs
   recorded at sampling time, the proximal log-probs recomputed by the learner (its version
   before the update) for the stale samples; a fresh sample's behaviour log-probs are its
-  proximal ones.
+  proximal ones; the weight pi_prox / pi_behav is capped at ``behaviour_weight_cap``.
 
 A mini-group is played with one version (weights are loaded between mini-groups, not
 mid-episode); ``async/staleness_mean`` and ``async/staleness_max`` are over every row played
@@ -59,7 +60,8 @@ import multiprocessing
 import pickle
 import queue
 import time
-from typing import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import pandas as pd
 import torch
@@ -73,9 +75,11 @@ from hindsight.training.async_batches import (
 )
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.distillation import response_logprobs
-from hindsight.training.rl_config import RLConfig
-from hindsight.training.stepo import GroupFilter
 from hindsight.training.rollout_worker import pack, trainable_weights, unpack, worker_main
+from hindsight.training.update_batch import GroupFilter
+
+if TYPE_CHECKING:
+    from hindsight.training.rl_config import RLConfig
 
 logger = logging.getLogger(__name__)
 
@@ -85,13 +89,51 @@ STOP_GRACE_SECONDS = 10.0
 """How long a stopping worker may take before it is terminated (then killed)."""
 
 
+@dataclass
+class AsyncSettings:
+    """Asynchronous rollouts (``training.rl.schedulers.async_rollouts``; module docstring)."""
+
+    enabled: bool = False
+    """Generate rollouts in a second process while the learner trains, with decoupled PPO on
+    stale samples; False: the synchronous loop."""
+    max_staleness: int = 1
+    """How many policy versions generation may run ahead of the learner (the bound on
+    learner version minus behaviour version; 0: lock-step, the synchronous loop's results
+    when the worker and the learner use the same number of torch threads)."""
+    worker_threads: int = 1
+    """Torch intra-op threads of the rollout worker process."""
+    behaviour_weight_cap: float | None = None
+    """Upper bound of the decoupled-PPO weight pi_prox / pi_behav (None: no cap)."""
+    mini_groups: int = 0
+    """Our reading of EvoCUA's mini-groups (``training.async_batches``): whole groups per
+    worker message; the learner assembles an update from them as they arrive and the worker
+    takes newer weights between them (0: one message per rollout round)."""
+
+    def __post_init__(self) -> None:
+        if self.max_staleness < 0 or self.worker_threads < 1:
+            raise ValueError(
+                "training.rl.schedulers.async_rollouts.max_staleness must be >= 0 and worker_threads >= 1, got "
+                f"{self.max_staleness} and {self.worker_threads}"
+            )
+        if self.mini_groups < 0:
+            raise ValueError(
+                f"training.rl.schedulers.async_rollouts.mini_groups must be >= 0 (0: one message per round), got {self.mini_groups}"
+            )
+        if self.behaviour_weight_cap is not None and self.behaviour_weight_cap <= 0:
+            raise ValueError(
+                f"training.rl.schedulers.async_rollouts.behaviour_weight_cap must be > 0 or null, got {self.behaviour_weight_cap}"
+            )
+
+
 class RolloutWorkerError(RuntimeError):
     """The rollout worker failed (raised, crashed or was killed)."""
 
 
 class SyncRollouts:
     """The synchronous loop: the learner plays update ``u``'s rollout itself with version ``u``
-    (``training.stepo.collect_update_batch``); nothing to run ahead, nothing stale."""
+    (``training.update_batch.collect_update_batch``); nothing to run ahead, nothing stale."""
+
+    behaviour_weight_cap = None
 
     def __enter__(self) -> "SyncRollouts":
         return self
@@ -112,9 +154,12 @@ class AsyncRollouts:
     mini-groups, from tasks the learner draws."""
 
     def __init__(
-        self, policy, env_factory: Callable, pool: Sequence[TaskRef], rates: PassRates, tasks: TaskDraw,
+        self, settings: AsyncSettings, policy, env_factory: Callable, pool: Sequence[TaskRef], rates: PassRates, tasks: TaskDraw,
         groups: GroupFilter, rollout_config: RolloutConfig, config: RLConfig, seed: int, start_update: int, end_update: int,
     ):
+        self.settings = settings
+        self.behaviour_weight_cap = settings.behaviour_weight_cap
+        """The cap of pi_prox / pi_behav the update applies to this producer's batches."""
         self.policy, self.env_factory, self.pool, self.rates = policy, env_factory, pool, rates
         self.tasks, self.groups = tasks, groups
         self.rollout_config, self.config, self.seed = rollout_config, config, seed
@@ -130,7 +175,7 @@ class AsyncRollouts:
         blob = pickle.dumps(self.policy, protocol=pickle.HIGHEST_PROTOCOL)
         self.process = context.Process(
             target=worker_main,
-            args=(blob, self.start_update, self.env_factory, self.config.async_worker_threads, self.inbox, self.outbox),
+            args=(blob, self.start_update, self.env_factory, self.settings.worker_threads, self.inbox, self.outbox),
             name="hindsight-rollout-worker",
             daemon=True,
         )
@@ -138,10 +183,10 @@ class AsyncRollouts:
             self.process.start()
             logger.info(
                 "Rollout worker started (pid %d, %d thread(s), max staleness %d, mini-groups %d)",
-                self.process.pid, self.config.async_worker_threads, self.config.async_max_staleness,
-                self.config.async_mini_groups,
+                self.process.pid, self.settings.worker_threads, self.settings.max_staleness,
+                self.settings.mini_groups,
             )
-            self._request_up_to(self.start_update + self.config.async_max_staleness)
+            self._request_up_to(self.start_update + self.settings.max_staleness)
         except BaseException:
             self.close()
             raise
@@ -167,7 +212,7 @@ class AsyncRollouts:
         if not drawn:
             return None
         keys = []
-        for chunk, tasks in enumerate(chunk_tasks(drawn, self.config.async_mini_groups)):
+        for chunk, tasks in enumerate(chunk_tasks(drawn, self.settings.mini_groups)):
             key = (update, round_index, chunk)
             settings = dataclasses.replace(
                 self.rollout_config, group_size=self.config.group_size, seed=chunk_seed(self.seed, update, round_index, chunk)
@@ -198,10 +243,10 @@ class AsyncRollouts:
         del self.plans[update]
         batch = assemble_batch(update, deliveries, kept, dropped, len(plan.rounds), self.groups, plan.draw_metrics)
         behind = staleness(update, deliveries)
-        if len(behind) and (behind.max() > self.config.async_max_staleness or behind.min() < 0):
+        if len(behind) and (behind.max() > self.settings.max_staleness or behind.min() < 0):
             raise RolloutWorkerError(
                 f"update {update}: samples of policy versions {sorted(set((update - behind).tolist()))} break the "
-                f"staleness bound {self.config.async_max_staleness}"
+                f"staleness bound {self.settings.max_staleness}"
             )
         batch.metrics.update({
             "async/staleness_mean": float(behind.mean()) if len(behind) else 0.0,
@@ -258,7 +303,7 @@ class AsyncRollouts:
     def publish(self, version: int) -> None:
         """Send version ``version``'s weights, then the requests it unlocks."""
         self.inbox.put(pack(("weights", version, trainable_weights(self.policy.model))))
-        self._request_up_to(version + self.config.async_max_staleness)
+        self._request_up_to(version + self.settings.max_staleness)
 
     def close(self) -> None:
         """Stop the worker: ask, wait ``STOP_GRACE_SECONDS``, terminate, kill."""

@@ -1,6 +1,6 @@
 """The rollout batch: one object from the engine to the loss, filled in stage by stage.
 
-The rollout (``training.stepo.collect_update_batch``) fills what was played: the step rows
+The rollout (``training.update_batch.collect_update_batch``) fills what was played: the step rows
 (``table``, the storage view the catalog keeps) and one ``StepSample`` per row (token ids,
 decoding masks, the sampled log-probs, episode and step ids). The loop then fills, in order:
 the recorded log-probs (``old_logp``), the method's signals (``teacher_logp``: SEED's and
@@ -44,7 +44,11 @@ class RolloutBatch:
     advantages: torch.Tensor | None = None
     """[N] one advantage per sample (the method's; STEPO's step weights folded in)."""
     proximal_logp: list[torch.Tensor] | None = None
-    """Per sample (asynchronous rollouts): the learner's log-probs before this update."""
+    """Per sample (asynchronous rollouts, replayed successes, an inexact rollout backend): the
+    learner's log-probs before this update; the update is then decoupled PPO."""
+    behaviour_weight_cap: float | None = None
+    """With ``proximal_logp``: the cap of the weight pi_prox / pi_behav, set by whoever filled
+    them (the asynchronous producer, the positive replay, the backend correction; None: no cap)."""
     skills: pd.DataFrame | None = None
     """The skills written for this batch's episodes (SEED, OPID)."""
     update: int = 0
@@ -73,6 +77,7 @@ class RolloutBatch:
             old_logp=[self.old_logp[i] for i in indices],
             teacher_logp=[self.teacher_logp[i] for i in indices],
             proximal_logp=[self.proximal_logp[i] for i in indices] if self.proximal_logp is not None else None,
+            behaviour_weight_cap=self.behaviour_weight_cap,
         )
 
 
@@ -85,3 +90,4 @@ class MicroBatch:
     old_logp: list[torch.Tensor]
     teacher_logp: list[torch.Tensor | None]
     proximal_logp: list[torch.Tensor] | None
+    behaviour_weight_cap: float | None = None

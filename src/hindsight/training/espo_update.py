@@ -1,8 +1,10 @@
-"""ESPO in the RL update (``training.rl.odysse_objective: espo``): our reading of ODYSSE's
-episode-level objective, one clipped importance ratio per episode (``algorithms.espo_loss``)
-in place of the token-level PPO term.
+"""ODYSSE's settings (``training.rl.schedulers.odysse``, ``OdysseSettings``: its episodic
+sampler, ``training.minibatches``, and its objective) and ESPO in the RL update
+(``objective: espo``, ``EspoObjective``): our reading of ODYSSE's episode-level objective,
+one clipped importance ratio per episode (``algorithms.espo_loss``) in place of the
+token-level PPO term.
 
-It needs whole episodes per mini-batch (``odysse_episode_minibatches: true``). A mini-batch
+It needs whole episodes per mini-batch (``episode_minibatches: true``). A mini-batch
 still runs as micro-batches within ``micro_batch_tokens``, and those cut episodes apart
 (samples are sorted by length), so an episode's ratio is measured first over the whole
 mini-batch: ``EpisodeTotals.measure`` runs one forward pass without gradient over the
@@ -22,63 +24,82 @@ ranks) and methods with token-level advantages (OPID), which one ratio per episo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import torch
 
 from hindsight import algorithms
-from hindsight.policy.encoding import StepSample, collate
-from hindsight.policy.logprobs import token_logprobs, token_logprobs_and_entropy
+from hindsight.policy.encoding import StepSample
 from hindsight.training.batch import RolloutBatch
-from hindsight.training.episode_batches import is_multiturn, right_aligned_logprobs
 from hindsight.training.loss_terms import LossTerm
 from hindsight.training.method import Method
-from hindsight.training.rl_config import RLConfig
+from hindsight.training.response_tensors import pad_right_aligned, policy_response_logprobs
+
+if TYPE_CHECKING:
+    from hindsight.training.rl_config import RLConfig
 
 ESPO_AGGREGATION = "episode-mean"
 """How the update aggregates ESPO over episodes: each episode weighs one (``loss_agg``
 still applies to the KL and the method's own terms)."""
 
 
-def pad_right_aligned(rows: Sequence[torch.Tensor], width: int) -> torch.Tensor:
-    """[B, width] with each row right-aligned (the response layout), zeros on the left."""
-    out = torch.zeros(len(rows), width)
-    for index, row in enumerate(rows):
-        if len(row):
-            out[index, -len(row) :] = row
-    return out
+@dataclass
+class OdysseSettings:
+    """ODYSSE (``training.rl.schedulers.odysse``; our reading, docs/fidelity.md)."""
+
+    episode_minibatches: bool = False
+    """Episodic sampler: every step sample of one episode goes into the same mini-batch
+    (``training.minibatches``)."""
+    objective: str = "token"
+    """The policy loss: token (token-level PPO clip) or espo (our reading of ODYSSE's
+    episode-level objective: one clipped ratio per episode, the geometric mean of its token
+    ratios, advantages re-centred over the mini-batch's episodes; this module); espo needs
+    ``episode_minibatches: true``."""
+
+    def __post_init__(self) -> None:
+        if self.objective not in ("token", "espo"):
+            raise ValueError(f"training.rl.schedulers.odysse.objective must be token or espo, got {self.objective!r}")
+        if self.objective == "espo" and not self.episode_minibatches:
+            raise ValueError(
+                "training.rl.schedulers.odysse.objective: espo needs whole episodes per mini-batch: set "
+                "training.rl.schedulers.odysse.episode_minibatches: true (or objective: token)"
+            )
 
 
-def policy_response_logprobs(
-    model, chunk: Sequence[StepSample], pad: int, device, entropy: bool = False
-) -> tuple[torch.Tensor, torch.Tensor, int, torch.Tensor | None]:
-    """(log-probs [B, R] of the responses under ``model``, choice mask [B, R], R, and with
-    ``entropy`` each response token's entropy [B, R] from the same pass, else None),
-    responses right-aligned; one forward pass per episode in the multi-turn layout."""
-    if is_multiturn(chunk):  # one forward pass per episode (training.episode_batches)
-        return right_aligned_logprobs(model, chunk, pad, entropy)
-    tokens = collate(chunk, pad).to(device)
-    width = tokens.response_width
-    if entropy:
-        logp, entropies = token_logprobs_and_entropy(model, tokens)
-        entropies = entropies[:, -width:].float().cpu()
-    else:
-        logp, entropies = token_logprobs(model, tokens), None
-    mask = tokens.choice_mask[:, -width:].float().cpu()  # response tokens the policy chose (no forced ones)
-    return logp[:, -width:].float().cpu(), mask, width, entropies
+class EspoObjective:
+    """The update's policy term as ESPO: each mini-batch measures its episodes first
+    (``EpisodeTotals``), then every micro-batch adds its share of the episode-level loss."""
+
+    name = "espo"
+
+    def check(self, method: Method, *, parallel: bool) -> None:
+        """Refuse ESPO where it cannot run correctly (module docstring)."""
+        check_espo("espo", method, parallel=parallel)
+
+    def measure(
+        self, model, batch: RolloutBatch, members: Sequence[int], plan: Sequence[tuple[list[int], float]], pad: int, device,
+        config: RLConfig,
+    ) -> "EpisodeTotals":
+        """The mini-batch's episode totals (``EpisodeTotals.measure``)."""
+        return EpisodeTotals.measure(model, batch, members, plan, pad, device, config)
+
+
+def episode_objective(settings: OdysseSettings) -> EspoObjective | None:
+    """The policy term the settings ask for: ``EspoObjective``, or None (token-level PPO)."""
+    return EspoObjective() if settings.objective == "espo" else None
 
 
 def check_espo(objective: str, method: Method, *, parallel: bool) -> None:
-    """Refuse ESPO (``objective``, the setting ``odysse_objective``) where it cannot run
-    correctly (module docstring)."""
+    """Refuse ESPO (``objective``, the setting ``schedulers.odysse.objective``) where it
+    cannot run correctly (module docstring)."""
     if objective != "espo":
         return
     if parallel:
-        raise ValueError("training.rl.odysse_objective: espo is not supported under torchrun (set it to token)")
+        raise ValueError("training.rl.schedulers.odysse.objective: espo is not supported under torchrun (set it to token)")
     if type(method).token_advantages is not Method.token_advantages:
         raise ValueError(
-            f"training.rl.odysse_objective: espo takes one advantage per episode; method {method.name!r} "
-            "has token-level advantages (set odysse_objective: token or choose another algorithm)"
+            f"training.rl.schedulers.odysse.objective: espo takes one advantage per episode; method {method.name!r} "
+            "has token-level advantages (set objective: token or choose another algorithm)"
         )
 
 
@@ -104,8 +125,8 @@ class EpisodeTotals:
         """One forward pass without gradient over the mini-batch ``members`` (run as ``plan``)."""
         if batch.proximal_logp is not None:
             raise ValueError(
-                "training.rl.odysse_objective: espo has no decoupled (proximal) form: this batch has proximal log-probs "
-                "(async_rollouts or curriculum_positive_replay); set odysse_objective: token or turn those off"
+                "training.rl.schedulers.odysse.objective: espo has no decoupled (proximal) form: this batch has proximal "
+                "log-probs (schedulers.async_rollouts or the curriculum's positive_replay); set objective: token or turn those off"
             )
         episode_ids = [batch.samples[i].episode_id for i in members]
         index = {episode: position for position, episode in enumerate(dict.fromkeys(episode_ids))}

@@ -3,11 +3,14 @@
 The update (``training.rl_update``) always has the PPO term and, with a reference model,
 the KL term; a method adds its own (``methods.base.Method.extra_loss_terms``: SEED's
 distillation). Each term is aggregated over its own tokens and weighs ``coefficient``.
+A schedule may replace the PPO term by one measured over the whole mini-batch first
+(``MinibatchObjective``: ESPO, ``training.espo_update``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Protocol, Sequence
 
 import torch
 
@@ -36,3 +39,27 @@ class LossTerm:
     """Its loss and metrics are already this micro-batch's part of the mini-batch's (ESPO,
     whose episodes span micro-batches): the update sums them as they are, not weighted by
     the term's aggregation count."""
+
+
+class MinibatchTerm(Protocol):
+    """A policy term measured over one whole mini-batch before its step (ESPO's episode totals)."""
+
+    def loss_term(self, logp: torch.Tensor, old: torch.Tensor, mask: torch.Tensor, samples: Sequence[Any], config: Any) -> LossTerm:
+        """The term of one micro-batch: its share of the mini-batch's loss (``minibatch_share``)."""
+        ...
+
+    def metrics(self, config: Any) -> dict[str, float]:
+        """Its figures of the mini-batch."""
+        ...
+
+
+class MinibatchObjective(Protocol):
+    """What replaces the token-level PPO term in the update (``training.rl_update``)."""
+
+    def check(self, method: Any, *, parallel: bool) -> None:
+        """Refuse a method or a data-parallel learner it cannot train."""
+        ...
+
+    def measure(self, model: Any, batch: Any, members: Sequence[int], plan: Any, pad: int, device: Any, config: Any) -> MinibatchTerm:
+        """The mini-batch's term, measured in a pass without gradient."""
+        ...

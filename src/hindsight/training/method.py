@@ -30,7 +30,7 @@ picks one.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 import pandas as pd
 import torch
@@ -41,7 +41,9 @@ from hindsight.policy import Policy
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.loss_terms import LossTerm
-from hindsight.training.rl_config import RLConfig
+
+if TYPE_CHECKING:  # the settings module imports the schedulers, which read methods
+    from hindsight.training.rl_config import RLConfig
 
 
 @dataclass
@@ -75,7 +77,7 @@ class Method:
     """The ``source`` of the rows it plays (trajectory table)."""
     step_level: ClassVar[bool] = False
     """Whether its advantage adds a step-level term to the episode's (GiGPO, EMPO). STEPO's
-    balance (``stepo_step_weights``) works on episode-level advantages and refuses these."""
+    balance (``schedulers.stepo.step_weights``) works on episode-level advantages and refuses these."""
 
     def __init__(self, settings: Any = None, context: MethodContext | None = None) -> None:
         self.settings = settings if settings is not None else self.Settings()

@@ -3,13 +3,14 @@ scoring them with the current policy (``rebuild_scored_samples``, shared with WM
 replay), and the curriculum's difficult positive replay (``replay_hard_successes``).
 
 Difficult positive replay (EvoCUA; the mechanics are our reading): every group of the batch
-whose task is a hard success (won before, pass-rate estimate <= ``curriculum_hard_threshold``,
-``rollout.curriculum``) and has a stored won episode swaps its last rollout for that episode
+whose task is a hard success (won before, pass-rate estimate <= the curriculum's
+``hard_threshold``, ``rollout.curriculum``) and has a stored won episode swaps its last rollout for that episode
 (rows ``source: replay``, episode id ``replay/<group_id>/v<update>``). Its step samples are
 rebuilt from the stored rows; their behaviour log-probs are the ones recorded when it was
 played (``response_logprobs``), the proximal log-probs the current policy's, so the update
 is decoupled PPO (``algorithms.decoupled_ppo_loss``) with the weight ``pi_prox / pi_behav``
-capped by ``async_behaviour_weight_cap``; every fresh sample has proximal = behaviour
+capped by the curriculum's ``replay_weight_cap`` (``PositiveReplay``, settings
+``training.rl.schedulers.curriculum``); every fresh sample has proximal = behaviour
 (weight 1, plain PPO). A stored episode whose rebuilt responses do not match its recorded
 log-probs token for token is not replayed. Pass rates read only the episodes played
 (``batch.played``), never the replayed one.
@@ -18,6 +19,8 @@ log-probs token for token is not replayed. Pass rates read only the episodes pla
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import torch
@@ -28,7 +31,9 @@ from hindsight.rollout.config import RolloutConfig
 from hindsight.rollout.curriculum import PassRates, curriculum_bucket
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.distillation import response_logprobs
-from hindsight.training.rl_config import RLConfig
+
+if TYPE_CHECKING:
+    from hindsight.training.rl_config import RLConfig
 
 REPLAY_SOURCE = "replay"
 """The ``source`` of a replayed stored episode in the rollout table (episode ids ``replay/...``)."""
@@ -60,17 +65,37 @@ def replay_candidates(batch: RolloutBatch, rates: PassRates, hard_threshold: flo
     ]
 
 
+@dataclass
+class PositiveReplay:
+    """The curriculum's difficult positive replay as a piece of the loop's schedule
+    (``training.schedule``): on when ``schedulers.curriculum`` is enabled with ``positive_replay``."""
+
+    hard_threshold: float
+    """A solved task whose estimate is at most this is a hard success (the curriculum's)."""
+    weight_cap: float | None = None
+    """Cap of pi_prox / pi_behav on the replayed samples (``replay_weight_cap``)."""
+
+    def replay(self, policy, batch: RolloutBatch, rates: PassRates, rollout: RolloutConfig, config: RLConfig, update: int) -> dict[str, float]:
+        """``replay_hard_successes``; its metric ``curriculum/replayed_successes``."""
+        replayed = replay_hard_successes(
+            policy, batch, rates, rollout, config, update, hard_threshold=self.hard_threshold, weight_cap=self.weight_cap
+        )
+        return {"curriculum/replayed_successes": float(replayed)}
+
+
 def replay_hard_successes(
-    policy, batch: RolloutBatch, rates: PassRates, rollout: RolloutConfig, config: RLConfig, update: int
+    policy, batch: RolloutBatch, rates: PassRates, rollout: RolloutConfig, config: RLConfig, update: int,
+    *, hard_threshold: float, weight_cap: float | None = None,
 ) -> int:
     """Swap the last rollout of each hard-success group for its stored won episode (module
-    docstring); fills ``batch.proximal_logp`` when it replays any. Returns how many.
+    docstring); fills ``batch.proximal_logp`` (and ``batch.behaviour_weight_cap`` with
+    ``weight_cap``) when it replays any. Returns how many.
 
     The replayed samples are scored in one pass, in batch order, with the scoring sizes of
     the asynchronous path's proximal log-probs (``mini_batch_size``, ``micro_batch_tokens``),
     so a lock-step asynchronous run scores them exactly as the synchronous one."""
     swapped, rows_in, samples_in = [], [], []
-    for group_id in replay_candidates(batch, rates, config.curriculum_hard_threshold):
+    for group_id in replay_candidates(batch, rates, hard_threshold):
         rows = pd.DataFrame(rates.successes[group_id])
         rows["episode_id"], rows["source"] = f"{REPLAY_SOURCE}/{group_id}/v{update}", REPLAY_SOURCE
         rows, samples = rebuild_samples(policy, rows, rollout)
@@ -92,4 +117,5 @@ def replay_hard_successes(
     table = pd.concat([batch.table[keep], *[rows[batch.table.columns] for rows in rows_in]], ignore_index=True)
     table.attrs = dict(batch.table.attrs)
     batch.table, batch.samples, batch.proximal_logp = table, kept_samples + samples_in, proximal
+    batch.behaviour_weight_cap = weight_cap
     return len(swapped)

@@ -6,20 +6,21 @@ One update:
   1. rollout: pi_old plays ``group_size`` episodes on each of ``tasks_per_update`` tasks in
      the method's transition source (the environment, expert replay, a world model), drawn
      uniformly, by STEPO pass-rate calibration or by the curriculum
-     (``rollout.curriculum``); STEPO may drop zero-variance groups and refill
-     (``training.stepo``); the curriculum's positive replay swaps in stored successes of
-     hard tasks (``training.positive_replay``); the method may then change the batch (WM-R1's replay);
+     (``rollout.curriculum``; ``training.update_batch``); STEPO may drop zero-variance groups
+     and refill (``training.stepo``); the curriculum's positive replay swaps in stored successes
+     of hard tasks (``training.positive_replay``); the method may then change the batch (WM-R1's replay);
   2. signals: the method fills what its loss needs beyond the recorded log-probs (SEED and
      OPID: the policy writes a skill per finished episode and every sample is re-scored
      with it, ``batch.teacher_logp``);
   3. advantages: the method's, per step sample, the schedule's weights folded in (STEPO);
   4. loss: PPO clip (dual clip) + the method's terms (SEED's gated distillation) +
      ``kl_coef`` * KL to the reference, over the schedule's mini-batches (``training.rl_update``).
-The schedule (``training.schedule``) is chosen once from the settings.
-The updated policy is the next update's actor (and, for SEED, its analyzer). With
-``training.rl.async_rollouts`` a rollout worker process plays the rollouts of the next
-updates while this one trains, at most ``async_max_staleness`` versions behind, and the
-loss is decoupled PPO (``training.async_rollouts``).
+The schedule (``training.schedule``) is chosen once from ``training.rl.schedulers``; the
+loop asks its pieces and reads none of their settings. The updated policy is the next
+update's actor (and, for SEED, its analyzer). With asynchronous rollouts a rollout worker
+process plays the rollouts of the next updates while this one trains, at most
+``max_staleness`` versions behind, and the loss is decoupled PPO (``training.async_rollouts``);
+an inexact rollout backend makes it decoupled PPO too (``training.backend_correction``).
 
 Checkpoints hold everything a resumed run needs (model, optimizer, RNG states, update
 counter, metric history, the method's own state such as WM-R1's replay buffer); a run restarted
@@ -29,7 +30,6 @@ the same metrics (``checkpoint.resume_rl``).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
@@ -48,14 +48,12 @@ from hindsight.rollout.tasks import TaskRef, training_task_pool
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.checkpoint import ResumedRun, resume_rl, save_rl_checkpoint
 from hindsight.training.data_parallel import DataParallel
-from hindsight.training.distillation import response_logprobs
 from hindsight.training.method import Method
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.rl_parallel import gather_update_batch, mean_over_ranks, shard_tasks
 from hindsight.training.rl_update import update_policy
 from hindsight.training.schedule import Schedule
-from hindsight.training.positive_replay import replay_hard_successes
-from hindsight.training.stepo import collect_update_batch
+from hindsight.training.update_batch import collect_update_batch
 
 
 logger = logging.getLogger(__name__)
@@ -95,7 +93,7 @@ def start_loop(
     optimizer = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=config.learning_rate)
     pool = training_task_pool(train_tasks, config.task_fraction, seed)
     run = resume_rl(checkpoint_dir, policy, optimizer, generators) or ResumedRun(0, [], pd.DataFrame(), pd.DataFrame())
-    rates = PassRates(config.pass_rate_smoothing)
+    rates = schedule.pass_rates()
     if run.task_stats:
         rates.load_state_dict(run.task_stats)
     if run.update:
@@ -131,9 +129,8 @@ def replay_successes(
     policy: Policy, batch: RolloutBatch, state: LoopState, rollout_config: RolloutConfig, config: RLConfig, update: int
 ) -> RolloutBatch:
     """The curriculum's difficult positive replay (``training.positive_replay``), when on."""
-    if config.curriculum and config.curriculum_positive_replay:
-        replayed = replay_hard_successes(policy, batch, state.rates, rollout_config, config, update)
-        batch.metrics["curriculum/replayed_successes"] = float(replayed)
+    if state.schedule.replay is not None:
+        batch.metrics.update(state.schedule.replay.replay(policy, batch, state.rates, rollout_config, config, update))
     return batch
 
 
@@ -206,9 +203,10 @@ def train_rl(
                 metrics, played = mean_over_ranks(parallel, metrics), batch.table  # no STEPO filter under torchrun
             state.rates.observe(played)
             proximal = producer.proximal_logprobs(batch.table, batch.samples, batch.old_logp, update)
-            batch.proximal_logp = proximal if proximal is not None else batch.proximal_logp  # replayed successes
-            update_config = correct_for_sampler(policy, batch, rollout_config, config, metrics)
-            metrics.update(train_on_batch(policy, reference_model, method, batch, update_config, state, parallel))
+            if proximal is not None:  # else the replayed successes' (if any)
+                batch.proximal_logp, batch.behaviour_weight_cap = proximal, producer.behaviour_weight_cap
+            state.schedule.correction.apply(policy, batch, rollout_config, config, metrics)  # an inexact rollout backend
+            metrics.update(train_on_batch(policy, reference_model, method, batch, config, state, parallel))
             producer.publish(update + 1)
             metrics.update(rollout_metrics(played, simulated=batch.simulated))
             metrics.update(method.rollout_metrics(played))
@@ -219,26 +217,6 @@ def train_rl(
     return RLRunResult(policy=policy, history=pd.DataFrame(run.history), skills=run.last_skills, last_rollout=run.last_rollout)
 
 
-def correct_for_sampler(
-    policy: Policy, batch: RolloutBatch, rollout_config: RolloutConfig, config: RLConfig, metrics: dict[str, float]
-) -> RLConfig:
-    """With an inexact rollout backend (``policy.backends``), the learner's log-probs of the
-    rollout's tokens before the update become the proximal policy and the engine's the
-    behaviour one: the update is decoupled PPO with the weight capped at
-    ``sampler_weight_cap`` (truncated importance sampling). Returns the settings the update
-    runs with; adds ``rollout/sampler_logprob_gap`` (mean |learner - engine| per token)."""
-    backend = rollout_config.backend
-    if backend.exact or not len(batch) or batch.proximal_logp is not None:
-        return config
-    learner = response_logprobs(
-        policy.model, batch.samples, config.mini_batch_size, policy.tokenizer.pad_token_id, token_budget=config.micro_batch_tokens,
-    )
-    gaps = torch.cat([(mine - theirs).abs() for mine, theirs in zip(learner, batch.old_logp)])
-    metrics["rollout/sampler_logprob_gap"] = float(gaps.mean()) if len(gaps) else 0.0
-    batch.proximal_logp = learner
-    return dataclasses.replace(config, async_behaviour_weight_cap=config.sampler_weight_cap)
-
-
 def train_on_batch(
     policy: Policy, reference_model, method: Method, batch: RolloutBatch, config: RLConfig, state: LoopState, parallel: DataParallel | None
 ) -> dict[str, float]:
@@ -247,7 +225,7 @@ def train_on_batch(
         return {"losses/total": 0.0, "stepo/empty_update": 1.0}
     return update_policy(
         policy, reference_model, state.optimizer, batch, config, method, state.generators["minibatch"],
-        parallel=parallel, minibatches=state.schedule.minibatches,
+        parallel=parallel, minibatches=state.schedule.minibatches, objective=state.schedule.objective,
     )
 
 

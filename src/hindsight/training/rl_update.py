@@ -26,10 +26,10 @@ from hindsight.training.batch import MicroBatch, RolloutBatch
 from hindsight.training.data_parallel import DataParallel, micro_batch_plan
 from hindsight.training.distillation import response_logprobs
 from hindsight.training.episode_batches import chain_micro_batch_plan, is_multiturn
-from hindsight.training.espo_update import EpisodeTotals, check_espo, pad_right_aligned, policy_response_logprobs
 from hindsight.training.minibatches import MinibatchOrder
-from hindsight.training.loss_terms import LossTerm
+from hindsight.training.loss_terms import LossTerm, MinibatchObjective, MinibatchTerm
 from hindsight.training.method import Method
+from hindsight.training.response_tensors import pad_right_aligned, policy_response_logprobs
 from hindsight.training.rl_config import RLConfig
 
 
@@ -38,14 +38,15 @@ logger = logging.getLogger(__name__)
 
 def micro_batch_loss_terms(
     model, micro: MicroBatch, pad: int, reference_rows: Sequence[torch.Tensor] | None, config: RLConfig, method: Method, device,
-    episodes: EpisodeTotals | None = None,
+    episodes: MinibatchTerm | None = None,
 ) -> list[LossTerm]:
     """The loss terms of one micro-batch, each aggregated over its own tokens: ppo always,
     then the method's own (SEED's distillation where some sample has a teacher), kl when a
-    reference is given. With ``micro.proximal_logp`` (asynchronous rollouts) the ppo term is
-    decoupled PPO: ``old_logp`` are the behaviour log-probs, the clip is centred on the
-    proximal ones. With ``episodes`` (``odysse_objective: espo``) it is ESPO, one clipped
-    ratio per episode over the whole mini-batch (``training.espo_update``)."""
+    reference is given. With ``micro.proximal_logp`` (asynchronous rollouts, replayed
+    successes, an inexact rollout backend) the ppo term is decoupled PPO: ``old_logp`` are
+    the behaviour log-probs, the clip is centred on the proximal ones, the weight capped at
+    ``micro.behaviour_weight_cap``. With ``episodes`` (the schedule's mini-batch objective,
+    ESPO: ``training.espo_update``) the ppo term is its share of the mini-batch's loss."""
     chunk = micro.samples
     logp, mask, width, entropy = policy_response_logprobs(model, chunk, pad, device, entropy=bool(config.entropy_coef))
     old = pad_right_aligned(micro.old_logp, width)
@@ -65,7 +66,7 @@ def micro_batch_loss_terms(
     else:
         loss, ppo_metrics = algorithms.decoupled_ppo_loss(
             logp, pad_right_aligned(micro.proximal_logp, width), old, advantage, mask,
-            behaviour_weight_cap=config.async_behaviour_weight_cap, **clip,
+            behaviour_weight_cap=micro.behaviour_weight_cap, **clip,
         )
     ppo_metrics = {f"ppo/{k}": float(v) for k, v in ppo_metrics.items()}
     # |l - l_old|: before the first optimizer step l is the old policy recomputed by the trainer
@@ -129,6 +130,7 @@ def update_policy(
     generator: torch.Generator,
     parallel: DataParallel | None = None,
     minibatches: MinibatchOrder | None = None,
+    objective: MinibatchObjective | None = None,
 ) -> dict[str, float]:
     """PPO epochs over mini-batches of ``batch``; returns the mean of every logged metric
     over the mini-batches that logged it (the method's metrics only over those where its
@@ -149,29 +151,30 @@ def update_policy(
     the step equals the one-process step up to float rounding (``data_parallel``). With
     ``batch.proximal_logp`` (asynchronous rollouts) ``batch.old_logp`` are the behaviour
     log-probs and the ppo term is ``algorithms.decoupled_ppo_loss``. ``minibatches`` cuts
-    each epoch (default: as ``config.odysse_episode_minibatches`` asks). With
-    ``config.odysse_objective == "espo"`` the ppo term is ESPO (``training.espo_update``):
-    each mini-batch first measures its episodes' ratios in a pass without gradient.
+    each epoch (default: shuffled samples; the schedule's, ``training.schedule``). With an
+    ``objective`` (the schedule's: ESPO, ``training.espo_update``) each mini-batch first
+    measures its episodes in a pass without gradient and the ppo term is the objective's.
     """
     model = policy.model
     pad = policy.tokenizer.pad_token_id
-    check_espo(config.odysse_objective, method, parallel=parallel is not None)
+    if objective is not None:
+        objective.check(method, parallel=parallel is not None)
     reference = ReferenceLogprobs(reference_model, batch.samples, config, pad, lazy=parallel is not None) if config.kl_coef else None
     replica = parallel.wrap(model) if parallel is not None else model  # what the gradients flow through
     multiturn = is_multiturn(batch.samples)
-    minibatches = minibatches or MinibatchOrder(config.odysse_episode_minibatches)
+    minibatches = minibatches or MinibatchOrder()
     model.train()
     sums: dict[str, float] = {}
     counts: dict[str, int] = {}
     skipped = 0
     minibatch_count = 0
     for epoch in range(config.ppo_epochs):
-        # plain shuffle, or whole episodes per mini-batch (``training.minibatches``): ODYSSE, and
+        # plain shuffle, or whole episodes per mini-batch (``training.minibatches``): ODYSSE's sampler, and
         # always in the multi-turn layout, where an episode is one forward pass (``training.episode_batches``)
         batches = minibatches.split(batch.episode_ids, config.mini_batch_size, generator, multiturn=multiturn)
         minibatch_count += len(batches)
         for batch_number, members in enumerate(batches):
-            metrics = minibatch_step(policy, replica, optimizer, batch, members, reference, config, method, parallel)
+            metrics = minibatch_step(policy, replica, optimizer, batch, members, reference, config, method, parallel, objective)
             if metrics is None:
                 skipped += 1
                 continue
@@ -188,6 +191,7 @@ def update_policy(
 def minibatch_step(
     policy: Policy, replica, optimizer: torch.optim.Optimizer, batch: RolloutBatch, members: Sequence[int],
     reference: "ReferenceLogprobs | None", config: RLConfig, method: Method, parallel: DataParallel | None,
+    objective: MinibatchObjective | None = None,
 ) -> dict[str, float] | None:
     """One optimizer step on the samples ``members``, accumulated over micro-batches through
     ``replica`` (the model, or its DDP wrapper); its metrics, or None when the loss or the
@@ -203,8 +207,8 @@ def minibatch_step(
     )
     totals = _aggregation_totals(batch, index, config)
     episodes = (
-        EpisodeTotals.measure(replica, batch, index, plan, policy.tokenizer.pad_token_id, policy.device, config)
-        if config.odysse_objective == "espo" else None
+        objective.measure(replica, batch, index, plan, policy.tokenizer.pad_token_id, policy.device, config)
+        if objective is not None else None
     )
     optimizer.zero_grad(set_to_none=True)
     losses: dict[str, float] = {}

@@ -1,43 +1,90 @@
-"""The schedulers of the core loop, chosen once from the settings (``Schedule.from_settings``).
+"""The schedulers of the core loop: their settings (``training.rl.schedulers.<name>``,
+``SchedulerSettings``, each block a dataclass beside its piece) and the pieces chosen once
+from them (``Schedule.from_settings``).
 
-Each is a piece with one job and one interface; the loop calls them. The loop itself
-(``training.rl``) still reads a few such settings, in two places: the curriculum's positive
-replay (``curriculum``, ``curriculum_positive_replay``: ``replay_successes``) and the correction
-for an inexact rollout backend (``sampler_weight_cap``, passed on as
-``async_behaviour_weight_cap``: ``correct_for_sampler``).
+Each piece has one job and one interface; the loop (``training.rl``) and the update
+(``training.rl_update``) call them and read none of their settings. Every scheduler is off
+by default: the plain loop draws uniformly, keeps every group, weighs samples equally and
+shuffles them, and plays its rollouts itself.
 
-| piece | interface | choices (settings of ``training.rl``) |
+| piece | interface | choices (settings under ``training.rl.schedulers``) |
 |---|---|---|
-| ``tasks`` | ``draw``, ``summary`` | uniform; STEPO's pass-rate band (``stepo_pass_rate_band``); the curriculum (``curriculum``) |
-| ``groups`` | ``keep``, ``metrics``, ``extra_rounds`` | every group; STEPO's zero-variance filter with refill (``stepo_filter_zero_variance``) |
-| ``weights`` | ``advantages``, ``check`` | none (the method's advantage); STEPO's balance: statistics over episodes, then ``1/T_i`` (``stepo_step_weights``) |
-| ``minibatches`` | ``split``, ``metrics`` | shuffled; ODYSSE's whole episodes (``odysse_episode_minibatches``) |
-| ``producer`` | ``next_batch`` (asynchronous), ``proximal_logprobs``, ``publish`` | synchronous; a worker process ahead of the learner (``async_rollouts``) |
+| ``tasks`` | ``draw``, ``summary`` | uniform; STEPO's pass-rate band (``stepo.pass_rate_band``); the curriculum (``curriculum.enabled``) |
+| ``groups`` | ``keep``, ``metrics``, ``extra_rounds`` | every group; STEPO's zero-variance filter with refill (``stepo.filter_zero_variance``) |
+| ``weights`` | ``advantages``, ``check`` | none (the method's advantage); STEPO's balance: statistics over episodes, then ``1/T_i`` (``stepo.step_weights``) |
+| ``minibatches`` | ``split``, ``metrics`` | shuffled; ODYSSE's whole episodes (``odysse.episode_minibatches``) |
+| ``objective`` | ``check``, ``measure`` | token-level PPO (None); ODYSSE's episode-level ESPO (``odysse.objective: espo``) |
+| ``producer`` | ``next_batch`` (asynchronous), ``proximal_logprobs``, ``publish`` | synchronous; a worker process ahead of the learner (``async_rollouts.enabled``) |
+| ``replay`` | ``replay`` | none; the curriculum's positive replay of hard successes (``curriculum.positive_replay``) |
+| ``correction`` | ``apply`` | decoupled PPO against an inexact rollout backend (``backend_correction.weight_cap``) |
 
-They compose, with these exceptions (refused when the settings are read, ``RLConfig``, or
-before the first rollout, ``Schedule.check``): STEPO's balance and a method with a
-step-level advantage term (GiGPO, EMPO);
-the band and the curriculum both choose the tasks; under ``torchrun`` the filter would keep
-different groups on each rank and asynchronous rollouts would need one worker per learner;
-ODYSSE's episode-level objective (``odysse_objective: espo``, ``training.espo_update``) needs
-the episodic mini-batches and refuses ``torchrun`` and token-level advantages (OPID).
-Asynchronous rollouts take the task draw and the group filter along: the learner draws each
-request's tasks from pass rates at most ``async_max_staleness`` versions old and asks the
-worker for refill rounds (``training.async_rollouts``).
+The pass-rate estimates the task draws read are ``pass_rates.smoothing``'s (``pass_rates()``).
+
+They compose, with these exceptions (refused when the settings are read,
+``SchedulerSettings``, or before the first rollout, ``Schedule.check``): STEPO's balance and
+a method with a step-level advantage term (GiGPO, EMPO); the band and the curriculum both
+choose the tasks; under ``torchrun`` the filter would keep different groups on each rank and
+asynchronous rollouts would need one worker per learner; ESPO (``training.espo_update``)
+needs the episodic mini-batches and refuses ``torchrun``, asynchronous rollouts, the
+positive replay and token-level advantages (OPID). Asynchronous rollouts take the task draw
+and the group filter along: the learner draws each request's tasks from pass rates at most
+``max_staleness`` versions old and asks the worker for refill rounds
+(``training.async_rollouts``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hindsight.policy import Policy
-from hindsight.rollout.curriculum import PassRates, TaskDraw, task_draw
-from hindsight.training.async_rollouts import AsyncRollouts, SyncRollouts
-from hindsight.training.espo_update import check_espo
+from hindsight.rollout.curriculum import CurriculumSettings, PassRates, PassRateSettings, TaskDraw, task_draw
+from hindsight.training.async_rollouts import AsyncRollouts, AsyncSettings, SyncRollouts
+from hindsight.training.backend_correction import BackendCorrection, BackendCorrectionSettings
+from hindsight.training.espo_update import EspoObjective, OdysseSettings, episode_objective
 from hindsight.training.method import Method
 from hindsight.training.minibatches import MinibatchOrder
-from hindsight.training.rl_config import RLConfig
-from hindsight.training.stepo import GroupFilter, SampleWeights, group_filter, sample_weights
+from hindsight.training.positive_replay import PositiveReplay
+from hindsight.training.stepo import GroupFilter, SampleWeights, StepoSettings, group_filter, sample_weights
+
+if TYPE_CHECKING:
+    from hindsight.training.rl_config import RLConfig
+
+
+@dataclass
+class SchedulerSettings:
+    """The schedulers of the core loop (``training.rl.schedulers``), one block each; every
+    one off by default (module docstring)."""
+
+    stepo: StepoSettings = field(default_factory=StepoSettings)
+    """STEPO (``training.stepo``): step weights, the zero-variance filter, the pass-rate band."""
+    curriculum: CurriculumSettings = field(default_factory=CurriculumSettings)
+    """The task curriculum and its positive replay (``rollout.curriculum``, ``training.positive_replay``)."""
+    pass_rates: PassRateSettings = field(default_factory=PassRateSettings)
+    """The per-task pass-rate estimates the curriculum and STEPO's band read (``rollout.curriculum.PassRates``)."""
+    odysse: OdysseSettings = field(default_factory=OdysseSettings)
+    """ODYSSE: the episodic sampler (``training.minibatches``) and the ESPO objective (``training.espo_update``)."""
+    async_rollouts: AsyncSettings = field(default_factory=AsyncSettings)
+    """Rollouts generated ahead by a worker process (``training.async_rollouts``)."""
+    backend_correction: BackendCorrectionSettings = field(default_factory=BackendCorrectionSettings)
+    """Decoupled PPO against an inexact rollout backend (``training.backend_correction``)."""
+
+    def __post_init__(self) -> None:
+        curriculum, espo = self.curriculum, self.odysse.objective == "espo"
+        if self.stepo.pass_rate_band is not None and curriculum.enabled:
+            raise ValueError(
+                "training.rl.schedulers.stepo.pass_rate_band and training.rl.schedulers.curriculum.enabled both choose the tasks: set one"
+            )
+        if espo and self.async_rollouts.enabled:
+            raise ValueError(
+                "training.rl.schedulers.odysse.objective: espo does not combine with "
+                "training.rl.schedulers.async_rollouts.enabled (set one)"
+            )
+        if espo and curriculum.enabled and curriculum.positive_replay:
+            raise ValueError(
+                "training.rl.schedulers.odysse.objective: espo has no decoupled form for replayed successes: set "
+                "training.rl.schedulers.curriculum.positive_replay: false (or objective: token)"
+            )
 
 
 @dataclass
@@ -48,31 +95,51 @@ class Schedule:
     groups: GroupFilter
     weights: SampleWeights
     minibatches: MinibatchOrder
-    asynchronous: bool = False
-    """Rollouts from a worker process (``training.async_rollouts``) instead of in-line."""
-    objective: str = "token"
-    """ODYSSE's policy loss (``odysse_objective``): token, or espo (``training.espo_update``)."""
+    objective: EspoObjective | None = None
+    """The update's policy term: None for token-level PPO, or ESPO (``training.espo_update``)."""
+    replay: PositiveReplay | None = None
+    """The curriculum's positive replay of hard successes (``training.positive_replay``), when on."""
+    correction: BackendCorrection = field(default_factory=BackendCorrection)
+    """The correction for an inexact rollout backend (``training.backend_correction``)."""
+    asynchronous: AsyncSettings | None = None
+    """Rollouts from a worker process with these settings (``training.async_rollouts``);
+    None: played in-line."""
+    pass_rate_smoothing: float = 0.5
+    """The pass-rate estimates' EMA weight (``pass_rates()``)."""
 
     @classmethod
     def from_settings(cls, config: RLConfig) -> "Schedule":
-        """The pieces ``config`` asks for."""
+        """The pieces ``config.schedulers`` asks for."""
+        settings = config.schedulers
+        curriculum = settings.curriculum
+        replay = curriculum.enabled and curriculum.positive_replay
         return cls(
-            tasks=task_draw(config),
-            groups=group_filter(config),
-            weights=sample_weights(config),
-            minibatches=MinibatchOrder(config.odysse_episode_minibatches),
-            asynchronous=config.async_rollouts,
-            objective=config.odysse_objective,
+            tasks=task_draw(curriculum, settings.stepo.pass_rate_band),
+            groups=group_filter(settings.stepo),
+            weights=sample_weights(settings.stepo),
+            minibatches=MinibatchOrder(settings.odysse.episode_minibatches),
+            objective=episode_objective(settings.odysse),
+            replay=PositiveReplay(curriculum.hard_threshold, curriculum.replay_weight_cap) if replay else None,
+            correction=BackendCorrection(settings.backend_correction.weight_cap),
+            asynchronous=settings.async_rollouts if settings.async_rollouts.enabled else None,
+            pass_rate_smoothing=settings.pass_rates.smoothing,
         )
+
+    def pass_rates(self) -> PassRates:
+        """Fresh per-task pass-rate estimates (the loop loads a checkpoint's into them)."""
+        return PassRates(self.pass_rate_smoothing)
 
     def check(self, method: Method, *, parallel: bool) -> None:
         """Refuse what cannot run under ``torchrun`` (``parallel``) or with ``method``."""
         self.weights.check(method)
-        check_espo(self.objective, method, parallel=parallel)
-        if parallel and self.asynchronous:
-            raise ValueError("training.rl.async_rollouts is not supported under torchrun (one rollout worker per learner)")
+        if self.objective is not None:
+            self.objective.check(method, parallel=parallel)
+        if parallel and self.asynchronous is not None:
+            raise ValueError("training.rl.schedulers.async_rollouts is not supported under torchrun (one rollout worker per learner)")
         if parallel and not self.groups.shardable:
-            raise ValueError("training.rl.stepo_filter_zero_variance is not supported under torchrun (ranks would keep different groups)")
+            raise ValueError(
+                "training.rl.schedulers.stepo.filter_zero_variance is not supported under torchrun (ranks would keep different groups)"
+            )
 
     def producer(
         self, policy: Policy, env_factory, pool, rates: PassRates, rollout_config, config: RLConfig, seed: int,
@@ -80,15 +147,16 @@ class Schedule:
     ):
         """Who plays the rollouts (use it as a context manager); the asynchronous one draws
         with this schedule's task draw from ``rates`` and keeps this schedule's groups."""
-        if self.asynchronous:
+        if self.asynchronous is not None:
             return AsyncRollouts(
-                policy, env_factory, pool, rates, self.tasks, self.groups, rollout_config, config, seed, start_update, end_update
+                self.asynchronous, policy, env_factory, pool, rates, self.tasks, self.groups, rollout_config, config, seed,
+                start_update, end_update,
             )
         return SyncRollouts()
 
     def describe(self) -> str:
         """One line for the log: which piece is which."""
-        producer = "asynchronous" if self.asynchronous else "synchronous"
+        producer = "asynchronous" if self.asynchronous is not None else "synchronous"
         return (
             f"tasks={self.tasks.name}, groups={self.groups.name}, weights={self.weights.name}, "
             f"minibatches={self.minibatches.name}, rollouts={producer}"

@@ -1,20 +1,22 @@
-"""The rollout side of one RL update and STEPO's schedulers (EvoCUA-1.5): which groups are
-kept (``GroupFilter``: every group; ``ZeroVarianceFilter``) and how step samples weigh
-(``SampleWeights``: equally; ``EpisodeBalance``); which tasks are played is the task draw's
-(``rollout.curriculum.TaskDraw``).
+"""STEPO's schedulers (EvoCUA-1.5), settings ``training.rl.schedulers.stepo``
+(``StepoSettings``, every one off by default): which groups are kept (``ZeroVarianceFilter``,
+a ``training.update_batch.GroupFilter``) and how step samples weigh (``SampleWeights``:
+equally; ``EpisodeBalance``); its pass-rate band is a task draw
+(``rollout.curriculum.PassRateBand``).
 
 The details of STEPO are not public; this is our reading (docs/fidelity.md, "The schedulers"):
 
-- policy-aware filtering (``stepo_filter_zero_variance``): a group whose episode returns
+- policy-aware filtering (``filter_zero_variance``): a group whose episode returns
   are all equal carries no group-relative signal (``algorithms.zero_variance_groups``), so
   it is dropped from the update; while fewer than ``tasks_per_update`` groups are kept, up
-  to ``stepo_filter_max_rounds`` extra rollout rounds play tasks not yet played in this
+  to ``filter_max_rounds`` extra rollout rounds play tasks not yet played in this
   update (as many as groups are missing), drawn by the run's task scheduler
-  (``rollout.curriculum``). Surplus groups of the last round are dropped, so the batch
+  (``rollout.curriculum``; ``training.update_batch.collect_update_batch``). Surplus groups
+  of the last round are dropped, so the batch
   holds at most ``tasks_per_update`` groups; fewer when the rounds run out (logged). Every
   episode played counts in the rollout metrics, the environment-step budget and the
   pass-rate estimates, kept or not;
-- step-level balance (``stepo_step_weights``): the group statistics are taken over one
+- step-level balance (``step_weights``): the group statistics are taken over one
   value per episode (its score), and each step sample's advantage is weighted ``1 / T_i``
   (``algorithms.stepo_advantages``), rescaled so the weights average 1 over the batch (the
   loss keeps its scale); every episode then carries its advantage once in total, however
@@ -24,52 +26,55 @@ The details of STEPO are not public; this is our reading (docs/fidelity.md, "The
   multiplies the sample's advantage: the PPO-clip loss is positively homogeneous in the
   advantage (``-A r``, ``-A clip(r)`` and the dual bound ``-A c`` all scale with A), so this
   equals weighting the sample's loss. The KL and distillation terms are not weighted; a
-  method with a step-level term (GiGPO, EMPO) is refused.
+  method with a step-level term (GiGPO, EMPO) is refused;
+- pass-rate calibration (``pass_rate_band``): only tasks whose pass-rate estimate lies
+  inside the band are drawn (``rollout.curriculum.calibrated_draw``).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
 
 import pandas as pd
 import torch
 
 from hindsight import algorithms
 from hindsight.data.outcomes import episode_outcomes
-from hindsight.policy import Policy
-from hindsight.rollout.curriculum import PassRates, TaskDraw, task_draw
-from hindsight.rollout.engine import RolloutConfig, RolloutResult, run_rollouts
-from hindsight.rollout.stats import FAULTS_ATTR
-from hindsight.rollout.tasks import TaskRef
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.method import Method
-from hindsight.training.rl_config import RLConfig
+from hindsight.training.update_batch import GroupFilter
+
+if TYPE_CHECKING:
+    from hindsight.training.rl_config import RLConfig
 
 
-def round_seed(seed: int, update: int, round_index: int) -> int:
-    """The rollout seed of a round: round 0 is the plain loop's ``seed * 1_000_003 + update``."""
-    base = seed * 1_000_003 + update
-    return base if round_index == 0 else base * 1_009 + round_index
+@dataclass
+class StepoSettings:
+    """STEPO's schedulers (``training.rl.schedulers.stepo``; module docstring)."""
 
+    step_weights: bool = False
+    """Weight each step sample's PPO term by 1/T_i (T_i = its episode's samples in the
+    batch), rescaled to mean 1, so every episode carries equal total weight (our reading)."""
+    filter_zero_variance: bool = False
+    """Drop groups whose episode returns are all equal and roll out more tasks to refill the
+    batch to ``tasks_per_update`` groups."""
+    filter_max_rounds: int = 2
+    """Filtering: at most this many extra rollout rounds per update to refill."""
+    pass_rate_band: tuple[float, float] | None = None
+    """Pass-rate calibration: draw only tasks whose pass-rate estimate lies strictly inside
+    (low, high), e.g. [0.0, 1.0] (unseen tasks count as inside); None: off."""
 
-class GroupFilter:
-    """Which played groups an update trains on: this base keeps every one (the plain loop:
-    one rollout round)."""
-
-    name = "every_group"
-    extra_rounds = 0
-    """Rollout rounds it may add to refill the batch."""
-    shardable = True
-    """Whether ranks of a ``torchrun`` learner may each filter their own share."""
-
-    def keep(self, table: pd.DataFrame, wanted: int) -> tuple[list[str], int]:
-        """(the groups of ``table`` to keep, at most ``wanted``, in order; how many it dropped)."""
-        return list(dict.fromkeys(table["group_id"])), 0
-
-    def metrics(self, kept: int, dropped: int, rounds: int, kept_rows: int, played_rows: int) -> dict[str, float]:
-        """Its figures of one update."""
-        return {}
+    def __post_init__(self) -> None:
+        if self.filter_max_rounds < 0:
+            raise ValueError(f"training.rl.schedulers.stepo.filter_max_rounds must be >= 0, got {self.filter_max_rounds}")
+        band = self.pass_rate_band
+        if band is not None:  # a YAML list becomes the (low, high) tuple
+            band = self.pass_rate_band = tuple(float(value) for value in band)
+        if band is not None and (len(band) != 2 or not 0.0 <= band[0] < band[1] <= 1.0):
+            raise ValueError(
+                f"training.rl.schedulers.stepo.pass_rate_band must be [low, high] with 0 <= low < high <= 1, got {band}"
+            )
 
 
 class ZeroVarianceFilter(GroupFilter):
@@ -95,76 +100,9 @@ class ZeroVarianceFilter(GroupFilter):
         }
 
 
-def group_filter(config: RLConfig) -> GroupFilter:
-    """The group filter ``RLConfig`` asks for (``stepo_filter_zero_variance``)."""
-    return ZeroVarianceFilter(config.stepo_filter_max_rounds) if config.stepo_filter_zero_variance else GroupFilter()
-
-
-def collect_update_batch(
-    policy: Policy,
-    env_factory: Callable,
-    pool: Sequence[TaskRef],
-    rates: PassRates,
-    rollout_config: RolloutConfig,
-    config: RLConfig,
-    seed: int,
-    update: int,
-    *,
-    tasks: TaskDraw | None = None,
-    groups: GroupFilter | None = None,
-    shard: Callable[[list[TaskRef]], list[TaskRef]] | None = None,
-    source: str = "rollout",
-) -> RolloutBatch:
-    """Draw the update's tasks (``tasks``), play them, and keep the groups ``groups`` keeps,
-    refilling over at most ``groups.extra_rounds`` extra rounds (default: both as ``config``
-    asks, ``Schedule.from_settings``).
-
-    Without filtering this is the plain loop's rollout: one round, every group kept.
-    ``shard`` keeps the tasks this process plays (one rank of a ``torchrun`` learner, which
-    allows no filtering: ranks must agree on the kept groups). ``source`` is the rows'
-    ``source`` (``world_model`` for WM-R1).
-    """
-    tasks = tasks or task_draw(config)
-    groups = groups or group_filter(config)
-    if shard is not None and not groups.shardable:
-        raise ValueError("training.rl.stepo_filter_zero_variance is not supported under torchrun (ranks would keep different groups)")
-    results: list[RolloutResult] = []
-    kept: list[str] = []
-    played: set[str] = set()
-    metrics: dict[str, float] = {}
-    dropped = 0
-    for round_index in range(1 + groups.extra_rounds):
-        drawn, draw_metrics = tasks.draw(
-            pool, rates, config.tasks_per_update - len(kept), seed, update, round_index=round_index, exclude=played
-        )
-        if round_index == 0:
-            metrics.update(draw_metrics)
-        if not drawn:
-            break
-        if shard is not None:
-            drawn = shard(drawn)
-        settings = dataclasses.replace(rollout_config, group_size=config.group_size, seed=round_seed(seed, update, round_index))
-        result = run_rollouts(policy, env_factory, drawn, settings, policy_version=update, source=source)
-        results.append(result)
-        played |= {task.group_id for task in drawn}
-        new, constant = groups.keep(result.table, config.tasks_per_update - len(kept))
-        kept, dropped = kept + new, dropped + constant
-        if len(kept) >= config.tasks_per_update:
-            break
-    table, samples, everything = kept_rows(results, kept)
-    metrics.update(groups.metrics(len(kept), dropped, len(results), len(table), len(everything)))
-    return RolloutBatch(table=table, samples=samples, played=everything, metrics=metrics)
-
-
-def kept_rows(results: Sequence[RolloutResult], kept: Sequence[str]) -> tuple[pd.DataFrame, list, pd.DataFrame]:
-    """(the kept rows, their samples, every row played): one round that kept every group
-    is passed on as it is."""
-    if len(results) == 1 and set(kept) == set(results[0].table["group_id"]):
-        return results[0].table, results[0].samples, results[0].table
-    everything = merged_table(results)
-    samples_all = [sample for result in results for sample in result.samples]
-    keep = everything["group_id"].isin(set(kept)).to_numpy()
-    return everything[keep].reset_index(drop=True), [sample for sample, flag in zip(samples_all, keep) if flag], everything
+def group_filter(settings: StepoSettings) -> GroupFilter:
+    """The group filter the settings ask for (``filter_zero_variance``)."""
+    return ZeroVarianceFilter(settings.filter_max_rounds) if settings.filter_zero_variance else GroupFilter()
 
 
 def informative_groups(table: pd.DataFrame) -> tuple[list[str], list[str]]:
@@ -174,21 +112,6 @@ def informative_groups(table: pd.DataFrame) -> tuple[list[str], list[str]]:
     constant = set(algorithms.zero_variance_groups(outcomes["return"].tolist(), outcomes["group_id"].tolist()))
     order = list(dict.fromkeys(outcomes["group_id"]))
     return [g for g in order if g not in constant], [g for g in order if g in constant]
-
-
-def merged_table(results: Sequence[RolloutResult]) -> pd.DataFrame:
-    """The rounds' tables as one, with their ``faults/...`` counts added up (the failure rate
-    over every planned episode)."""
-    table = pd.concat([result.table for result in results], ignore_index=True)
-    faults: dict[str, float] = {}
-    for result in results:
-        for key, value in result.faults.metrics().items():
-            faults[key] = faults.get(key, 0.0) + value
-    planned = sum(result.faults.planned for result in results)
-    if "faults/failed_episode_rate" in faults:
-        faults["faults/failed_episode_rate"] = faults.get("faults/failed_episodes", 0.0) / planned if planned else 0.0
-    table.attrs[FAULTS_ATTR] = faults
-    return table
 
 
 def stepo_step_weights(episode_ids: Sequence[str]) -> tuple[torch.Tensor, dict[str, float]]:
@@ -233,11 +156,11 @@ class EpisodeBalance(SampleWeights):
     def check(self, method: Method) -> None:
         if method.step_level:
             raise ValueError(
-                f"training.rl.stepo_step_weights balances episode-level advantages; {method.name!r} adds a step-level "
-                "term (use it without stepo_step_weights)"
+                f"training.rl.schedulers.stepo.step_weights balances episode-level advantages; {method.name!r} adds a "
+                "step-level term (use it without step_weights)"
             )
 
 
-def sample_weights(config: RLConfig) -> SampleWeights:
-    """The sample weighting ``RLConfig`` asks for (``stepo_step_weights``)."""
-    return EpisodeBalance() if config.stepo_step_weights else SampleWeights()
+def sample_weights(settings: StepoSettings) -> SampleWeights:
+    """The sample weighting the settings ask for (``step_weights``)."""
+    return EpisodeBalance() if settings.step_weights else SampleWeights()
