@@ -20,6 +20,8 @@ class GridPreset:
     """One experiment grid: methods x seeds x task fractions, each cell one RL run."""
 
     methods: list[str] = field(default_factory=list)
+    """The methods of the cells (``training.rl.algorithm`` names; ``RLConfig.methods`` holds
+    the methods' own settings)."""
     seeds: list[int] = field(default_factory=lambda: [0])
     """RL seeds of the cells."""
     fractions: list[float] = field(default_factory=lambda: [1.0])
@@ -65,6 +67,35 @@ def _default_presets() -> dict[str, GridPreset]:
     }
 
 
+EXECUTORS = ("local", "ray")
+
+
+@dataclass
+class CellResources:
+    """What one grid cell asks of a Ray cluster (``experiments.executor: ray``): Ray starts a
+    cell on a node with these free, and retries it when its worker process or node dies."""
+
+    num_cpus: float = 1.0
+    """CPUs per cell; also the cell's torch threads (``HINDSIGHT_TORCH_THREADS`` wins when set)."""
+    num_gpus: float = 0.0
+    """GPUs per cell (a fraction shares one GPU between cells)."""
+    memory_gb: float | None = None
+    """Memory Ray reserves per cell in GiB (scheduling only, not a limit); null: none reserved."""
+    max_retries: int = 2
+    """Times a cell is run again when its worker process or node dies (Ray's ``max_retries``);
+    a cell that raises is recorded as failed and not retried."""
+
+    def __post_init__(self) -> None:
+        if not self.num_cpus > 0:
+            raise ValueError(f"experiments.cell_resources.num_cpus must be > 0, got {self.num_cpus}")
+        if self.num_gpus < 0:
+            raise ValueError(f"experiments.cell_resources.num_gpus must be >= 0, got {self.num_gpus}")
+        if self.memory_gb is not None and not self.memory_gb > 0:
+            raise ValueError(f"experiments.cell_resources.memory_gb must be > 0 or null, got {self.memory_gb}")
+        if self.max_retries < 0:
+            raise ValueError(f"experiments.cell_resources.max_retries must be >= 0, got {self.max_retries}")
+
+
 @dataclass
 class ExperimentsConfig:
     """``parameters_experiments.yml``: the experiment grid."""
@@ -77,8 +108,21 @@ class ExperimentsConfig:
     """Finished cells are kept here and skipped on re-runs."""
     presets: dict[str, GridPreset] = field(default_factory=_default_presets)
     """The grids by name."""
+    executor: str = "local"
+    """How the cells run: local (one after another in this process) or ray (each cell a Ray task
+    on a local Ray instance, or on the cluster at ``ray_address``; docs/scale.md)."""
+    ray_address: str | None = None
+    """The Ray cluster of ``executor: ray``: its head's ``host:port`` (printed by ``ray start
+    --head``) or ``auto``; null starts a local Ray instance for the run."""
+    ray_dashboard: bool = False
+    """Start the Ray dashboard with a local instance (needs ``pip install 'ray[default]'``); its
+    address is logged. A cluster's dashboard is the head's (``ray start --head``)."""
+    cell_resources: CellResources = field(default_factory=CellResources)
+    """What each cell asks of Ray (``executor: ray``)."""
 
     def __post_init__(self) -> None:
+        if self.executor not in EXECUTORS:
+            raise ValueError(f"experiments.executor={self.executor!r} is not one of {list(EXECUTORS)}")
         if self.preset not in self.presets:
             raise ValueError(f"experiments.preset={self.preset!r} is not one of the presets {sorted(self.presets)}")
 

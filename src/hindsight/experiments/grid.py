@@ -7,12 +7,14 @@ a starting checkpoint and overrides of the RL settings.
 A cell's key hashes its settings and the fingerprint of its inputs (the starting weights
 and the skill bank), so a re-run skips the cells already finished on the same data and
 redoes them when the data changed; display and memory settings (``EXECUTION_ONLY_SETTINGS``)
-are not part of it. A failed cell is recorded as failed; the grid goes on. Several
-processes may share one cache folder and split the cells between them (``run_grid``).
+are not part of it. A failed cell is recorded as failed; the grid goes on. The cells run in
+this process, or as Ray tasks on a local instance or a cluster (``ray_grid``); the process
+that runs the grid writes every record.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -22,7 +24,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from hindsight.experiments.methods import METHODS
 from hindsight.training.rl_config import RLConfig, with_overrides
@@ -99,22 +101,34 @@ def cell_key(cell: Cell, settings: dict[str, Any], input_fingerprint: str) -> st
     return hashlib.sha1(blob.encode()).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class CellJob:
+    """A cell to run: its place in the grid and its cache key."""
+
+    index: int
+    total: int
+    cell: Cell
+    key: str
+
+
+Executor = Callable[..., Iterator[tuple[int, dict[str, Any]]]]
+"""``(jobs, run_cell, start_child_run) -> (index, record)`` pairs as cells end, in any order
+(``hindsight.experiments.ray_grid.RayExecutor``); None runs them here, one after another."""
+
+
 def run_grid(
     cells: list[Cell],
     run_cell: Callable[[Cell], dict[str, Any]],
     key_of: Callable[[Cell], str],
     cache_dir: str | Path,
-    start_child_run: Callable[[Cell, str], Any] | None = None,
-    poll_seconds: float = 10.0,
+    start_child_run: Callable[..., Any] | None = None,
+    executor: Executor | None = None,
 ) -> list[dict[str, Any]]:
     """Run every cell not already finished; return one record per cell.
 
-    Several processes (or machines sharing the folder) may run the same grid on one
-    ``cache_dir``: a process claims a cell before running it (``<key>.claim``, created
-    exclusively), skips the cells claimed by another live process, and at the end waits for
-    their records, so every process returns the whole grid and no cell runs twice. A claim
-    left by a dead process on this host is taken over; one left on another host stays until
-    its file is deleted.
+    A cell whose finished record is in ``cache_dir`` is skipped; the others run in this
+    process one after another (``executor`` None) or through ``executor`` (Ray tasks on a
+    local instance or a cluster: ``ray_grid.RayExecutor``). This process writes every record.
 
     Args:
         cells: The grid.
@@ -123,136 +137,68 @@ def run_grid(
             ``start_child_run`` is given.
         key_of: The cell's cache key.
         cache_dir: Where finished cells' records are kept (``<key>.json``).
-        start_child_run: ``(cell, key) -> context manager`` opening the cell's MLflow
-            child run and yielding its run id.
-        poll_seconds: How often to look for the records of cells another process runs.
+        start_child_run: ``(cell, key, node) -> context manager`` opening the cell's MLflow
+            child run (tagged with the node) and yielding its run id.
+        executor: Where the cells run; None: here.
 
     Returns:
         Records with ``cell`` fields, ``key``, ``status`` (finished / failed / skipped =
-        finished earlier or by another process), ``run_id``, ``seconds`` and the result.
+        finished earlier), ``run_id``, ``node`` (where it ran), ``seconds`` (its wall time)
+        and the result.
     """
     cache = Path(cache_dir)
     cache.mkdir(parents=True, exist_ok=True)
     records: dict[int, dict[str, Any]] = {}
-    waiting: dict[int, float] = {}  # cell index -> when we found it claimed
+    jobs = []
     for index, cell in enumerate(cells):
-        outcome = _stored_or_run(index, cells, run_cell, key_of(cell), cache, start_child_run)
-        if outcome is None:
-            logger.info("[%d/%d] %s: running in another process, taken up at the end", index + 1, len(cells), cell.name)
-            waiting[index] = time.time()
-        else:
-            records[index] = outcome
-    while waiting:
-        for index, since in list(waiting.items()):
-            outcome = _stored_or_run(index, cells, run_cell, key_of(cells[index]), cache, start_child_run, failed_after=since)
-            if outcome is not None:
-                records[index] = outcome
-                del waiting[index]
-        if waiting:
-            time.sleep(poll_seconds)
+        job = CellJob(index=index, total=len(cells), cell=cell, key=key_of(cell))
+        stored = _stored_record(cache / f"{job.key}.json")
+        if stored is None:
+            jobs.append(job)
+            continue
+        logger.info("[%d/%d] %s: finished earlier (run %s), skipped", index + 1, len(cells), cell.name, stored.get("run_id"))
+        records[index] = {**stored, "status": "skipped"}
+    outcomes = executor(jobs, run_cell, start_child_run) if executor is not None else (
+        (job.index, run_cell_record(job, run_cell, start_child_run, {"node": socket.gethostname()})) for job in jobs
+    )
+    for index, record in outcomes:
+        _store(cache / f"{record['key']}.json", record)
+        records[index] = record
     return [records[index] for index in range(len(cells))]
 
 
-def _stored_or_run(index, cells, run_cell, key, cache, start_child_run, failed_after: float | None = None) -> dict[str, Any] | None:
-    """The cell's finished record, else run it under a claim; None while another live
-    process holds the claim. ``failed_after``: a failed record written after this time (by
-    the process we waited for) is taken as the cell's outcome instead of running it again."""
-    stored = cache / f"{key}.json"
-    claim = CellClaim(cache / f"{key}.claim")
-    record = _stored_record(stored, failed_after)
-    if record is None and not claim.take():
-        return None
-    try:
-        record = record or _stored_record(stored, failed_after)  # written while we claimed
-        if record is not None:
-            logger.info("[%d/%d] %s: %s earlier (run %s), skipped", index + 1, len(cells), cells[index].name, record["status"], record.get("run_id"))
-            return {**record, "status": "skipped" if record["status"] == "finished" else record["status"]}
-        return _run_cell(index, cells, run_cell, key, stored, start_child_run)
-    finally:
-        claim.release()
-
-
-def _stored_record(stored: Path, failed_after: float | None) -> dict[str, Any] | None:
+def _stored_record(stored: Path) -> dict[str, Any] | None:
+    """The cell's finished record (a failed one is run again)."""
     if not stored.is_file():
         return None
     record = json.loads(stored.read_text())
-    if record.get("status") == "finished":
-        return record
-    written_while_waiting = failed_after is not None and stored.stat().st_mtime >= failed_after
-    return record if written_while_waiting else None
+    return record if record.get("status") == "finished" else None
 
 
-def _run_cell(index, cells, run_cell, key, stored: Path, start_child_run) -> dict[str, Any]:
-    cell = cells[index]
-    started = time.perf_counter()
-    record: dict[str, Any] = {**cell.__dict__, "cell": cell.name, "key": key, "run_id": None}
-    context = start_child_run(cell, key) if start_child_run else _null_context()
-    try:
-        with context as run_id:
-            record["run_id"] = run_id
-            logger.info("[%d/%d] %s: running", index + 1, len(cells), cell.name)
-            record.update(status="finished", result=run_cell(cell))
-    except Exception as error:  # a failed cell is recorded and the grid goes on
-        logger.error("[%d/%d] %s failed: %s", index + 1, len(cells), cell.name, error)
-        record.update(status="failed", error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc(limit=5))
-    record["seconds"] = time.perf_counter() - started
+def _store(stored: Path, record: dict[str, Any]) -> None:
     partial = stored.with_suffix(f".json.{os.getpid()}.partial")
     partial.write_text(json.dumps(record, default=str))
     partial.replace(stored)
+
+
+def run_cell_record(job: CellJob, run_cell, start_child_run, node: dict[str, Any]) -> dict[str, Any]:
+    """Run one cell in its child run; its record. An exception is the cell's failure: recorded
+    (error and traceback), never raised, so the grid goes on.
+
+    Args:
+        node: Where it runs (``node``: a name for the report; a Ray run adds ``ray_node_id``).
+    """
+    cell = job.cell
+    started = time.perf_counter()
+    record: dict[str, Any] = {**cell.__dict__, "cell": cell.name, "key": job.key, "run_id": None, **node}
+    context = start_child_run(cell, job.key, node) if start_child_run else contextlib.nullcontext()
+    try:
+        with context as run_id:
+            record["run_id"] = run_id
+            logger.info("[%d/%d] %s: running on %s", job.index + 1, job.total, cell.name, node["node"])
+            record.update(status="finished", result=run_cell(cell))
+    except Exception as error:  # a failed cell is recorded and the grid goes on
+        logger.error("[%d/%d] %s failed: %s", job.index + 1, job.total, cell.name, error)
+        record.update(status="failed", error=f"{type(error).__name__}: {error}", traceback=traceback.format_exc(limit=5))
+    record["seconds"] = time.perf_counter() - started
     return record
-
-
-class CellClaim:
-    """A cell's claim file: created exclusively (``O_EXCL``) by the process that runs the
-    cell, holding its host and pid, removed when the cell's record is written."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.held = False
-
-    def take(self) -> bool:
-        """Claim the cell; False when another live process holds it."""
-        for _ in range(2):
-            try:
-                descriptor = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except FileExistsError:
-                if not self._stale():
-                    return False
-                self.path.unlink(missing_ok=True)  # its process died: take it over
-                continue
-            with os.fdopen(descriptor, "w") as handle:
-                json.dump({"host": socket.gethostname(), "pid": os.getpid(), "since": time.time()}, handle)
-            self.held = True
-            return True
-        return False
-
-    def release(self) -> None:
-        if self.held:
-            self.path.unlink(missing_ok=True)
-            self.held = False
-
-    def _stale(self) -> bool:
-        """The claim's process is gone (checkable on this host only)."""
-        try:
-            holder = json.loads(self.path.read_text())
-        except FileNotFoundError:
-            return True
-        except (OSError, ValueError):  # being written right now
-            return False
-        if holder.get("host") != socket.gethostname():
-            return False
-        try:
-            os.kill(int(holder["pid"]), 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
-        return False
-
-
-class _null_context:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False

@@ -169,8 +169,8 @@ def markdown_report(
     cells: pd.DataFrame, results: pd.DataFrame, preset: str, data_versions: dict | None = None, histories: pd.DataFrame | None = None
 ) -> str:
     """One page: the main table (fraction 1.0) and its pooled 95% intervals, the mechanism
-    table (from ``histories``), the data-efficiency table, the cells with their status and
-    MLflow run ids, and the data versions behind them."""
+    table (from ``histories``), the data-efficiency table, the cells with their status, node,
+    wall time and MLflow run ids, and the data versions behind them."""
     lines = [f"# Experiment report (preset `{preset}`)", ""]
     lines += ["Held-out success % (mean ± std over seeds), fraction of training tasks = 100%:", "", _wide(results, 1.0)]
     intervals = _pooled_intervals(results, 1.0)
@@ -195,12 +195,15 @@ def markdown_report(
                 row.append(" / ".join(f"{s}: {100 * v:.1f} ± {100 * d:.1f}" for s, v, d in zip(values["split"], values["mean"], values["std"])) or "-")
             lines.append(f"| {METHODS[method].label} | " + " | ".join(row) + " |")
         lines.append("")
-    lines += ["## Cells", "", "| cell | status | MLflow run | seconds | env steps |", "|---|---|---|---:|---:|"]
+    lines += ["## Cells", "", "Where each cell ran (host, or a Ray node's address/id) and its wall time:", "",
+              "| cell | status | node | MLflow run | seconds | env steps |", "|---|---|---|---|---:|---:|"]
     for row in cells.itertuples(index=False):
         steps = getattr(row, "env_steps", None)
         steps_text = f"{steps:.0f}" if isinstance(steps, (int, float)) and pd.notna(steps) else "-"
         seconds = f"{row.seconds:.0f}" if pd.notna(row.seconds) else "-"
-        lines.append(f"| {row.cell} | {row.status} | {row.run_id or '-'} | {seconds} | {steps_text} |")
+        node = getattr(row, "node", None)
+        node_text = node if isinstance(node, str) and node else "-"
+        lines.append(f"| {row.cell} | {row.status} | {node_text} | {row.run_id or '-'} | {seconds} | {steps_text} |")
     failed = cells[cells["status"] == "failed"]
     if len(failed):
         lines += ["", "Failed cells:", ""] + [f"- {row.cell}: {row.error}" for row in failed.itertuples(index=False)]

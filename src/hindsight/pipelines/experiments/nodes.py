@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,20 +30,88 @@ from hindsight.world_model.environment import RecordedTasks, WorldModelSimulator
 logger = logging.getLogger(__name__)
 
 
+def _child_run_tags(cell: Cell, key: str, node: dict[str, Any] | None) -> dict[str, str]:
+    tags = {"cell_key": key, "method": cell.method}
+    if node:
+        tags["hindsight.node"] = str(node.get("node"))
+        if node.get("ray_node_id"):
+            tags["ray.node_id"] = str(node["ray_node_id"])
+    return tags
+
+
 @contextlib.contextmanager
-def _child_run(cell: Cell, key: str):
-    """An MLflow child run under the pipeline's run (kedro-mlflow's), when one is active. An
-    earlier run of the same cell still RUNNING is one whose worker died (a live one would hold
-    the cell): it is marked KILLED, tagged with this run (``tracking.end_dead_runs_tagged``)."""
+def _child_run(cell: Cell, key: str, node: dict[str, Any] | None = None):
+    """An MLflow child run under the pipeline's run (kedro-mlflow's), when one is active,
+    tagged with the node that runs it. An earlier run of the same cell still RUNNING is one
+    whose worker died: it is marked KILLED, tagged with this run (``tracking.end_dead_runs_tagged``)."""
     import mlflow
 
     if mlflow.active_run() is None:
         yield None
         return
-    with mlflow.start_run(run_name=cell.name, nested=True, tags={"cell_key": key, "method": cell.method}) as run:
+    with mlflow.start_run(run_name=cell.name, nested=True, tags=_child_run_tags(cell, key, node)) as run:
         mlflow.log_params({"method": cell.method, "seed": cell.seed, "task_fraction": cell.fraction})
         tracking.end_dead_runs_tagged("cell_key", key, "its grid worker died; the cell was run again")
         yield run.info.run_id
+
+
+@dataclass(frozen=True)
+class WorkerChildRun:
+    """``_child_run`` for a cell on a Ray worker, a process with no active run: the child run
+    is opened there, under the pipeline's run by id, on the same tracking store (an absolute
+    URI: a SQLite file the workers reach, or a tracking server on a cluster)."""
+
+    tracking_uri: str
+    experiment_id: str
+    parent_run_id: str
+
+    @classmethod
+    def of_active_run(cls) -> WorkerChildRun | None:
+        """The opener for the active run's children; None outside a run."""
+        import mlflow
+
+        run = mlflow.active_run()
+        if run is None:
+            return None
+        return cls(_absolute_uri(mlflow.get_tracking_uri()), run.info.experiment_id, run.info.run_id)
+
+    @contextlib.contextmanager
+    def __call__(self, cell: Cell, key: str, node: dict[str, Any] | None = None):
+        import mlflow
+
+        mlflow.set_tracking_uri(self.tracking_uri)
+        with mlflow.start_run(run_name=cell.name, experiment_id=self.experiment_id, parent_run_id=self.parent_run_id,
+                              tags=_child_run_tags(cell, key, node)) as run:
+            mlflow.log_params({"method": cell.method, "seed": cell.seed, "task_fraction": cell.fraction})
+            tracking.end_dead_runs_tagged("cell_key", key, "its grid worker died; the cell was run again")
+            yield run.info.run_id
+
+
+def _absolute_uri(uri: str) -> str:
+    """A SQLite or file tracking URI relative to this directory made absolute (a Ray worker
+    may start in another directory)."""
+    for scheme in ("sqlite:///", "file:"):
+        if uri.startswith(scheme):
+            path = uri[len(scheme):]
+            if path and not path.startswith("/"):
+                return scheme + str(Path(path).resolve())
+    if "://" not in uri and not uri.startswith("/"):
+        return str(Path(uri).resolve())
+    return uri
+
+
+def grid_executor(settings: GridSettings):
+    """None for ``experiments.executor: local``; else the Ray executor with the cells' resources."""
+    experiments = settings.experiments
+    if experiments.executor == "local":
+        return None
+    from hindsight.experiments.ray_grid import RayExecutor
+
+    resources = experiments.cell_resources
+    threads = os.environ.get("HINDSIGHT_TORCH_THREADS")
+    return RayExecutor(address=experiments.ray_address, num_cpus=resources.num_cpus, num_gpus=resources.num_gpus,
+                       memory_gb=resources.memory_gb, max_retries=resources.max_retries, dashboard=experiments.ray_dashboard,
+                       torch_threads=int(threads) if threads else None)
 
 
 def _grid_spec(settings: GridSettings) -> GridSpec:
@@ -107,7 +177,7 @@ class GridRun:
         self.setup = rl_setup(project, settings.training, preset.heldout)
         self.bank = skill_bank_from_table(skills)
         self.world_model = starts.world_model
-        self.cache = Path(settings.experiments.cache_dir)
+        self.cache = Path(settings.experiments.cache_dir).resolve()  # the same folder for a Ray worker in another directory
         self.shared_inputs = "|".join([
             weights_fingerprint(starts.policy("stage1").model), weights_fingerprint(starts.policy("base").model), str(sorted(self.bank.items())),
         ])
@@ -170,13 +240,17 @@ def run_experiment_grid(starts: GridStarts, skills: pd.DataFrame, project: Proje
     the catalog model it uses (the State2State checkpoint, the world model and its query
     settings), so a new version of one retrains only the cells that use it.
 
+    The cells run here one after another, or as Ray tasks (``experiments.executor: ray``).
+
     Returns:
-        (one row per cell: method, seed, fraction, status, run_id, seconds, final held-out
+        (one row per cell: method, seed, fraction, status, node, run_id, seconds, final held-out
         success per split and task type; one row per cell and evaluation point: the
         learning-curve data).
     """
     grid = GridRun(starts, skills, project, settings)
-    records = run_grid(_grid_spec(settings).cells(), grid.run_cell, key_of=grid.key, cache_dir=grid.cache, start_child_run=_child_run)
+    executor = grid_executor(settings)
+    child_runs = _child_run if executor is None else WorkerChildRun.of_active_run()
+    records = run_grid(_grid_spec(settings).cells(), grid.run_cell, key_of=grid.key, cache_dir=grid.cache, start_child_run=child_runs, executor=executor)
     cells_table, histories = grid_tables(records)
     failed = int((cells_table["status"] == "failed").sum())
     tracking.log_metrics({"experiments/cells": float(len(cells_table)), "experiments/failed_cells": float(failed)})
@@ -189,7 +263,7 @@ def grid_tables(records: list[dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataFra
     cells, histories = [], []
     for record in records:
         result = record.get("result") or {}
-        row = {k: record.get(k) for k in ("cell", "method", "seed", "fraction", "status", "run_id", "seconds", "key", "error")}
+        row = {k: record.get(k) for k in ("cell", "method", "seed", "fraction", "status", "node", "run_id", "seconds", "key", "error")}
         row.update(result.get("final", {}))
         row["env_steps"] = result.get("env_steps")
         cells.append(row)
