@@ -83,7 +83,8 @@ class CellResources:
     """Memory Ray reserves per cell in GiB (scheduling only, not a limit); null: none reserved."""
     max_retries: int = 2
     """Times a cell is run again when its worker process or node dies (Ray's ``max_retries``);
-    a cell that raises is recorded as failed and not retried."""
+    a cell that raises is recorded as failed and not retried. (``OpenAIEndpointConfig.max_retries``
+    is another thing: retries of an HTTP request to a skill-analysis endpoint.)"""
 
     def __post_init__(self) -> None:
         if not self.num_cpus > 0:
