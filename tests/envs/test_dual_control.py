@@ -327,3 +327,14 @@ def test_expert_collection_plays_it_through_the_registry():
     rows = play_gold_episode(env, SPEC, "dev", env.seeds("dev", 1)[0])
     assert rows[-1]["won"] and rows[-1]["done"]
     assert all(row["action"] in row["valid_actions"] for row in rows)
+
+
+def test_the_account_record_says_when_the_data_is_used_up():
+    task = quota_task(TOP_UP, wanted_gb=1)
+    session = TelecomSession(task)
+    customer = task.world.customer
+    session.act(parse_call(f"identify_by_name {customer.first_name} {customer.last_name} {customer.birth_date}"))
+    limit = {"basic": 2.0, "plus": 10.0}[task.initial_plan]
+    assert f"data {limit:.1f} of {limit:.1f} GB used (none left)" in session.act(parse_call("get_details"))
+    session.act(parse_call("refuel_data 1"))
+    assert f"of {limit + 1:.1f} GB used," in session.act(parse_call("get_details"))

@@ -22,7 +22,9 @@ An MMS goes out (``mms_blockers``) when mobile data works, the APN carries the M
 and the messages app may use SMS and storage.
 
 The texts here (settings screen, speed test, account record) are the only way either party
-learns the state: the agent reads the account itself and the phone through the user.
+learns the state: the agent reads the account itself and the phone through the user. The
+settings screen names what differs from the phone's defaults (our simplification, so that a
+small policy can find the one setting that matters in it).
 """
 
 from __future__ import annotations
@@ -173,12 +175,10 @@ def speed_test(world: World) -> str:
 
 
 def settings_screen(world: World) -> str:
-    """What the user reads on the network settings screen (the status bar included)."""
+    """What the user reads on the network settings screen: what differs from the phone's
+    defaults (airplane mode off, mobile data on, data roaming off, data saver off, VPN off,
+    network mode auto, the carrier's APN, SIM ready, no restart), and the signal."""
     phone = world.phone
-    if phone.model.apn_menu:
-        apn = "APN custom (edited)" if not phone.apn_ok else "APN default" + ("" if phone.mms_apn_ok else " without MMS server")
-    else:
-        apn = "APN managed by carrier"
     if phone.airplane_mode:
         signal = "no signal"
     elif not phone.sim_seated:
@@ -187,12 +187,20 @@ def settings_screen(world: World) -> str:
         signal = "emergency calls only"
     else:
         signal = "signal 4 bars" + (", roaming" if world.account.abroad else "")
-    return (
-        f"The settings show: airplane mode {_on(phone.airplane_mode)} ({signal}), mobile data {_on(phone.mobile_data)}, "
-        f"data roaming {_on(phone.data_roaming)}, data saver {_on(phone.data_saver)}, VPN {_on(phone.vpn)}, "
-        f"network mode {phone.network_mode}, {apn}, SIM {'ready' if phone.sim_seated else 'not detected'}, "
-        f"restart required {'yes' if phone.restart_pending else 'no'}."
-    )
+    unusual = [
+        (phone.airplane_mode, "airplane mode on"),
+        (not phone.mobile_data, "mobile data off"),
+        (phone.data_roaming, "data roaming on"),
+        (phone.data_saver, "data saver on"),
+        (phone.vpn, "VPN on"),
+        (phone.network_mode != "auto", f"network mode {phone.network_mode}"),
+        (phone.model.apn_menu and not phone.apn_ok, "APN custom (edited)"),
+        (phone.model.apn_menu and phone.apn_ok and not phone.mms_apn_ok, "APN without MMS server"),
+        (not phone.sim_seated, "SIM not detected"),
+        (phone.restart_pending, "restart required"),
+    ]
+    listed = [text for shown, text in unusual if shown]
+    return f"The settings show: {signal}; " + (", ".join(listed) if listed else "all settings at default") + "."
 
 
 def permissions_screen(world: World) -> str:
@@ -205,7 +213,8 @@ def account_record(world: World) -> str:
     """What ``get_details`` returns once the customer is identified."""
     account, phone = world.account, world.phone
     limit = account.data_limit_gb()
-    quota = "unlimited" if limit is None else f"{account.data_used_gb:.1f} of {limit:.1f} GB used"
+    quota = "unlimited" if limit is None else f"{account.data_used_gb:.1f} of {limit:.1f} GB used" + (
+        " (none left)" if account.quota_exhausted() else "")
     profile = "invalid" if not phone.apn_ok else ("valid" if phone.mms_apn_ok else "missing MMS server")
     return (
         f"Account of {world.customer.first_name} {world.customer.last_name}: plan {account.plan}, data {quota}, "
