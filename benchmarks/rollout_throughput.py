@@ -16,7 +16,7 @@ actions of ``--gold-episodes`` gold episodes of TextWorldExpress twc, with the p
   SmolLM2's 49152-row embedding and LM head, whose cost is what the figures need). ``--lora`` (default ``merged``) puts the
   project's default LoRA adapter on it (rank 8 on q/k/v/o, B drawn non-zero) and rolls out
   with it merged through ``policy.inference.inference_policy`` as the RL loop does
-  (``rollout_merge_lora``; fp32); ``unmerged`` decodes through the adapter, ``none`` omits it;
+  (``training.rl.rollout_weights.merge_lora``; fp32); ``unmerged`` decodes through the adapter, ``none`` omits it;
 - ``--policy DIR`` adds a local Hugging Face directory (``policy.model.load_policy``, its
   own tokenizer; e.g. the real SmolLM2-135M-Instruct, a version directory of the catalog's
   ``data/06_models/pretrained_model``), rolled out like the 135M model.
@@ -55,7 +55,7 @@ spares the others). Unmerged adapters, norms, softmax and sampling are not count
 achieved FLOP/s (FLOPs over the mode's wall time, environment included; also over the
 engine's generation seconds) is divided by the fp32 peak of square matmuls measured at the
 start of the run with the same threads (``bench_models.matmul_peak``, also used by
-``learner_mfu.py``): rollouts decode in fp32 (``rollout_dtype: float32``); ``--bf16-peak``
+``learner_mfu.py``): rollouts decode in fp32 (``rollout_weights.dtype: float32``); ``--bf16-peak``
 also measures the bf16 peak and reports against it (minutes on a CPU without native bf16).
 
 A benchmark, not a test. Expected wall time on 2 CPU cores (estimates, from short runs on a

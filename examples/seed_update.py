@@ -194,19 +194,19 @@ def seed_loss(policy: Policy, reference_model, batch: RolloutBatch, config: RLCo
     # PPO-clip (dual clip) on the group-relative advantages
     ppo, ppo_metrics = algorithms.ppo_clip_loss(
         logp, old, batch.advantages, mask,
-        clip_low=config.clip_low, clip_high=config.clip_high, dual_clip=config.dual_clip, agg=config.loss_agg,
+        clip_low=config.ppo.clip_low, clip_high=config.ppo.clip_high, dual_clip=config.ppo.dual_clip, agg=config.ppo.loss_agg,
     )
     # the gate: g = sigmoid(beta * stopgrad(l_skill - l)); the distillation loss -g * l (plus a
     # constant), so its gradient pulls l up by g: hard where the skill favours the token
     gate = torch.sigmoid(settings.gate_beta * (teacher - logp).detach())
     opd, _ = algorithms.opd_loss(
-        logp, teacher, distill_mask, gate_beta=settings.gate_beta, agg=config.loss_agg, gate=settings.distill_gate
+        logp, teacher, distill_mask, gate_beta=settings.gate_beta, agg=config.ppo.loss_agg, gate=settings.distill_gate
     )
     # the low-variance KL to the reference (the start of RL), on every chosen token
     reference = pad_right_aligned(
         response_logprobs(reference_model, batch.samples, config.mini_batch_size, pad, token_budget=config.micro_batch_tokens), width
     )
-    kl = algorithms.aggregate_loss(algorithms.kl_low_var(logp, reference), mask, config.loss_agg)
+    kl = algorithms.aggregate_loss(algorithms.kl_low_var(logp, reference), mask, config.ppo.loss_agg)
 
     total = ppo + settings.opd_coef * opd + config.kl_coef * kl
     figures = {

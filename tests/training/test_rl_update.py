@@ -22,7 +22,7 @@ from hindsight.policy.encoding import StepSample, encode_ids, encode_prompt, enc
 from hindsight.training.distillation import response_logprobs, skill_augmented_logprobs
 from hindsight.methods import build_method
 from hindsight.training.batch import RolloutBatch
-from hindsight.training.rl_config import RLConfig
+from hindsight.training.rl_config import RLConfig, with_overrides
 from hindsight.training.rl_update import update_policy
 
 SKILL = "Take the object first, then put it where it belongs."
@@ -155,7 +155,7 @@ def test_micro_batches_accumulate_the_same_gradient_as_one_pass(warm_policy, gol
             parameter.add_(0.01 * torch.randn_like(parameter))
 
     def step(micro_batch_tokens):
-        config = RLConfig(**{**CONFIG.__dict__, "loss_agg": agg, "kl_coef": 0.5, "micro_batch_tokens": micro_batch_tokens})
+        config = with_overrides(CONFIG, {"ppo": {"loss_agg": agg}, "kl_coef": 0.5, "micro_batch_tokens": micro_batch_tokens})
         policy = copy.deepcopy(warm_policy)
         before = [p.detach().clone() for p in policy.model.parameters()]
         optimizer = torch.optim.SGD(policy.model.parameters(), lr=1.0)

@@ -1,5 +1,5 @@
 """RL with a LoRA policy whose rollouts decode with the adapter merged
-(``training.rl.rollout_merge_lora``): the log-probs recorded while sampling are the
+(``training.rl.rollout_weights.merge_lora``): the log-probs recorded while sampling are the
 trainer's own (``rollout/logprob_gap`` about 0), only the adapter trains, and the base
 weights come back from every merge/unmerge; a bf16 rollout copy shows up in that gap."""
 
@@ -37,7 +37,7 @@ def lora_warm_policy(warm_policy, tmp_path_factory):
 def one_update(policy, tasks, rollout_dtype: str):
     config = RLConfig(
         algorithm="grpo", updates=1, tasks_per_update=2, group_size=2, learning_rate=1e-3, mini_batch_size=64,
-        kl_coef=0.0, checkpoint_every=1, rollout_merge_lora=True, rollout_dtype=rollout_dtype,
+        kl_coef=0.0, checkpoint_every=1, rollout_weights={"merge_lora": True, "dtype": rollout_dtype},
     )
     rollout = RolloutConfig(temperature=1.0, max_length=768, max_parallel=8, progress=False)
     return train_rl(policy, frozen_copy(policy.model), tasks, make_env, rollout, config, build_method(config), seed=1).history.iloc[0]
@@ -63,7 +63,7 @@ def backend_update(policy, tasks, compute_type: str):
 
     config = RLConfig(
         algorithm="grpo", updates=1, tasks_per_update=2, group_size=2, learning_rate=1e-3, mini_batch_size=64,
-        kl_coef=0.0, checkpoint_every=1, rollout_merge_lora=True,
+        kl_coef=0.0, checkpoint_every=1, rollout_weights={"merge_lora": True},
         schedulers={"backend_correction": {"weight_cap": 1.5}, "async_rollouts": {"behaviour_weight_cap": 100.0}},
     )
     rollout = RolloutConfig(temperature=1.0, max_length=768, max_parallel=8, progress=False, backend=CTranslate2Backend(compute_type))

@@ -61,6 +61,8 @@ def test_the_settings_build_from_a_parameter_block():
         ("odysse_objective", "schedulers.odysse.objective"),
         ("async_rollouts", "schedulers.async_rollouts.enabled"),
         ("sampler_weight_cap", "schedulers.backend_correction.weight_cap"),
+        ("clip_high", "ppo.clip_high"),
+        ("rollout_dtype", "rollout_weights.dtype"),
     ],
 )
 def test_an_old_flat_key_is_refused_with_its_new_key(old, new):
@@ -82,3 +84,21 @@ def test_an_unknown_override_key_is_named():
         with_overrides(RLConfig(), {"updatez": 3})
     with pytest.raises(ParameterError, match=r"'training.rl.schedulers.stepo.step_weightz'"):
         with_overrides(RLConfig(), {"schedulers": {"stepo": {"step_weightz": True}}})
+
+
+def test_rl_config_holds_the_core_loops_settings_and_blocks():
+    """No scheduler knob is a field of ``RLConfig`` any more; the blocks merge key by key."""
+    import dataclasses
+
+    from hindsight.training.rl_config import with_overrides
+
+    names = [field.name for field in dataclasses.fields(RLConfig)]
+    assert not [name for name in names if name.startswith(("stepo_", "curriculum", "odysse_", "async_", "sampler_", "pass_rate"))]
+    assert {"methods", "schedulers", "ppo", "rollout_weights"} <= set(names) and len(names) <= 19
+    config = with_overrides(RLConfig(), {"ppo": {"clip_high": 0.28}, "rollout_weights": {"dtype": "auto"}})
+    assert (config.ppo.clip_high, config.ppo.clip_low, config.ppo.loss_agg) == (0.28, 0.2, "token-mean")
+    assert (config.rollout_weights.dtype, config.rollout_weights.merge_lora) == ("auto", True)
+    with pytest.raises(ValueError, match="training.rl.ppo.loss_agg must be one of"):
+        RLConfig(ppo={"loss_agg": "sum"})
+    with pytest.raises(ValueError, match="training.rl.rollout_weights.dtype must be"):
+        RLConfig(rollout_weights={"dtype": "float16"})

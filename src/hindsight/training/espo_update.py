@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from hindsight.training.rl_config import RLConfig
 
 ESPO_AGGREGATION = "episode-mean"
-"""How the update aggregates ESPO over episodes: each episode weighs one (``loss_agg``
+"""How the update aggregates ESPO over episodes: each episode weighs one (``ppo.loss_agg``
 still applies to the KL and the method's own terms)."""
 
 
@@ -145,7 +145,7 @@ class EpisodeTotals:
 
     def metrics(self, config: RLConfig) -> dict[str, float]:
         """``espo/episode_clipfrac``, ``espo/ratio_mean``, ``espo/ratio_max``, ``espo/episodes_per_minibatch``."""
-        figures = algorithms.espo_metrics(self.log_ratio_sum, self.tokens, self.advantages, config.clip_low, config.clip_high)
+        figures = algorithms.espo_metrics(self.log_ratio_sum, self.tokens, self.advantages, config.ppo.clip_low, config.ppo.clip_high)
         figures["episodes_per_minibatch"] = figures.pop("episodes")
         return {f"espo/{key}": value for key, value in figures.items()}
 
@@ -156,7 +156,7 @@ class EpisodeTotals:
         metrics, so ``losses/ppo`` reads the ESPO loss)."""
         rows = torch.tensor([self.index[sample.episode_id] for sample in samples])
         loss, _ = algorithms.espo_loss(
-            logp, old, self.advantages[rows], mask, rows, clip_low=config.clip_low, clip_high=config.clip_high,
+            logp, old, self.advantages[rows], mask, rows, clip_low=config.ppo.clip_low, clip_high=config.ppo.clip_high,
             agg=ESPO_AGGREGATION, episode_log_ratio_sum=self.log_ratio_sum, episode_tokens=self.tokens,
         )
         share = float(mask.sum()) / max(float(self.tokens.sum()), 1.0)  # token-weighted over the micro-batches

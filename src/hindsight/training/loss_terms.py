@@ -26,7 +26,7 @@ class LossTerm:
     name: str
     """Its name in the metrics (``losses/<name>``; ``kl`` is logged as ``kl/ref``)."""
     loss: torch.Tensor
-    """The term aggregated over its own tokens (``training.rl.loss_agg``)."""
+    """The term aggregated over its own tokens (``training.rl.ppo.loss_agg``)."""
     mask: torch.Tensor
     """[B, R] the tokens it was aggregated over (every response, or the distilled ones)."""
     metrics: dict[str, float]

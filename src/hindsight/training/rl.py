@@ -113,7 +113,8 @@ def play_update(
     if state.schedule.asynchronous:  # drawn, played in mini-groups and filtered as the schedule says
         return replay_successes(policy, producer.next_batch(update), state, rollout_config, config, update)
     shard = (lambda tasks: shard_tasks(parallel, tasks)) if parallel is not None else None
-    with inference_policy(policy, config.rollout_merge_lora, config.rollout_dtype) as actor:
+    weights = config.rollout_weights
+    with inference_policy(policy, weights.merge_lora, weights.dtype) as actor:
         batch = collect_update_batch(
             actor, method.transitions(env_factory), state.pool, state.rates, method.rollout_settings(rollout_config, heldout=False),
             config, seed, update,

@@ -1,7 +1,8 @@
 """Settings of the core RL loop (``training.rl.train_rl``): one documented dataclass.
 
-What every method shares lives here: the batch (tasks, group size), the PPO update, the
-KL to the reference, checkpoints, evaluation and the rollout weights. Two kinds of settings
+What every method shares lives here: the batch (tasks, group size), the PPO update (its
+clip and loss aggregation in the block ``ppo``), the KL to the reference, checkpoints,
+evaluation and the rollout weights (the block ``rollout_weights``). Two kinds of settings
 live elsewhere and are given in blocks: a method's own (``hindsight.methods.<name>.Settings``,
 under ``methods.<name>``; the method is picked by ``algorithm``,
 ``hindsight.methods.registry``) and the schedulers' that choose tasks, keep groups, weigh
@@ -26,6 +27,51 @@ from typing import Any, ClassVar, Mapping
 from hindsight.params import ParameterError, build
 from hindsight.training.schedule import SchedulerSettings
 
+LOSS_AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
+
+
+@dataclass
+class PPOSettings:
+    """The PPO term (``training.rl.ppo``): the clip, and how every loss term is aggregated."""
+
+    clip_low: float = 0.2
+    """PPO epsilon below 1."""
+    clip_high: float = 0.2
+    """PPO epsilon above 1."""
+    dual_clip: float = 3.0
+    """Dual-clip constant c for negative advantages."""
+    loss_agg: str = "token-mean"
+    """token-mean, seq-mean-token-mean or seq-mean-token-sum: how the PPO term, and with it
+    the KL, the entropy bonus and the method's terms, are aggregated over tokens (verl's
+    ``loss_agg_mode``)."""
+
+    def __post_init__(self) -> None:
+        if self.loss_agg not in LOSS_AGGREGATIONS:
+            raise ValueError(f"training.rl.ppo.loss_agg must be one of {LOSS_AGGREGATIONS}, got {self.loss_agg!r}")
+        if self.clip_low < 0 or self.clip_high < 0 or self.dual_clip <= 1:
+            raise ValueError(
+                "training.rl.ppo.clip_low and clip_high must be >= 0 and dual_clip > 1, got "
+                f"{self.clip_low}, {self.clip_high} and {self.dual_clip}"
+            )
+
+
+@dataclass
+class RolloutWeights:
+    """The weights the update's rollouts decode with (``training.rl.rollout_weights``)."""
+
+    merge_lora: bool = True
+    """Rollouts decode with a LoRA adapter merged into the weights, not through the unmerged
+    adapter (``policy.inference``; 1.35x per decode step for 135M + LoRA, benchmarks/inference_weights.py)."""
+    dtype: str = "float32"
+    """float32, bfloat16 (a bf16 copy per update; the trainer stays fp32) or auto (bf16
+    where the device has it natively). float32 by measurement: on a 2-core AVX512-BF16 CPU
+    a bf16 decode step at batch 16 was 0.68-0.76x as fast."""
+
+    def __post_init__(self) -> None:
+        if self.dtype not in ("float32", "bfloat16", "auto"):
+            raise ValueError(f"training.rl.rollout_weights.dtype must be float32, bfloat16 or auto, got {self.dtype!r}")
+
+
 SCHEDULERS = "training.rl.schedulers"
 
 MOVED_KEYS: dict[str, str] = {
@@ -47,10 +93,18 @@ MOVED_KEYS: dict[str, str] = {
     "async_mini_groups": "schedulers.async_rollouts.mini_groups",
     "async_behaviour_weight_cap": "schedulers.async_rollouts.behaviour_weight_cap",
     "sampler_weight_cap": "schedulers.backend_correction.weight_cap",
+    "clip_low": "ppo.clip_low",
+    "clip_high": "ppo.clip_high",
+    "dual_clip": "ppo.dual_clip",
+    "loss_agg": "ppo.loss_agg",
+    "rollout_merge_lora": "rollout_weights.merge_lora",
+    "rollout_dtype": "rollout_weights.dtype",
 }
 """Keys of ``training.rl`` that moved (old key -> new key under ``training.rl``); the
 curriculum's positive replay, which shared ``async_behaviour_weight_cap``, now has its own
 ``schedulers.curriculum.replay_weight_cap``."""
+NESTED = ("ppo", "rollout_weights", "schedulers")
+"""``RLConfig``'s blocks of settings, merged key by key by ``with_overrides``."""
 
 
 @dataclass
@@ -83,14 +137,8 @@ class RLConfig:
     """Padded tokens per forward/backward pass: a mini-batch runs as micro-batches within
     this budget with gradients accumulated (same loss, bounded activation memory; None:
     the whole mini-batch in one pass)."""
-    clip_low: float = 0.2
-    """PPO epsilon below 1."""
-    clip_high: float = 0.2
-    """PPO epsilon above 1."""
-    dual_clip: float = 3.0
-    """Dual-clip constant c for negative advantages."""
-    loss_agg: str = "token-mean"
-    """token-mean, seq-mean-token-mean or seq-mean-token-sum."""
+    ppo: PPOSettings = field(default_factory=PPOSettings)
+    """The PPO term's clip and the loss aggregation (``PPOSettings``)."""
     std_normalize: bool = True
     """Advantages divided by the group std (False: mean-only); for GiGPO both the episode
     and the step term (the official code's mean_std_norm / mean_norm)."""
@@ -100,7 +148,7 @@ class RLConfig:
     """Weight of the entropy bonus, any method: the loss adds ``-entropy_coef * H``, H the
     entropy of the policy's token distribution (restricted to the allowed ids under
     constrained decoding, as its log-probs are) over the response tokens it chose,
-    aggregated as ``loss_agg``; logged as ``losses/entropy`` when not 0. The official SEED
+    aggregated as ``ppo.loss_agg``; logged as ``losses/entropy`` when not 0. The official SEED
     release: 0.001 (verl's ``entropy_coeff``; ``conf/seed_release``). 0 here: the default
     run was measured without it."""
     max_grad_norm: float = 1.0
@@ -110,18 +158,13 @@ class RLConfig:
     evaluation pipeline evaluates the final policy anyway)."""
     checkpoint_every: int = 1
     """Checkpoint every this many updates (resume continues from the last one)."""
-    rollout_merge_lora: bool = True
-    """Rollouts decode with a LoRA adapter merged into the weights, not through the unmerged
-    adapter (``policy.inference``; 1.35x per decode step for 135M + LoRA, benchmarks/inference_weights.py)."""
-    rollout_dtype: str = "float32"
-    """Weights rollouts decode with: float32, bfloat16 (a bf16 copy per update; the trainer
-    stays fp32) or auto (bf16 where the device has it natively). float32 by measurement:
-    on a 2-core AVX512-BF16 CPU a bf16 decode step at batch 16 was 0.68-0.76x as fast."""
+    rollout_weights: RolloutWeights = field(default_factory=RolloutWeights)
+    """The weights the update's rollouts decode with (``RolloutWeights``)."""
     schedulers: SchedulerSettings = field(default_factory=SchedulerSettings)
     """The schedulers, one block each (``training.schedule.SchedulerSettings``): ``stepo``,
     ``curriculum``, ``pass_rates``, ``odysse``, ``async_rollouts``, ``backend_correction``;
     a block names only what differs from its defaults (every scheduler is off by default).
-    A mapping given in Python is built the same way."""
+    A mapping given in Python is built the same way (as for ``ppo`` and ``rollout_weights``)."""
 
     MOVED_KEYS: ClassVar[dict[str, str]] = MOVED_KEYS
     """Old keys -> their new place (``params.build`` names it when an old key is given)."""
@@ -129,14 +172,13 @@ class RLConfig:
     def __post_init__(self) -> None:
         if not 0 < self.task_fraction <= 1:
             raise ValueError(f"training.rl.task_fraction must be in (0, 1], got {self.task_fraction}")
-        if self.rollout_dtype not in ("float32", "bfloat16", "auto"):
-            raise ValueError(f"training.rl.rollout_dtype must be float32, bfloat16 or auto, got {self.rollout_dtype!r}")
         if self.entropy_coef < 0:
             raise ValueError(f"training.rl.entropy_coef must be >= 0 (a bonus on the entropy), got {self.entropy_coef}")
         if self.micro_batch_tokens is not None and self.micro_batch_tokens < 1:
             raise ValueError(f"training.rl.micro_batch_tokens must be a positive token count or null, got {self.micro_batch_tokens}")
-        if isinstance(self.schedulers, Mapping):
-            self.schedulers = build(SchedulerSettings, self.schedulers, SCHEDULERS)
+        for name, cls in (("ppo", PPOSettings), ("rollout_weights", RolloutWeights), ("schedulers", SchedulerSettings)):
+            if isinstance(getattr(self, name), Mapping):  # a block given in Python
+                setattr(self, name, build(cls, getattr(self, name), f"training.rl.{name}"))
 
 
 def check_keys(overrides: Mapping[str, Any], where: str = "training.rl") -> None:
@@ -156,7 +198,7 @@ def check_keys(overrides: Mapping[str, Any], where: str = "training.rl") -> None
 def with_overrides(base: RLConfig, overrides: Mapping[str, Any], where: str = "training.rl") -> RLConfig:
     """``base`` with ``overrides`` applied; a ``methods`` override is merged method by method
     and key by key (``{"methods": {"seed": {"opd_coef": 1.0}}}`` keeps SEED's other settings),
-    and a ``schedulers`` override block by block and key by key
+    and a ``schedulers``, ``ppo`` or ``rollout_weights`` override key by key
     (``{"schedulers": {"stepo": {"step_weights": True}}}`` keeps every other scheduler setting).
     An unknown or moved key is refused by name (``check_keys``)."""
     overrides = dict(overrides)
@@ -164,7 +206,9 @@ def with_overrides(base: RLConfig, overrides: Mapping[str, Any], where: str = "t
     methods = {name: dict(values or {}) for name, values in base.methods.items()}
     for name, values in (overrides.pop("methods", None) or {}).items():
         methods[name] = {**methods.get(name, {}), **(values or {})}
-    schedulers = overrides.pop("schedulers", None)
-    if isinstance(schedulers, Mapping):
-        schedulers = build(SchedulerSettings, schedulers, f"{where}.schedulers", defaults=base.schedulers)
-    return dataclasses.replace(base, **overrides, methods=methods, schedulers=schedulers or base.schedulers)
+    for name in NESTED:  # a block: its keys over the base's, checked against its dataclass
+        block = overrides.get(name)
+        if isinstance(block, Mapping):
+            current = getattr(base, name)
+            overrides[name] = build(type(current), block, f"{where}.{name}", defaults=current)
+    return dataclasses.replace(base, **overrides, methods=methods)

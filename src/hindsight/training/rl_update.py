@@ -60,7 +60,8 @@ def micro_batch_loss_terms(
         terms = [episodes.loss_term(logp, old, mask, chunk, config)]
         return terms + _other_terms(logp, teacher, distill_mask, mask, reference_rows, width, config, method, entropy)
     advantage = method.token_advantages(micro.advantages, teacher, old, distill_mask)
-    clip = {"clip_low": config.clip_low, "clip_high": config.clip_high, "dual_clip": config.dual_clip, "agg": config.loss_agg}
+    ppo = config.ppo
+    clip = {"clip_low": ppo.clip_low, "clip_high": ppo.clip_high, "dual_clip": ppo.dual_clip, "agg": ppo.loss_agg}
     if micro.proximal_logp is None:
         loss, ppo_metrics = algorithms.ppo_clip_loss(logp, old, advantage, mask, **clip)
     else:
@@ -81,14 +82,14 @@ def _other_terms(
 ) -> list[LossTerm]:
     """The method's own terms, the entropy bonus when ``config.entropy_coef`` is not 0
     (``entropy``: the token entropies of this pass), then the KL to the reference when given."""
-    terms = method.extra_loss_terms(logp, teacher, distill_mask, config.loss_agg)
+    terms = method.extra_loss_terms(logp, teacher, distill_mask, config.ppo.loss_agg)
     if config.entropy_coef:
         # logged as losses/entropy (the aggregated entropy); weighs -entropy_coef in the total
-        mean_entropy = algorithms.aggregate_loss(entropy, mask, config.loss_agg)
+        mean_entropy = algorithms.aggregate_loss(entropy, mask, config.ppo.loss_agg)
         terms.append(LossTerm("entropy", mean_entropy, mask, {}, coefficient=-config.entropy_coef))
     if reference_rows is not None:
         reference = pad_right_aligned(reference_rows, width)
-        kl = algorithms.aggregate_loss(algorithms.kl_low_var(logp, reference), mask, config.loss_agg)
+        kl = algorithms.aggregate_loss(algorithms.kl_low_var(logp, reference), mask, config.ppo.loss_agg)
         terms.append(LossTerm("kl", kl, mask, {}, coefficient=config.kl_coef))
     return terms
 
@@ -223,7 +224,7 @@ def minibatch_step(
             total = torch.zeros(())
             for term in terms:
                 share = weight if term.minibatch_share else (
-                    weight * algorithms.aggregation_count(term.mask, config.loss_agg) / max(totals[term.rows], 1.0)
+                    weight * algorithms.aggregation_count(term.mask, config.ppo.loss_agg) / max(totals[term.rows], 1.0)
                 )
                 total = total + term.coefficient * share * term.loss
                 losses[term.name] = losses.get(term.name, 0.0) + share * float(term.loss.detach())
@@ -268,6 +269,6 @@ def _aggregation_totals(batch: RolloutBatch, index: Sequence[int], config: RLCon
         mask = torch.zeros(len(rows), max((len(samples[i].response_ids) for i in rows), default=0))
         for row, i in enumerate(rows):
             mask[row, : len(samples[i].response_ids)] = torch.tensor(samples[i].choice_positions, dtype=torch.float32)
-        return algorithms.aggregation_count(mask, config.loss_agg)
+        return algorithms.aggregation_count(mask, config.ppo.loss_agg)
 
     return {"all": count(list(index)), "distilled": count([i for i in index if batch.teacher_logp[i] is not None])}
