@@ -1,0 +1,67 @@
+"""The experiments pipeline with ``experiments.executor: ray`` (a local Ray instance) against
+the local loop, on the same cells of the trained project (conf/test, tiny model): the same
+cells table, results and report but for where and when the cells ran; every cell an MLflow
+child run of the pipeline's run, opened on its Ray worker and tagged with its node."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pytest
+
+from kedro_project import KedroProject
+
+pytestmark = pytest.mark.slow  # two grids and a Ray instance: `-m slow` (CI runs it)
+
+PLACEMENT = ["node", "run_id", "seconds"]
+
+
+def grid_of(executor: str) -> dict:
+    """Runtime parameters: two cells of the quick preset, each executor with its own cache."""
+    return {"experiments": {
+        "executor": executor, "cache_dir": f"data/07_model_output/cells_{executor}",
+        "presets": {"quick": {"methods": ["grpo", "seed"], "fractions": [1.0], "fraction_methods": []}},
+    }}
+
+
+@pytest.fixture(scope="module")
+def both(trained_project, tmp_path_factory):
+    project = KedroProject.copy_of(trained_project[0], tmp_path_factory.mktemp("experiments_ray"))
+    runs = {executor: project.run(pipeline_names=["experiments"], from_nodes=["experiments.check_grid_inputs"], runtime_params=grid_of(executor))
+            for executor in ("local", "ray")}
+    return project, runs
+
+
+def _outputs(record, name):
+    return record.outputs[name]
+
+
+def test_ray_gives_the_local_loops_cells_results_and_report(both):
+    _, runs = both
+    cells = {e: pd.read_csv(_outputs(r, "07_model_output/experiment_cells.csv")) for e, r in runs.items()}
+    assert list(cells["ray"]["status"]) == ["finished", "finished"]
+    pd.testing.assert_frame_equal(cells["ray"].drop(columns=PLACEMENT), cells["local"].drop(columns=PLACEMENT))
+    assert cells["ray"]["node"].str.match(r"^[\d.]+/[0-9a-f]{8}$").all()  # a Ray node: address/id
+    results = {e: pd.read_csv(_outputs(r, "08_reporting/experiment_results.csv")).drop(columns=["run_ids"]) for e, r in runs.items()}
+    pd.testing.assert_frame_equal(results["ray"], results["local"])
+    reports = {}
+    for executor, record in runs.items():
+        text = _outputs(record, "08_reporting/experiment_report.md").read_text()
+        for value in cells[executor][["run_id", "node"]].to_numpy().ravel():
+            text = text.replace(str(value), "<placement>")
+        reports[executor] = re.sub(r"\| <placement> \| <placement> \| \d+ \|", "| <placement> | <placement> | <s> |", text)
+    assert reports["ray"] == reports["local"]
+
+
+def test_each_ray_cell_is_a_child_run_tagged_with_its_node(both):
+    project, runs = both
+    cells = pd.read_csv(_outputs(runs["ray"], "07_model_output/experiment_cells.csv"))
+    by_id = {run.info.run_id: run for run in project.mlflow_runs()}
+    children = [by_id[run_id] for run_id in cells["run_id"]]
+    parents = {run.data.tags["mlflow.parentRunId"] for run in children}
+    assert len(parents) == 1 and by_id[parents.pop()].data.metrics["experiments/cells"] == 2
+    for run, node in zip(children, cells["node"]):
+        assert run.info.status == "FINISHED"
+        assert run.data.tags["hindsight.node"] == node and node.endswith(run.data.tags["ray.node_id"][:8])
+        assert "rollout/success_rate" in run.data.metrics  # logged from the worker
