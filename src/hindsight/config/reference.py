@@ -35,7 +35,8 @@ compose: do not edit. Regenerate with `python -m hindsight.config.reference > do
 
 Every key of every parameters file, with its type, its default and what it does. The
 defaults live in the settings dataclasses (`hindsight.config`); `conf/base/` restates them
-(a test keeps the two equal), and other configuration environments (`conf/test/`,
+(a test keeps the two equal), except an RL method's own settings (`training.rl.methods.<name>`)
+and the schedulers' (`training.rl.schedulers.<name>`), which live in their modules only, and other configuration environments (`conf/test/`,
 `conf/pretrained/`, `conf/dual_control/`) override some of them. Override any key on the
 command line with `kedro run --params <key>=<value>` (dotted keys, several separated by
 commas); a key that no dataclass knows stops the run before any node runs, naming the key

@@ -2,8 +2,11 @@
 the core RL loop (``rl``: rollout -> batch -> the method's signals and advantages -> update,
 naming no method; methods live in ``hindsight.methods``) over one ``batch.RolloutBatch``,
 its update (``rl_update``: PPO clip, the method's terms and KL as ``loss_terms.LossTerm``),
-the schedulers (``stepo``: which tasks, which groups; ``minibatches``: ODYSSE's sampler;
-``async_rollouts`` with ``rollout_worker``: rollouts played ahead with bounded staleness),
+one update's rollout rounds (``update_batch``), the schedulers, each a piece with its settings
+under ``training.rl.schedulers`` (``schedule`` composes them: ``stepo``: which groups, how
+samples weigh; ``minibatches`` and ``espo_update``: ODYSSE's sampler and objective;
+``positive_replay``; ``async_rollouts`` with ``rollout_worker``: rollouts played ahead with
+bounded staleness; ``backend_correction``),
 teacher scoring (``distillation``), data-parallel learners (``data_parallel``,
 ``rl_parallel``, ``distributed``), and checkpoints with resume (``checkpoint``).
 Core-loop settings: ``rl_config.RLConfig``."""

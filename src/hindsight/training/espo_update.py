@@ -53,7 +53,7 @@ class OdysseSettings:
     objective: str = "token"
     """The policy loss: token (token-level PPO clip) or espo (our reading of ODYSSE's
     episode-level objective: one clipped ratio per episode, the geometric mean of its token
-    ratios, advantages re-centred over the mini-batch's episodes; this module); espo needs
+    ratios, advantages re-centred over the mini-batch's episodes; ``training.espo_update``); espo needs
     ``episode_minibatches: true``."""
 
     def __post_init__(self) -> None:
