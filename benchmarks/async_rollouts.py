@@ -48,6 +48,7 @@ from hindsight.rollout.tasks import split_tasks  # noqa: E402
 from hindsight.training.rl import train_rl  # noqa: E402
 from hindsight.training.rl_config import RLConfig  # noqa: E402
 from hindsight.training.sft import SFTConfig, train_sft  # noqa: E402
+from hindsight.policy.generation import SamplingConfig
 
 SPEC = EnvironmentSpec("textworldexpress", "twc", {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}, max_steps=8)
 
@@ -70,12 +71,12 @@ def warm_policy(preset: str, gold_episodes: int, bc_steps: int):
 
 def heldout_success(policy, count: int) -> float:
     """Greedy success rate on ``count`` test-fold twc tasks."""
-    settings = RolloutConfig(group_size=1, temperature=0.0, max_length=768, progress=False)
+    settings = RolloutConfig(sampling=SamplingConfig(temperature=0.0, max_length=768), group_size=1, progress=False)
     return float(run_rollouts(policy, make_env, split_tasks(SPEC, "test", count), settings).stats["success_rate"])
 
 
 def one_run(policy, tasks, config: RLConfig, heldout: int) -> dict:
-    rollout = RolloutConfig(temperature=1.0, max_length=768, max_parallel=16, progress=False)
+    rollout = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=768), max_parallel=16, progress=False)
     cpu, started = time.process_time(), time.perf_counter()
     result = train_rl(copy.deepcopy(policy), frozen_copy(policy.model), tasks, make_env, rollout, config, build_method(config), seed=11)
     wall = time.perf_counter() - started

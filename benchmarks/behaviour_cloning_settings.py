@@ -70,7 +70,7 @@ def benchmark_settings(assignments: list[str], threads: int | None, base: dict |
     for assignment in assignments:
         apply_override(parameters, assignment)
     settings = check_parameters(parameters)
-    settings["project"].rollout.progress = False
+    settings["project"].rollout.engine.progress = False
     return settings
 
 
@@ -102,7 +102,7 @@ def main() -> None:
     cloned = time.perf_counter()
 
     play = dataclasses.replace(evaluation.heldout, episodes_per_game=args.episodes)
-    heldout = project.heldout_config(play, random_floor=args.random_floor)
+    heldout = project.heldout_config(play)
     episodes = evaluate_agents(
         policy, project.specs(), make_env, project.rollout_config(), heldout, policy_label="bc", include_random=args.random_floor
     )

@@ -47,6 +47,7 @@ from hindsight.training.distillation import response_logprobs
 from bench_models import matmul_peak
 from profile_run import cpu_model
 from rollout_modes import twc_spec
+from hindsight.policy.generation import SamplingConfig
 
 
 def smollm2_directory(directory: Path) -> Path:
@@ -88,8 +89,13 @@ def measure(policy: Policy, spec, name: str, args: argparse.Namespace) -> dict[s
     backend = make_backend(kind, compute_type or "int8")
     first_sync = backend.sync(policy)
     config = RolloutConfig(
-        group_size=args.group, max_steps=args.max_steps, temperature=1.0, max_parallel=args.tasks * args.group, seed=0,
-        progress=False, prompt=PromptConfig(history_window=args.history_window, show_valid_actions=args.show_valid_actions),
+        sampling=SamplingConfig(temperature=1.0, max_length=1024),
+        group_size=args.group,
+        max_steps=args.max_steps,
+        max_parallel=args.tasks * args.group,
+        seed=0,
+        progress=False,
+        prompt=PromptConfig(history_window=args.history_window, show_valid_actions=args.show_valid_actions),
         backend=backend,
     )
     tasks = make_tasks(spec, "train", range(args.tasks))

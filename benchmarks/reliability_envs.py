@@ -55,10 +55,11 @@ from hindsight.policy.model import build_policy  # noqa: E402
 from hindsight.policy.prompts import episode_prompts  # noqa: E402
 from hindsight.policy.tokenizer import train_tokenizer  # noqa: E402
 from hindsight.rollout import RolloutConfig, make_tasks, run_random_agent, run_rollouts  # noqa: E402
+from hindsight.policy.generation import SamplingConfig
 
 TWC = EnvironmentSpec("textworldexpress", "twc", {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}, max_steps=10)
 FIND_ANIMAL = EnvironmentSpec("scienceworld", "find-animal", {"simplification": "easy"}, max_steps=6)
-CONFIG = RolloutConfig(group_size=2, max_parallel=4, temperature=1.0, seed=0, progress=False)
+CONFIG = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=1024), group_size=2, max_parallel=4, seed=0, progress=False)
 HANG_TIMEOUT_S = 2.0
 
 

@@ -81,7 +81,7 @@ def run_hf_generate(policy: Policy, tasks: list[TaskRef], config: RolloutConfig)
                         attention_mask=torch.ones_like(prompt_ids),
                         max_new_tokens=trie.depth,
                         do_sample=True,
-                        temperature=config.temperature,
+                        temperature=config.sampling.temperature,
                         top_k=0,
                         prefix_allowed_tokens_fn=lambda _, ids: trie.allowed(ids[start:].tolist()) or [tokenizer.eos_token_id],
                         eos_token_id=tokenizer.eos_token_id,

@@ -80,6 +80,7 @@ from hindsight.envs import make_env
 from hindsight.policy.inference import inference_policy
 from hindsight.policy.lora import LoraSettings
 from hindsight.policy.model import Policy, build_policy, count_parameters, load_policy
+from hindsight.policy.generation import SamplingConfig
 from hindsight.policy.prompts import PromptConfig
 from hindsight.policy.tokenizer import train_tokenizer
 from hindsight.rollout import RolloutConfig, make_tasks
@@ -143,7 +144,7 @@ def benchmark(name: str, texts: list[str], args: argparse.Namespace, peaks: dict
     print(f"\n== {describe(name, policy, args.lora)}")
     print(f"   {len(tasks)} tasks x {sizes['group_size']} episodes, max {sizes['max_steps']} steps, {sizes['rounds']} rounds")
     prompt = PromptConfig(show_valid_actions=not args.no_valid_actions)
-    base = dict(group_size=sizes["group_size"], max_steps=sizes["max_steps"], prompt=prompt, seed=0, progress=False, max_length=args.max_length)
+    base = dict(group_size=sizes["group_size"], max_steps=sizes["max_steps"], prompt=prompt, seed=0, progress=False, sampling=SamplingConfig(max_length=args.max_length))
     modes = {
         "naive": (run_engine, RolloutConfig(**base, max_parallel=1)),
         "batched": (run_engine, RolloutConfig(**base, max_parallel=args.parallel)),

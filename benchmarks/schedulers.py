@@ -38,7 +38,7 @@ from hindsight.config import ProjectConfig  # noqa: E402
 from hindsight.data.expert import collect_expert_trajectories  # noqa: E402
 from hindsight.envs import make_env  # noqa: E402
 from hindsight.envs.base import EnvironmentSpec  # noqa: E402
-from hindsight.evaluation.heldout import HeldoutConfig, evaluate_agents  # noqa: E402
+from hindsight.evaluation.heldout import HeldoutConfig, HeldoutPlay, evaluate_agents  # noqa: E402
 from hindsight.evaluation.metrics import success_summary  # noqa: E402
 from hindsight.experiments.grid import Cell, cell_rl_config  # noqa: E402
 from hindsight.methods import build_method  # noqa: E402
@@ -95,7 +95,7 @@ def main() -> None:
 
     project = ProjectConfig()
     rollout = dataclasses.replace(project.rollout_config(temperature=1.0), max_parallel=16, progress=False)
-    heldout = HeldoutConfig(episodes_per_game=args.heldout, seen_seed_offset=500, splits=("seen",), decodings={"sampled": 0.4}, random_floor=False)
+    heldout = HeldoutConfig(play=HeldoutPlay(episodes_per_game=args.heldout, splits=["seen"], decodings={"sampled": 0.4}), seen_seed_offset=500)
     started = time.perf_counter()
     start = warm_start(args.gold, args.bc_steps, project)
     pool = make_tasks(SPEC, "train", range(args.gold, args.gold + args.pool))

@@ -49,6 +49,7 @@ from hindsight.skills.records import skills_table  # noqa: E402
 from hindsight.training.batch import RolloutBatch  # noqa: E402
 from hindsight.training.rl_config import RLConfig  # noqa: E402
 from hindsight.training.rl_update import update_policy  # noqa: E402
+from hindsight.policy.generation import SamplingConfig
 
 SPECS = [
     EnvironmentSpec("textworldexpress", "twc", {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}, max_steps=20),
@@ -110,7 +111,11 @@ def main() -> None:
     reference = frozen_copy(policy.model)
     tasks = [t for spec in SPECS for t in make_tasks(spec, "train", range(args.tasks // len(SPECS)))]
     settings = RolloutConfig(
-        group_size=args.group, progress=False, prompt=PromptConfig(), layout=args.layout, max_length=args.max_length
+        sampling=SamplingConfig(max_length=args.max_length),
+        group_size=args.group,
+        progress=False,
+        prompt=PromptConfig(),
+        layout=args.layout,
     )
     started = time.perf_counter()
     rollout = run_rollouts(policy, make_env, tasks, settings)

@@ -119,7 +119,7 @@ def main() -> None:
     # 1. Episodes and their compact skills.
     experts = collect_expert_trajectories(project, settings["ingestion"])
     training_tasks = [task for spec in project.specs() for task in split_tasks(spec, "train", args.random_episodes)]
-    randoms = run_random_agent(make_env, training_tasks, prompt=project.rollout.prompt, seed=project.seed).table
+    randoms = run_random_agent(make_env, training_tasks, prompt=project.rollout.engine.prompt, seed=project.seed).table
     episodes = episodes_from_table(experts) + episodes_from_table(randoms)
     max_templates = args.max_templates or MAX_TEMPLATES
     records = CompactRuleTeacher(max_templates, concrete=args.concrete).write_skills(episodes)

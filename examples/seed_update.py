@@ -46,6 +46,7 @@ from hindsight.training.distillation import has_skill, response_logprobs, skill_
 from hindsight.training.response_tensors import pad_right_aligned
 from hindsight.training.method import episode_return_scores
 from hindsight.training.rl_config import RLConfig
+from hindsight.policy.generation import SamplingConfig
 
 # -- 0. a toy world, the settings, a tiny policy ------------------------------------------
 
@@ -97,7 +98,11 @@ CONFIG = RLConfig(
 """One mini-batch of the whole batch, one pass; a larger ``opd_coef`` than the default
 (0.01) so the distillation term is visible beside PPO in the printed figures."""
 ROLLOUT = RolloutConfig(
-    group_size=CONFIG.group_size, temperature=1.0, max_length=512, max_parallel=12, progress=False, seed=5,
+    sampling=SamplingConfig(temperature=1.0, max_length=512),
+    group_size=CONFIG.group_size,
+    max_parallel=12,
+    progress=False,
+    seed=5,
 )
 """Sampled at T = 1; seed 5 gives every group a win and a loss (non-zero advantages)."""
 ANALYZER = AnalyzerConfig()  # compact skills, written under a grammar: every analysis parses

@@ -11,6 +11,7 @@ names none (docs/configuration.md lists them)."""
 from __future__ import annotations
 
 import dataclasses
+from functools import reduce
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ import yaml
 
 from hindsight.config import ProjectConfig, check_parameters, file_settings
 from hindsight.methods import method_class, method_names, method_settings
-from hindsight.params import ParameterError, as_dict, build
+from hindsight.params import ParameterError, as_dict, block_keys, build
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.schedule import SchedulerSettings
 
@@ -39,10 +40,10 @@ def _keys(value, cls, file_name: str | None = None) -> set[str]:
     """Dotted keys of a YAML block, descending where the dataclass has a nested dataclass
     (not into a block that may be partial in this file: its keys are checked to exist)."""
     keys = set()
-    hints = {f.name: f for f in dataclasses.fields(cls)}
+    paths = block_keys(cls)
     for key, item in value.items():
         keys.add(key)
-        default = getattr(cls(), key, None) if key in hints else None
+        default = reduce(getattr, paths[key], cls()) if key in paths else None
         if isinstance(item, dict) and dataclasses.is_dataclass(default):
             if _partial_here(type(default), file_name):
                 unknown = set(item) - {f.name for f in dataclasses.fields(default)}
@@ -68,17 +69,17 @@ def _settings_dict(settings):
         methods = {name: as_dict(method_settings(settings, name)) for name in _built_in_methods_with_settings()}
         return {**as_dict(settings), "methods": methods}
     if dataclasses.is_dataclass(settings) and not isinstance(settings, type):
-        return {field.name: _settings_dict(getattr(settings, field.name)) for field in dataclasses.fields(settings)}
+        return {key: _settings_dict(reduce(getattr, path, settings)) for key, path in block_keys(type(settings)).items()}
     return as_dict(settings)
 
 
 def _fields(cls, file_name: str | None = None) -> set[str]:
     keys = set()
-    for field in dataclasses.fields(cls):
-        keys.add(field.name)
-        default = getattr(cls(), field.name)
+    for key, path in block_keys(cls).items():
+        keys.add(key)
+        default = reduce(getattr, path, cls())
         if dataclasses.is_dataclass(default) and not _partial_here(type(default), file_name):
-            keys |= {f"{field.name}.{inner}" for inner in _fields(type(default), file_name)}
+            keys |= {f"{key}.{inner}" for inner in _fields(type(default), file_name)}
     return keys
 
 

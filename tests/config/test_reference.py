@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hindsight.config import file_settings
 from hindsight.config.reference import field_docs, render
+from hindsight.params import block_keys
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
@@ -39,6 +40,6 @@ def test_the_reference_has_every_file_and_every_top_level_key():
     text = render()
     for file_name, (block, cls) in file_settings().items():
         assert f"## `{file_name}`" in text
-        for field in dataclasses.fields(cls):
-            key = f"{block}.{field.name}" if block else field.name
+        for name in block_keys(cls):  # a flat field's keys are the block's own (params.flat_field)
+            key = f"{block}.{name}" if block else name
             assert f"- `{key}` (" in text, key

@@ -9,24 +9,23 @@ import dataclasses
 
 import pytest
 
-from hindsight.config import HeldoutPlay
-
 from hindsight.envs import make_env
 from hindsight.envs.base import EnvironmentSpec
-from hindsight.evaluation.heldout import HeldoutConfig, evaluate_agents, heldout_tasks
+from hindsight.evaluation.heldout import HeldoutConfig, HeldoutPlay, evaluate_agents, heldout_tasks
 from hindsight.evaluation.metrics import success_summary
 from hindsight.evaluation.pass_k import pass_k_summary
 from hindsight.policy.model import build_policy
 from hindsight.policy.prompts import build_prompt
 from hindsight.policy.tokenizer import train_tokenizer
 from hindsight.rollout.engine import RolloutConfig
+from hindsight.policy.generation import SamplingConfig
 
 SPEC = EnvironmentSpec(
     "textworldexpress", "twc", {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}, max_steps=3
 )
 HELDOUT = HeldoutConfig(
-    episodes_per_game=2, seen_seed_offset=500, splits=("seen", "unseen"),
-    decodings={"sampled": 0.4, "greedy": 0.0}, random_floor=True, seed=7,
+    play=HeldoutPlay(episodes_per_game=2, splits=["seen", "unseen"], decodings={"sampled": 0.4, "greedy": 0.0}),
+    seen_seed_offset=500, seed=7,
 )
 
 
@@ -47,8 +46,8 @@ def tiny_policy():
 
 @pytest.fixture(scope="module")
 def evaluation(tiny_policy):
-    settings = RolloutConfig(max_length=768, progress=False)
-    return evaluate_agents(tiny_policy, [SPEC], make_env, settings, HELDOUT, policy_label="stage1")
+    settings = RolloutConfig(sampling=SamplingConfig(max_length=768), progress=False)
+    return evaluate_agents(tiny_policy, [SPEC], make_env, settings, HELDOUT, policy_label="stage1", include_random=True)
 
 
 def test_heldout_tasks_come_from_the_right_folds():
@@ -74,9 +73,9 @@ def test_episode_ids_carry_their_agent(evaluation):
 
 
 def test_several_trials_per_task_each_with_its_own_seed(tiny_policy, evaluation):
-    config = dataclasses.replace(HELDOUT, decodings={"sampled": 0.4}, splits=("unseen",), trials_per_task=2)
-    settings = RolloutConfig(max_length=768, progress=False)
-    episodes = evaluate_agents(tiny_policy, [SPEC], make_env, settings, config, policy_label="stage1")
+    config = dataclasses.replace(HELDOUT, play=HeldoutPlay(episodes_per_game=2, splits=["unseen"], decodings={"sampled": 0.4}, trials_per_task=2))
+    settings = RolloutConfig(sampling=SamplingConfig(max_length=768), progress=False)
+    episodes = evaluate_agents(tiny_policy, [SPEC], make_env, settings, config, policy_label="stage1", include_random=True)
     per_task = episodes.drop_duplicates("episode_id").groupby(["agent", "group_id"])["trial"].agg(sorted)
     assert per_task.tolist() == [[0, 1]] * 4  # 2 agents x 2 tasks, each played in trials 0 and 1
     assert {episode_id.split("/r")[-1].split("/")[0] for episode_id in episodes["episode_id"]} == {"7", "8"}  # seed + trial
@@ -106,7 +105,7 @@ def test_the_random_floor_replays_as_the_rollout_settings_say(monkeypatch):
         raise StopIteration
 
     monkeypatch.setattr(heldout, "run_random_agent", random_agent)
-    config = dataclasses.replace(HELDOUT, decodings={}, splits=("unseen",))
+    config = dataclasses.replace(HELDOUT, play=HeldoutPlay(episodes_per_game=2, splits=["unseen"], decodings={}))
     with pytest.raises(StopIteration):
-        evaluate_agents(None, [SPEC], make_env, RolloutConfig(episode_replays=0, progress=False), config)
+        evaluate_agents(None, [SPEC], make_env, RolloutConfig(episode_replays=0, progress=False), config, include_random=True)
     assert seen["episode_replays"] == 0

@@ -12,7 +12,7 @@ from hindsight.data.expert import play_gold_episode
 from hindsight.envs import make_env
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.envs.dual_control.tasks import make_task
-from hindsight.evaluation.heldout import HeldoutConfig, heldout_tasks
+from hindsight.evaluation.heldout import HeldoutConfig, HeldoutPlay, heldout_tasks
 from hindsight.evaluation.pass_k import PASS_K_COLUMNS, pass_k_markdown, pass_k_metrics, pass_k_summary
 
 
@@ -125,7 +125,7 @@ def test_the_dual_control_gold_solver_has_pass_4_of_one_on_every_fold():
     spec = EnvironmentSpec("dual_control", "telecom", {}, max_steps=16)
     env = make_env(spec)
     folds = {name: [(task.split, task.seed) for task in tasks]
-             for name, tasks in heldout_tasks([spec], HeldoutConfig(episodes_per_game=6)).items()}
+             for name, tasks in heldout_tasks([spec], HeldoutConfig(play=HeldoutPlay(episodes_per_game=6))).items()}
     folds["dev"] = [("dev", seed) for seed in env.seeds("dev", 6)]
     rows = []
     try:
@@ -166,7 +166,5 @@ def test_the_evaluation_report_adds_pass_k_only_with_several_trials(steps, monke
 
 
 def test_a_trial_count_below_one_is_refused_by_name():
-    from hindsight.evaluation.heldout import HeldoutConfig
-
-    with pytest.raises(ValueError, match="trials_per_task must be >= 1, got 0"):
-        HeldoutConfig(trials_per_task=0)
+    with pytest.raises(ValueError, match="trials_per_task must be a positive integer, got 0"):
+        HeldoutPlay(trials_per_task=0)

@@ -95,7 +95,7 @@ def test_weights_are_converted_only_when_they_changed(tiny_policy, valid_actions
 def test_int8_rollouts_through_the_engine(tiny_policy, twc_tasks):
     backend = make_backend("ctranslate2", "int8")
     assert not backend.exact
-    config = RolloutConfig(group_size=2, max_steps=3, temperature=1.0, max_parallel=4, progress=False, backend=backend)
+    config = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=1024), group_size=2, max_steps=3, max_parallel=4, progress=False, backend=backend)
     result = run_rollouts(tiny_policy, make_env, twc_tasks[:2], config)
     assert len(result.table) == len(result.samples) > 0 and result.stats["weight_sync_seconds"] > 0
     assert result.table.attrs["engine"]["rollout/weight_sync_s"] > 0

@@ -34,7 +34,7 @@ from hindsight.envs import (
 from hindsight.envs.java_backend import JavaBackend
 from hindsight.envs.scienceworld import ScienceWorldEnvironment
 from hindsight.envs.textworldexpress import TextWorldExpressEnvironment
-from hindsight.evaluation.heldout import MISSING_ATTR, HeldoutConfig, evaluate_agents, heldout_tasks
+from hindsight.evaluation.heldout import MISSING_ATTR, HeldoutConfig, HeldoutPlay, evaluate_agents, heldout_tasks
 from hindsight.pipelines.evaluation.nodes import report_evaluation
 from hindsight.rollout import EnvPool, RolloutConfig, make_tasks, planned_episode_ids, run_random_agent, run_rollouts
 from hindsight.rollout.faults import ENV_CRASH, STEP_TIMEOUT
@@ -42,9 +42,10 @@ from hindsight.rollout.live_episode import Episode
 from hindsight.rollout.stats import rollout_metrics
 
 from faulty_env import HangsOnOneTask
+from hindsight.policy.generation import SamplingConfig
 
 GROUP = 2
-CONFIG = RolloutConfig(group_size=GROUP, max_parallel=2, max_steps=6, temperature=1.0, seed=3, progress=False)
+CONFIG = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=1024), group_size=GROUP, max_parallel=2, max_steps=6, seed=3, progress=False)
 
 
 def wait_until_dead(backend: JavaBackend, timeout: float = 30.0) -> None:
@@ -277,7 +278,7 @@ def test_scienceworld_a_killed_jvm_replays_one_random_agent_episode(monkeypatch)
 def test_the_heldout_report_says_how_many_planned_episodes_are_missing(tiny_policy, twc_spec, monkeypatch):
     """An episode given up after its tries (a hang every time) is not in the table; the
     report says so, with the count per agent and split, instead of a silently smaller n."""
-    heldout = HeldoutConfig(episodes_per_game=2, splits=("seen",), decodings={"greedy": 0.0}, random_floor=False)
+    heldout = HeldoutConfig(play=HeldoutPlay(episodes_per_game=2, splits=["seen"], decodings={"greedy": 0.0}))
     tasks = heldout_tasks([twc_spec], heldout)["seen"]
     monkeypatch.setattr(HangsOnOneTask, "seed", tasks[0].seed)
     config = RolloutConfig(max_steps=4, progress=False, episode_replays=1)

@@ -28,6 +28,7 @@ from hindsight.envs import make_env
 from hindsight.methods import build_method
 from hindsight.methods.run import frozen_copy
 from hindsight.rollout.engine import RolloutConfig
+from hindsight.policy.generation import SamplingConfig
 from hindsight.training.async_rollouts import RolloutWorkerError
 from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig
@@ -60,7 +61,7 @@ def run(policy, tasks, env_factory, **kwargs):
         algorithm="grpo", updates=3, tasks_per_update=1, group_size=2, mini_batch_size=8, kl_coef=0.0,
         schedulers={"async_rollouts": {"enabled": True, "max_staleness": kwargs.pop("max_staleness", 0)}},
     )
-    rollout = RolloutConfig(temperature=1.0, max_length=768, max_parallel=2, max_steps=3, progress=False)
+    rollout = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=768), max_parallel=2, max_steps=3, progress=False)
     return train_rl(
         copy.deepcopy(policy), frozen_copy(policy.model), tasks[:1], env_factory, rollout, config, build_method(config), seed=5, **kwargs
     )

@@ -17,6 +17,7 @@ from hindsight.rollout.stats import rollout_metrics
 from hindsight.policy.skill_injection import SKILL_HEADER
 
 from faulty_env import HangsOnOneTask
+from hindsight.policy.generation import SamplingConfig
 
 GROUP_SIZE = 3
 
@@ -40,7 +41,7 @@ def factory():
 @pytest.fixture(scope="module")
 def result(tiny_policy, twc_tasks, factory):
     """3 tasks x 3 episodes with only 4 live at once (slots are reused)."""
-    config = RolloutConfig(group_size=GROUP_SIZE, max_parallel=4, temperature=1.0, seed=11, progress=False)
+    config = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=1024), group_size=GROUP_SIZE, max_parallel=4, seed=11, progress=False)
     return run_rollouts(tiny_policy, factory, twc_tasks, config, policy_version=5)
 
 
@@ -115,7 +116,7 @@ def test_old_logprobs_match_a_recomputation(result, tiny_policy):
 
 
 def test_same_seed_same_rollouts(tiny_policy, twc_tasks, result):
-    config = RolloutConfig(group_size=GROUP_SIZE, max_parallel=4, temperature=1.0, seed=11, progress=False)
+    config = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=1024), group_size=GROUP_SIZE, max_parallel=4, seed=11, progress=False)
     again = run_rollouts(tiny_policy, make_env, twc_tasks, config, policy_version=5)
     assert again.table["action"].tolist() == result.table["action"].tolist()
     assert again.table["response_logprobs"].tolist() == result.table["response_logprobs"].tolist()
@@ -143,7 +144,10 @@ def test_skills_are_injected_into_every_prompt_of_their_episodes(tiny_policy, tw
 
 def test_free_generation_reports_invalid_actions(tiny_policy, twc_tasks):
     config = RolloutConfig(
-        group_size=2, constrained=False, max_new_tokens=6, max_steps=4, temperature=1.0, progress=False
+        sampling=SamplingConfig(max_new_tokens=6, temperature=1.0, constrained=False, max_length=1024),
+        group_size=2,
+        max_steps=4,
+        progress=False,
     )
     result = run_rollouts(tiny_policy, make_env, twc_tasks[:2], config)
     table = result.table

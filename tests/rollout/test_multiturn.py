@@ -10,6 +10,7 @@ import torch
 from hindsight.envs import make_env
 from hindsight.policy.encoding import collate
 from hindsight.policy.episode_context import header_text
+from hindsight.policy.generation import SamplingConfig
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.policy.prompts import PromptConfig
 from hindsight.rollout import RolloutConfig, run_rollouts
@@ -17,9 +18,9 @@ from hindsight.rollout.live_episode import TABLE_COLUMNS
 from hindsight.rollout.stats import rollout_metrics
 
 
-def multiturn_config(**changes) -> RolloutConfig:
-    settings = dict(group_size=2, max_parallel=4, temperature=1.0, seed=3, progress=False, layout="multiturn", max_length=2048)
-    return RolloutConfig(**{**settings, **changes})
+def multiturn_config(max_length: int = 2048, **changes) -> RolloutConfig:
+    settings = dict(group_size=2, max_parallel=4, seed=3, progress=False, layout="multiturn")
+    return RolloutConfig(**{**settings, "sampling": SamplingConfig(temperature=1.0, max_length=max_length), **changes})
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from hindsight.config import ProjectConfig
 from hindsight.config.files import project_settings
 from hindsight.envs.adapter import seed_window
 from hindsight.envs.base import EnvironmentConfigError, EnvironmentSpec
-from hindsight.evaluation.heldout import HeldoutConfig, heldout_tasks
+from hindsight.evaluation.heldout import HeldoutConfig, HeldoutPlay, heldout_tasks
 from hindsight.rollout.tasks import seen_offset, seen_tasks
 
 
@@ -69,8 +69,8 @@ def test_the_default_is_null_in_the_settings_and_the_evaluation():
 def test_textworldexpress_keeps_its_seen_tasks_from_500():
     """The real twc train fold (1000 seeds): null gives the offset the project always used."""
     spec = EnvironmentSpec(env="textworldexpress", game="twc", params={"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0})
-    null = heldout_tasks([spec], HeldoutConfig(episodes_per_game=2, splits=("seen",)))["seen"]
-    explicit = heldout_tasks([spec], HeldoutConfig(episodes_per_game=2, seen_seed_offset=500, splits=("seen",)))["seen"]
+    null = heldout_tasks([spec], HeldoutConfig(play=HeldoutPlay(episodes_per_game=2, splits=["seen"])))["seen"]
+    explicit = heldout_tasks([spec], HeldoutConfig(play=HeldoutPlay(episodes_per_game=2, splits=["seen"]), seen_seed_offset=500))["seen"]
     assert null == explicit
 
 

@@ -16,6 +16,7 @@ from hindsight.envs import make_env
 from hindsight.methods import MethodContext, build_method
 from hindsight.methods.run import frozen_copy
 from hindsight.rollout.engine import RolloutConfig
+from hindsight.policy.generation import SamplingConfig
 from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig
 
@@ -35,7 +36,7 @@ def rl_config(updates: int = 2, **asynchronous) -> RLConfig:
 
 
 def run(policy, tasks, config: RLConfig, **kwargs):
-    rollout = RolloutConfig(temperature=1.0, max_length=768, max_parallel=8, progress=False)
+    rollout = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=768), max_parallel=8, progress=False)
     return train_rl(
         copy.deepcopy(policy), frozen_copy(policy.model), tasks, make_env, rollout, config,
         build_method(config, MethodContext(skill_bank=SKILL_BANK)), seed=3, **kwargs,

@@ -23,11 +23,12 @@ from hindsight.rollout.tasks import make_tasks
 from hindsight.training.async_batches import Delivery, chunk_seed, chunk_tasks, require_whole_groups
 from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig, with_overrides
+from hindsight.policy.generation import SamplingConfig
 
 pytestmark = pytest.mark.slow  # a multi-process or whole-grid test: `-m slow` (CI runs it)
 
 WALL_CLOCK = ("charts/update_seconds",)
-ROLLOUT = RolloutConfig(temperature=1.0, max_length=768, max_parallel=8, progress=False)
+ROLLOUT = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=768), max_parallel=8, progress=False)
 
 
 def rl_config(**schedulers) -> RLConfig:

@@ -31,6 +31,7 @@ from hindsight.training.distillation import response_logprobs, skill_augmented_l
 from hindsight.distributed import run_rl_update
 from hindsight.training.distributed import LearnerTimeout, launch, run_sft, save_rollout_batch
 from hindsight.training.rl_config import RLConfig
+from hindsight.policy.generation import SamplingConfig
 
 pytestmark = pytest.mark.slow  # a multi-process or whole-grid test: `-m slow` (CI runs it)
 
@@ -137,7 +138,13 @@ def multiturn_rollout(tiny_policy, twc_tasks):
     from hindsight.rollout import RolloutConfig, run_rollouts
 
     config = RolloutConfig(
-        group_size=2, max_parallel=6, max_steps=6, temperature=1.0, seed=4, progress=False, layout="multiturn", max_length=320
+        sampling=SamplingConfig(temperature=1.0, max_length=320),
+        group_size=2,
+        max_parallel=6,
+        max_steps=6,
+        seed=4,
+        progress=False,
+        layout="multiturn",
     )
     return run_rollouts(tiny_policy, make_env, twc_tasks, config)
 

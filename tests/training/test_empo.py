@@ -20,6 +20,7 @@ from hindsight.methods import build_method
 from hindsight.methods.empo_run import EmpoSource, run_empo, semi_online_table
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.rl_config import RLConfig
+from hindsight.policy.generation import SamplingConfig
 
 
 def test_empo_advantage_of_a_known_table():
@@ -48,13 +49,13 @@ def expert_table(twc_spec):
 
 def test_semi_online_stops_at_first_mismatch(warm_policy, expert_table):
     source = EmpoSource.from_table(expert_table, EmpoConfig(heldout_fraction=0.25), seed=0)
-    rollout = RolloutConfig(temperature=1.0, progress=False, seed=3)
+    rollout = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=1024), progress=False, seed=3)
     metrics = evaluate_semi_online(warm_policy, source.replay, rollout)
     assert metrics["semi_online/trajectories"] == 2.0
     assert 0.0 <= metrics["semi_online/success_rate"] <= metrics["semi_online/mean_progress"] <= 1.0
     # the same rollout, played by hand: every episode ends at its first mismatch
     tasks = make_tasks(source.replay.spec(), "test", range(2))
-    settings = RolloutConfig(group_size=1, temperature=1.0, progress=False, seed=3)
+    settings = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=1024), group_size=1, progress=False, seed=3)
     table = run_rollouts(warm_policy, replay_env_factory(source.replay, patch_threshold=0), tasks, settings).table
     assert not table["source"].eq("patched").any()
     for _, rows in table.groupby("episode_id"):
@@ -71,7 +72,7 @@ def test_empo_run_trains_from_replay_only(warm_policy, expert_table, tmp_path):
     source = EmpoSource.from_table(expert_table, empo, seed=0)
     logged = []
     before = {n: p.detach().clone() for n, p in warm_policy.model.named_parameters()}
-    rollout = RolloutConfig(temperature=1.0, progress=False)
+    rollout = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=1024), progress=False)
     result = run_empo(warm_policy, source, rollout, tmp_path / "ckpt", seed=0, log_metrics=lambda m, s: logged.append(s))
     history = result.history
     assert history["update"].tolist() == [0, 1, 2] and logged[0] == 0
@@ -89,13 +90,13 @@ def test_empo_run_trains_from_replay_only(warm_policy, expert_table, tmp_path):
 
 def test_grid_cell_replays_the_training_tasks_gold_episodes_and_evaluates_online(warm_policy, twc_spec, twc_tasks):
     from hindsight.config import AnalyzerConfig
-    from hindsight.evaluation.heldout import HeldoutConfig
+    from hindsight.evaluation.heldout import HeldoutConfig, HeldoutPlay
     from hindsight.experiments.grid import Cell, cell_rl_config
     from hindsight.methods.empo_run import empo_grid_setup
     from hindsight.methods.run import RLSetup, run_rl
 
-    rollout = RolloutConfig(temperature=1.0, progress=False)
-    heldout = HeldoutConfig(episodes_per_game=1, splits=("seen",), decodings={"sampled": 1.0}, random_floor=False)
+    rollout = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=1024), progress=False)
+    heldout = HeldoutConfig(play=HeldoutPlay(episodes_per_game=1, splits=["seen"], decodings={"sampled": 1.0}))
     setup = RLSetup(specs=[twc_spec], rollout=rollout, heldout=heldout, pool=list(twc_tasks), analyzer=AnalyzerConfig())
     cell_setup, recorded_steps = empo_grid_setup(setup, EmpoConfig(), seed=0)
     assert [task.spec.env for task in cell_setup.pool] == ["expert_replay"] * len(twc_tasks)

@@ -30,6 +30,7 @@ from hindsight.training.batch import RolloutBatch
 from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.rl_update import micro_batch_loss_terms, update_policy
+from hindsight.policy.generation import SamplingConfig
 
 SKILL = "do: take the object; put it where it belongs"
 
@@ -38,7 +39,13 @@ SKILL = "do: take the object; put it where it belongs"
 def rollout(warm_policy, twc_tasks):
     """3 tasks x 2 episodes of the behaviour-cloned policy in the multi-turn layout."""
     config = RolloutConfig(
-        group_size=2, max_parallel=6, max_steps=5, temperature=1.0, seed=5, progress=False, layout="multiturn", max_length=2048
+        sampling=SamplingConfig(temperature=1.0, max_length=2048),
+        group_size=2,
+        max_parallel=6,
+        max_steps=5,
+        seed=5,
+        progress=False,
+        layout="multiturn",
     )
     return run_rollouts(warm_policy, make_env, twc_tasks, config)
 
@@ -184,7 +191,7 @@ def test_seed_trains_in_the_multiturn_layout(warm_policy, twc_tasks):
         algorithm="seed", updates=2, tasks_per_update=2, group_size=2, learning_rate=1e-3, mini_batch_size=8,
         methods={"seed": {"skill_source": "fixed_bank"}}, eval_every=0,
     )
-    rollout = RolloutConfig(temperature=1.0, max_length=768, max_parallel=4, max_steps=5, progress=False, layout="multiturn")
+    rollout = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=768), max_parallel=4, max_steps=5, progress=False, layout="multiturn")
     method = build_method(config, MethodContext(skill_bank={"twc": "do: take each object; put it in its usual place"}))
     result = train_rl(policy, frozen_copy(policy.model), twc_tasks, make_env, rollout, config, method, seed=1)
     history = result.history

@@ -29,6 +29,7 @@ from hindsight.training.episode_sft import (
     skill_conditioned,
 )
 from hindsight.training.sft import SFTConfig, response_nll, train_sft
+from hindsight.policy.generation import SamplingConfig
 
 MAX_LENGTH = 240
 """Short enough that the engine truncates contexts (chains of several sequences per episode)."""
@@ -40,7 +41,12 @@ SKILL = "do: take the object; put it where it belongs"
 def rollout(tiny_policy, twc_tasks):
     """The engine's multi-turn contexts: 3 twc episodes of the tiny policy, truncated."""
     config = RolloutConfig(
-        group_size=1, max_parallel=3, temperature=1.0, seed=3, progress=False, layout="multiturn", max_length=MAX_LENGTH
+        sampling=SamplingConfig(temperature=1.0, max_length=MAX_LENGTH),
+        group_size=1,
+        max_parallel=3,
+        seed=3,
+        progress=False,
+        layout="multiturn",
     )
     return run_rollouts(tiny_policy, make_env, twc_tasks, config)
 

@@ -17,6 +17,7 @@ from hindsight.methods.run import frozen_copy
 from hindsight.policy.constrained import ActionTrie
 from hindsight.policy.encoding import StepSample, encode_ids, encode_prompt, encode_response
 from hindsight.rollout.engine import RolloutConfig
+from hindsight.policy.generation import SamplingConfig
 from hindsight.rollout.tasks import make_tasks
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.distillation import response_logprobs
@@ -141,7 +142,7 @@ def test_a_short_run_with_espo_logs_its_metrics(warm_policy, twc_spec):
         algorithm="grpo", updates=1, tasks_per_update=2, group_size=2, learning_rate=1e-3, mini_batch_size=8,
         schedulers={"odysse": {"episode_minibatches": True, "objective": "espo"}}, checkpoint_every=0,
     )
-    rollout = RolloutConfig(temperature=1.0, max_length=768, max_parallel=4, progress=False)
+    rollout = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=768), max_parallel=4, progress=False)
     pool = make_tasks(twc_spec, "train", range(2))
     policy = copy.deepcopy(warm_policy)
     result = train_rl(policy, frozen_copy(policy.model), pool, make_env, rollout, config, build_method(config), seed=3)

@@ -24,13 +24,14 @@ from hindsight.training.rl_config import RLConfig
 from hindsight.training.rl_update import update_policy
 from hindsight.training.schedule import Schedule
 from toy_env import ToyEnvironment
+from hindsight.policy.generation import SamplingConfig
 
 SPEC = EnvironmentSpec("toy", "box", {}, max_steps=2)
 CONFIG = RLConfig(
     algorithm="grpo", ppo_epochs=1, mini_batch_size=64, learning_rate=1e-4, kl_coef=0.0,
     schedulers={"curriculum": {"enabled": True, "hard_threshold": 0.25, "replay_weight_cap": 2.0}},
 )
-ROLLOUT = RolloutConfig(temperature=1.0, max_length=512, max_parallel=4, progress=False, group_size=2)
+ROLLOUT = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=512), max_parallel=4, progress=False, group_size=2)
 
 
 class BoxEnv(ToyEnvironment):

@@ -14,6 +14,7 @@ from hindsight.rollout import RolloutConfig, run_rollouts
 from hindsight.policy.skill_injection import inject_skill
 from hindsight.training.distillation import response_logprobs, skill_augmented_logprobs
 from hindsight.training.prefix_scoring import prefix_shared_logprobs, shared_prefix_lengths
+from hindsight.policy.generation import SamplingConfig
 
 SKILLS = ["do: take the object; put it where it belongs", "avoid: look around"]
 
@@ -21,7 +22,7 @@ SKILLS = ["do: take the object; put it where it belongs", "avoid: look around"]
 @pytest.fixture(scope="module")
 def rollout(tiny_policy, twc_tasks):
     """3 tasks x 2 episodes of the tiny policy, step-wise layout."""
-    config = RolloutConfig(group_size=2, max_parallel=6, max_steps=4, temperature=1.0, seed=5, progress=False)
+    config = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=1024), group_size=2, max_parallel=6, max_steps=4, seed=5, progress=False)
     return run_rollouts(tiny_policy, make_env, twc_tasks, config)
 
 

@@ -18,6 +18,7 @@ from hindsight.envs import make_env
 from hindsight.methods import MethodContext, build_method
 from hindsight.methods.run import frozen_copy
 from hindsight.rollout.engine import RolloutConfig
+from hindsight.policy.generation import SamplingConfig
 from hindsight.training.checkpoint import latest_checkpoint, list_checkpoints, load_training_state
 from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig
@@ -34,7 +35,7 @@ def rl_config() -> RLConfig:
 
 
 def rollout_config() -> RolloutConfig:
-    return RolloutConfig(temperature=1.0, max_length=768, max_parallel=8, progress=False)
+    return RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=768), max_parallel=8, progress=False)
 
 
 def run(policy, tasks, checkpoint_dir, stop_after_updates=None):

@@ -16,6 +16,7 @@ from hindsight.methods import build_method
 from hindsight.methods.run import frozen_copy
 from hindsight.rollout.curriculum import PassRates
 from hindsight.rollout.engine import RolloutConfig
+from hindsight.policy.generation import SamplingConfig
 from hindsight.rollout.tasks import make_tasks
 from hindsight.training.checkpoint import latest_checkpoint, load_training_state
 from hindsight.training.rl import train_rl
@@ -30,7 +31,7 @@ CONFIG = RLConfig(
         "odysse": {"episode_minibatches": True},
     },
 )
-ROLLOUT = RolloutConfig(temperature=1.0, max_length=768, max_parallel=8, progress=False)
+ROLLOUT = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=768), max_parallel=8, progress=False)
 
 
 @pytest.fixture(scope="module")

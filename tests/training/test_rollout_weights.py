@@ -17,6 +17,7 @@ from hindsight.methods.run import frozen_copy
 from hindsight.policy.lora import LoraSettings
 from hindsight.policy.model import load_policy, save_policy
 from hindsight.rollout.engine import RolloutConfig
+from hindsight.policy.generation import SamplingConfig
 from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig
 
@@ -39,7 +40,7 @@ def one_update(policy, tasks, rollout_dtype: str):
         algorithm="grpo", updates=1, tasks_per_update=2, group_size=2, learning_rate=1e-3, mini_batch_size=64,
         kl_coef=0.0, checkpoint_every=1, rollout_weights={"merge_lora": True, "dtype": rollout_dtype},
     )
-    rollout = RolloutConfig(temperature=1.0, max_length=768, max_parallel=8, progress=False)
+    rollout = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=768), max_parallel=8, progress=False)
     return train_rl(policy, frozen_copy(policy.model), tasks, make_env, rollout, config, build_method(config), seed=1).history.iloc[0]
 
 
@@ -66,7 +67,7 @@ def backend_update(policy, tasks, compute_type: str):
         kl_coef=0.0, checkpoint_every=1, rollout_weights={"merge_lora": True},
         schedulers={"backend_correction": {"weight_cap": 1.5}, "async_rollouts": {"behaviour_weight_cap": 100.0}},
     )
-    rollout = RolloutConfig(temperature=1.0, max_length=768, max_parallel=8, progress=False, backend=CTranslate2Backend(compute_type))
+    rollout = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=768), max_parallel=8, progress=False, backend=CTranslate2Backend(compute_type))
     return train_rl(policy, frozen_copy(policy.model), tasks, make_env, rollout, config, build_method(config), seed=1).history.iloc[0]
 
 

@@ -22,6 +22,7 @@ from hindsight.methods import MethodContext, build_method, method_settings
 from hindsight.methods.run import frozen_copy
 from hindsight.params import ParameterError, build
 from hindsight.rollout.engine import RolloutConfig
+from hindsight.policy.generation import SamplingConfig
 from hindsight.rollout.tasks import make_tasks
 from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig
@@ -39,7 +40,7 @@ def run_method(policy, tasks, name: str):
     _, config = cell_rl_config(BASE, Cell(method=name, seed=0, fraction=1.0))
     policy = copy.deepcopy(policy)
     method = build_method(config, MethodContext(analyzer=AnalyzerConfig()))  # the policy writes its skills, as in the grid
-    rollout = RolloutConfig(temperature=1.0, max_length=768, max_parallel=8, progress=False)
+    rollout = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=768), max_parallel=8, progress=False)
     result = train_rl(policy, frozen_copy(policy.model), tasks, make_env, rollout, config, method, seed=0)
     return method.settings, result.history.iloc[0]
 

@@ -15,6 +15,7 @@ from hindsight.methods.run import frozen_copy
 from hindsight.policy.model import build_policy
 from hindsight.policy.sink_attention import SINK_FLEX_ATTENTION
 from hindsight.rollout.engine import RolloutConfig
+from hindsight.policy.generation import SamplingConfig
 from hindsight.training.rl import train_rl
 from hindsight.training.rl_config import RLConfig
 
@@ -25,7 +26,7 @@ def test_one_seed_update_trains_the_gpt_oss_policy_on_the_sink_aware_path(tokeni
     before = copy.deepcopy(policy.model.state_dict())
     config = RLConfig(algorithm="seed", updates=1, tasks_per_update=1, group_size=2, learning_rate=1e-3, mini_batch_size=16)
     method = build_method(config, MethodContext(analyzer=AnalyzerConfig()))
-    rollout = RolloutConfig(temperature=1.0, max_length=768, max_parallel=8, progress=False)
+    rollout = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=768), max_parallel=8, progress=False)
     result = train_rl(policy, frozen_copy(policy.model), twc_tasks[:1], make_env, rollout, config, method, seed=0)
     metrics = result.history.iloc[0]
     assert metrics["opd/skill_parse_rate"] > 0 and metrics["opd/distilled_sample_ratio"] > 0

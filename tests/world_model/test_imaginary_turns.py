@@ -18,10 +18,11 @@ from hindsight.rollout.tasks import make_tasks
 from hindsight.training.rl_config import RLConfig
 from hindsight.world_model.environment import IMAGINARY_LAYOUT, IMAGINE_PREFIX, RecordedTasks, WorldModelSimulator
 from toy_env import ToyEnvironment
+from hindsight.policy.generation import SamplingConfig
 
 SPEC = EnvironmentSpec("toy", "box", {}, max_steps=2)
 VALID = ["open box", "look"]
-ROLLOUT = RolloutConfig(temperature=1.0, max_length=768, max_parallel=8, progress=False, group_size=8, seed=5)
+ROLLOUT = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=768), max_parallel=8, progress=False, group_size=8, seed=5)
 
 
 class BoxEnv(ToyEnvironment):

@@ -24,11 +24,12 @@ from hindsight.rollout.tasks import make_tasks
 from hindsight.training.rl_config import RLConfig
 from hindsight.world_model.environment import IMAGINE_PREFIX, RecordedTasks, WorldModelSettings, WorldModelSimulator
 from toy_env import ToyEnvironment
+from hindsight.policy.generation import SamplingConfig
 
 SPEC = EnvironmentSpec("toy", "box", {}, max_steps=4)
 VALID = ["open box", "look"]
 PREDICTION = "You open the box."
-ROLLOUT = RolloutConfig(temperature=1.0, max_length=512, max_parallel=4, progress=False, group_size=4, seed=3)
+ROLLOUT = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=512), max_parallel=4, progress=False, group_size=4, seed=3)
 
 
 class BoxEnv(ToyEnvironment):
@@ -164,7 +165,7 @@ def test_a_real_tiny_world_model_predicts_inside_the_response(tiny_policy, token
 def test_free_generation_and_the_multiturn_layout_are_refused(tiny_policy, recorded):
     imagination = Imagination(ScriptedSimulator(tiny_policy, recorded))
     with pytest.raises(ValueError, match=r"rollout\.constrained: true"):
-        run_rollouts(tiny_policy, BoxEnv, make_tasks(SPEC, "train", [0]), dataclasses.replace(ROLLOUT, constrained=False, imagination=imagination))
+        run_rollouts(tiny_policy, BoxEnv, make_tasks(SPEC, "train", [0]), dataclasses.replace(ROLLOUT, sampling=dataclasses.replace(ROLLOUT.sampling, constrained=False), imagination=imagination))
     with pytest.raises(ValueError, match=r"rollout\.layout: stepwise"):
         run_rollouts(tiny_policy, BoxEnv, make_tasks(SPEC, "train", [0]), dataclasses.replace(ROLLOUT, layout="multiturn", imagination=imagination))
     with pytest.raises(ValueError, match="calls_per_step must be >= 1"):

@@ -25,10 +25,11 @@ from hindsight.training.distillation import response_logprobs
 from hindsight.training.rl_config import RLConfig
 from hindsight.world_model.environment import RecordedTasks, WorldModelSimulator
 from toy_env import ToyEnvironment
+from hindsight.policy.generation import SamplingConfig
 
 SPEC = EnvironmentSpec("toy", "box", {}, max_steps=2)
 VALID = ["open box", "look", "wait", "sit down"]
-ROLLOUT = RolloutConfig(temperature=1.0, max_length=512, max_parallel=4, progress=False, group_size=4, seed=5)
+ROLLOUT = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=512), max_parallel=4, progress=False, group_size=4, seed=5)
 
 
 class BoxEnv(ToyEnvironment):

@@ -17,6 +17,7 @@ from hindsight.training.sft import SFTConfig, train_sft
 from hindsight.methods.wmr1 import wmr1_scores
 from hindsight.world_model.quality import heldout_quality
 from hindsight.world_model.transitions import SOLVED_MARKER, is_solved, transition_examples
+from hindsight.policy.generation import SamplingConfig
 
 SPEC = EnvironmentSpec("textworldexpress", "twc", {"numLocations": 1, "numItemsToPutAway": 1, "includeDoors": 0}, max_steps=8)
 
@@ -204,7 +205,7 @@ def test_wmr1_training_keeps_imagined_turns_within_their_bound(gold_table, train
     tasks = make_tasks(SPEC, "train", sorted(int(seed) for seed in gold_table["seed"].unique()))
     config = RLConfig(algorithm="wmr1", updates=1, tasks_per_update=3, group_size=2, mini_batch_size=32, learning_rate=1e-3,
                       methods={"wmr1": {"thinking": "imagined_turns", "imagined_turns": 1, "replay": False}})
-    rollout = RolloutConfig(temperature=1.0, max_steps=8, max_length=768, progress=False)
+    rollout = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=768), max_steps=8, progress=False)
     policy = copy.deepcopy(tiny_policy)
     method = build_method(config, MethodContext(world_model=simulator))
     result = train_rl(policy, frozen_copy(tiny_policy.model), tasks, make_env, rollout, config, method)
@@ -226,7 +227,7 @@ def test_wmr1_training_keeps_imagined_turns_within_their_bound(gold_table, train
 def test_wmr1_trains_thinking_with_the_world_model_and_evaluates_in_the_real_game(gold_table, trained_world_model, tiny_policy):
     import copy
 
-    from hindsight.evaluation.heldout import HeldoutConfig
+    from hindsight.evaluation.heldout import HeldoutConfig, HeldoutPlay
     from hindsight.methods import MethodContext, build_method
     from hindsight.methods.run import frozen_copy, heldout_evaluator
     from hindsight.rollout.engine import RolloutConfig
@@ -240,7 +241,7 @@ def test_wmr1_trains_thinking_with_the_world_model_and_evaluates_in_the_real_gam
     tasks = make_tasks(SPEC, "train", sorted(int(seed) for seed in gold_table["seed"].unique()))
     config = RLConfig(algorithm="wmr1", updates=1, tasks_per_update=2, group_size=2, mini_batch_size=32, learning_rate=1e-3,
                       methods={"wmr1": {"thinking": "in_response", "calls_per_step": 2, "replay": False}})
-    rollout = RolloutConfig(temperature=1.0, max_steps=4, max_length=768, progress=False)
+    rollout = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=768), max_steps=4, progress=False)
     policy = copy.deepcopy(tiny_policy)
     method = build_method(config, MethodContext(world_model=simulator))
     result = train_rl(policy, frozen_copy(tiny_policy.model), tasks, make_env, rollout, config, method)
@@ -252,7 +253,7 @@ def test_wmr1_trains_thinking_with_the_world_model_and_evaluates_in_the_real_gam
     assert metrics["world_model/calls"] == len(table) + calls.sum()  # one per step, plus the in-response ones
     assert metrics["world_model/calls_per_step"] == pytest.approx(calls.mean())
 
-    heldout = HeldoutConfig(episodes_per_game=1, splits=("seen",), decodings={"sampled": 1.0}, random_floor=False)
+    heldout = HeldoutConfig(play=HeldoutPlay(episodes_per_game=1, splits=["seen"], decodings={"sampled": 1.0}))
     before = simulator.calls
     evaluate = heldout_evaluator([SPEC], method.rollout_settings(rollout, heldout=True), heldout)
     eval_metrics = evaluate(policy, 1)

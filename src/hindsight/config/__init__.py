@@ -5,14 +5,18 @@
 - ``stages``: ``parameters_<stage>.yml``, one block per stage, in run order;
 - ``experiments``: ``parameters_experiments.yml``, the experiment grid and its presets;
 - ``files``: which file holds which block, and the check that runs before every run;
-- ``rl``: an RL run's games, task pool and rollout settings from the above.
+- ``rl``: an RL run's games, task pool and rollout settings from the above;
+- ``reference`` and ``duplicates``: ``docs/configuration.md``, every key and the setting
+  names still declared by more than one class (each with its reason).
 
 Kedro hands nodes parameter dictionaries; each pipeline's ``read_settings`` node turns its
 block into its dataclass (``hindsight.params.build``) and the stage's nodes take that object.
 
 This package only composes: settings read by library code live next to that code
 (``AnalyzerConfig``: ``hindsight.skills.analyzers``; ``RLConfig``, ``SFTConfig``, ``PromptConfig``,
-...) and are re-exported or nested here. No library package below imports ``hindsight.config``
+``RolloutConfig`` and its ``SamplingConfig``, ``HeldoutPlay``, ``WorldModelSettings``, ...) and
+are re-exported or held here (a held library class may sit flat in its block:
+``params.flat_field``). No library package below imports ``hindsight.config``
 (the layers contract in ``pyproject.toml``, ``[tool.importlinter]``).
 """
 

@@ -24,7 +24,8 @@ class PretrainedModelConfig:
     """A local ``.gguf`` file to convert instead of the package's (null: the package's)."""
     model_dir: str | None = None
     """A local HF causal-LM directory to version as it is, instead of converting a GGUF
-    (null: convert the GGUF)."""
+    (null: convert the GGUF). The pretrained route's source; ``PolicyConfig.model_dir`` is
+    the model behaviour cloning starts from."""
 
     def __post_init__(self) -> None:
         if self.gguf_path and self.model_dir:

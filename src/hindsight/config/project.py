@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.envs.reward import RewardConfig
-from hindsight.evaluation.heldout import HeldoutConfig
+from hindsight.evaluation.heldout import HeldoutConfig, HeldoutPlay
 from hindsight.policy.prompts import PromptConfig
 from hindsight.policy.backends import shared_backend
+from hindsight.params import flat_field
+from hindsight.policy.generation import SamplingConfig
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.skills.analyzers import AnalyzerConfig
 
-if TYPE_CHECKING:
-    from hindsight.config.stages import HeldoutPlay
+ENGINE_ONLY = ("group_size", "max_steps", "seed", "backend", "imagination")
+"""The engine's settings that are no key of the ``rollout`` block: each stage sets its group
+size and seed, the environment its step limit, ``backend`` is built from its name, and a
+method sets ``imagination``."""
 
 
 @dataclass
@@ -85,47 +89,30 @@ class EnvironmentConfig:
         ]
 
 
+def _project_rollout() -> RolloutConfig:
+    """The project's rollout defaults (why: ``ProjectConfig.rollout``'s docstring)."""
+    return RolloutConfig(
+        sampling=SamplingConfig(temperature=1.0, max_length=1024),
+        prompt=PromptConfig(history_window=2, show_valid_actions=False),
+    )
+
+
 @dataclass
 class RolloutSettings:
-    """How the policy is prompted and decodes when it plays (every stage that plays)."""
+    """How the policy is prompted and decodes when it plays (every stage that plays): the
+    rollout engine's settings (``rollout.config.RolloutConfig``) and its decoding
+    (``policy.generation.SamplingConfig``), held as one field whose keys are this block's own
+    (``rollout.temperature`` is ``engine.sampling.temperature``), and the backend's name.
+    Each stage sets only its own group size, temperature and seed
+    (``ProjectConfig.rollout_config``); the project's defaults are ``ProjectConfig.rollout``'s."""
 
-    constrained: bool = True
-    """Decode only valid actions (token trie); false = free generation (LLMs)."""
-    temperature: float = 1.0
-    """Sampling temperature of RL rollouts: 1, the temperature every log-prob (old,
-    current, teacher, reference) is taken at, so the PPO ratio and the distillation target
-    are on-policy (the official SEED recipe; the skills stage and the evaluation sample at
-    their own temperatures)."""
-    top_p: float = 1.0
-    """Nucleus sampling mass (1.0 = off)."""
-    max_new_tokens: int = 24
-    """Longest free-generation response, in tokens."""
-    max_length: int = 1024
-    """Prompt + response tokens; the oldest prompt tokens are dropped beyond it."""
-    max_parallel: int = 32
-    """Episodes (and environments) live at once: one batched generation per turn."""
-    progress: bool = True
-    """A tqdm bar: live episodes and env steps/s."""
-    episode_replays: int = 3
-    """Times an episode whose environment died (a killed JVM) or hung past
-    ``environment.step_timeout_s`` under it is replayed from its start, same task and seed,
-    on a restarted environment; counted in ``faults/episode_replays``. An episode whose every
-    try died with its environment stops the run, naming the environment and the tries; one
-    whose tries ran out on a hang is left out and counted (``faults/failed_episodes``)."""
-    prompt: PromptConfig = field(default_factory=lambda: PromptConfig(history_window=2, show_valid_actions=False))
-    """How a step prompt is built (history window, pinned facts, valid-action list). The
-    project shows the last 2 turns and leaves the valid-action list out: constrained
-    decoding offers only valid actions anyway, the list is about 40% of a prompt's tokens,
-    and behaviour cloning without it learned about as well in 30% less time (docs/results.md,
-    "The default run: tiny, without the valid-action list")."""
-    layout: str = "stepwise"
-    """stepwise: a prompt per step with a history window (the SEED paper's); multiturn: each
-    episode one growing token sequence, KV cache kept across turns, trained with one
-    forward pass per episode."""
+    engine: RolloutConfig = flat_field(_project_rollout, skip=ENGINE_ONLY)
+    """The rollout engine's settings and their decoding (flat: their keys are this block's)."""
     backend: str = "torch"
     """What generates the step-wise rollouts (``hindsight.policy.backends``): torch (the
     project's engine, on the learner's weights) or ctranslate2 (CTranslate2, the weights
-    converted after every update; step-wise layout only)."""
+    converted after every update; step-wise layout only). A name: ``RolloutConfig.backend``
+    is the backend object built from it (no key)."""
     backend_compute_type: str = "int8"
     """ctranslate2 only: float32 (the learner's numbers) or int8 (quantized weights; the RL
     update corrects for the gap, ``training.rl.schedulers.backend_correction.weight_cap``)."""
@@ -174,7 +161,16 @@ class ProjectConfig:
     environment: EnvironmentConfig = field(default_factory=EnvironmentConfig)
     """The environment, its games and the step reward."""
     rollout: RolloutSettings = field(default_factory=RolloutSettings)
-    """How the policy is prompted and decodes."""
+    """How the policy is prompted and decodes: the keys of the rollout engine
+    (``RolloutConfig``) and of its decoding (``SamplingConfig``), flat in this block, and the
+    backend. Each stage sets its own group size, seed and (the skills stage, Stage 1's plays,
+    the evaluation) temperature. The project's defaults differ from those classes': the
+    temperature is 1, the temperature every log-prob (old, current, teacher, reference) is
+    taken at, so RL's PPO ratio and distillation target are on-policy (the official SEED
+    recipe); ``max_length`` is 1024; the prompt shows the last 2 turns and leaves the
+    valid-action list out (constrained decoding offers only valid actions anyway, the list is
+    about 40% of a prompt's tokens, and behaviour cloning without it learned about as well in
+    30% less time: docs/results.md, "The default run: tiny, without the valid-action list")."""
     analyzer: AnalyzerConfig = field(default_factory=AnalyzerConfig)
     """How the policy writes skills."""
 
@@ -188,35 +184,18 @@ class ProjectConfig:
         return self.environment.specs()
 
     def rollout_config(self, *, group_size: int = 1, temperature: float | None = None, seed: int | None = None) -> RolloutConfig:
-        """The rollout engine's settings for one stage: the shared decoding and prompt, and
-        the stage's group size, temperature and seed (the reward is the environment's:
-        ``specs()`` carries it)."""
+        """The rollout engine's settings for one stage: the shared ``rollout`` block with the
+        stage's group size, temperature (None: ``rollout.temperature``) and seed (None: the
+        run's rollout seed); the reward is the environment's (``specs()`` carries it)."""
         shared = self.rollout
-        return RolloutConfig(
-            group_size=group_size,
-            temperature=shared.temperature if temperature is None else float(temperature),
-            top_p=shared.top_p,
-            constrained=shared.constrained,
-            max_new_tokens=shared.max_new_tokens,
-            max_length=shared.max_length,
-            prompt=dataclasses.replace(shared.prompt),
-            max_parallel=shared.max_parallel,
-            seed=self.seeds.rollouts if seed is None else int(seed),
-            progress=shared.progress,
-            episode_replays=shared.episode_replays,
-            layout=shared.layout,
-            backend=shared_backend(shared.backend, shared.backend_compute_type),
-        )
+        engine = dataclasses.replace(shared.engine, backend=shared_backend(shared.backend, shared.backend_compute_type))
+        return engine.at(group_size=group_size, temperature=temperature, seed=self.seeds.rollouts if seed is None else seed)
 
-    def heldout_config(self, play: "HeldoutPlay", random_floor: bool = False) -> HeldoutConfig:
-        """The held-out evaluation of a stage: its budget, splits and decodings, the
-        environment's "seen" offset and the run's evaluation seed."""
+    def heldout_config(self, play: HeldoutPlay) -> HeldoutConfig:
+        """The held-out evaluation of a stage: its play (budget, splits, decodings, trials;
+        a copy) with the environment's "seen" offset and the run's evaluation seed."""
         return HeldoutConfig(
-            episodes_per_game=play.episodes_per_game,
+            play=dataclasses.replace(play, splits=list(play.splits), decodings=dict(play.decodings)),
             seen_seed_offset=self.environment.seen_seed_offset,
-            splits=tuple(play.splits),
-            decodings=dict(play.decodings),
-            random_floor=random_floor,
             seed=self.seeds.evaluation,
-            trials_per_task=play.trials_per_task,
         )

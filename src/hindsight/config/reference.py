@@ -4,7 +4,10 @@ rendered as markdown from the settings dataclasses and their field docstrings.
 Each settings field is documented where it is defined, by the string literal that follows
 it (an attribute docstring). ``render()`` walks ``file_settings()`` (one dataclass per
 ``conf/base/parameters*.yml``), descends into nested settings dataclasses and into each
-built-in RL method's settings (``training.rl.methods.<name>``), and writes one entry per key.
+built-in RL method's settings (``training.rl.methods.<name>``), and writes one entry per key
+(a nested dataclass held flat, ``params.flat_field``, under its block's own keys); a last
+section lists the setting names still declared by more than one class
+(``config.duplicates``).
 ``docs/configuration.md`` is this output, committed; ``tests/config/test_reference.py``
 regenerates it and fails when the two differ, so the reference cannot drift from the code::
 
@@ -24,7 +27,7 @@ from typing import Any
 
 from hindsight.config.files import file_settings
 from hindsight.methods import method_class, method_names
-from hindsight.params import as_dict
+from hindsight.params import as_dict, flat_skip
 from hindsight.training.rl_config import RLConfig
 
 HEADER = """# Configuration reference
@@ -155,18 +158,22 @@ class _Renderer:
             line += f": {doc}"
         self.lines.append(line)
 
-    def block(self, cls: type, prefix: str, defaults: Any = None) -> None:
+    def block(self, cls: type, prefix: str, defaults: Any = None, skip: tuple[str, ...] = ()) -> None:
         """Every field of ``cls`` under ``prefix``; ``defaults`` is the enclosing default
-        instance (its values win over the class defaults, as in ``GridPreset`` presets)."""
-        self.listed.setdefault(cls, (prefix.rstrip("."), defaults if defaults is not None else cls()))
+        instance (its values win over the class defaults, as in ``GridPreset`` presets). A
+        ``params.flat_field``'s keys are listed under ``prefix`` itself, its skipped names not."""
+        if not skip:
+            self.listed.setdefault(cls, (prefix.rstrip("."), defaults if defaults is not None else cls()))
         docs = field_docs(cls)
         for field in dataclasses.fields(cls):
-            if field.name.startswith("_") or not field.init:
+            if field.name.startswith("_") or not field.init or field.name in skip:
                 continue
             key = f"{prefix}{field.name}"
             default = getattr(defaults, field.name) if defaults is not None else _default(field)
             doc = _prose(docs.get(field.name, ""))
-            if dataclasses.is_dataclass(default) and not isinstance(default, type):
+            if flat_skip(field) is not None:
+                self.block(type(default), prefix, default, flat_skip(field))
+            elif dataclasses.is_dataclass(default) and not isinstance(default, type):
                 self.nested(type(default), key, default, _type_name(field), doc)
             elif isinstance(default, dict) and default and all(dataclasses.is_dataclass(v) for v in default.values()):
                 names = ", ".join(_code(name) for name in default)
@@ -213,6 +220,9 @@ def render() -> str:
         if summary:
             out.append(summary + "\n")
         out.append("\n".join(renderer.lines) + "\n")
+    from hindsight.config.duplicates import markdown  # it reads this module's field_docs
+
+    out.append(markdown())
     return "\n".join(out)
 
 

@@ -23,10 +23,11 @@ def rl_setup(project: ProjectConfig, training: TrainingConfig, heldout: HeldoutP
         pool = [task for spec in specs for task in split_tasks(spec, "train", training.tasks_per_game)]
     except EnvironmentConfigError as error:
         raise EnvironmentConfigError(f"{error} The training tasks are the first training.tasks_per_game={training.tasks_per_game} of each game's train fold: lower it.") from error
-    if project.rollout.temperature != 1.0:
+    temperature = project.rollout.engine.sampling.temperature
+    if temperature != 1.0:
         logger.warning(
             "RL rollouts are sampled at T=%s but every log-prob is taken at T=1: the PPO ratio and the "
-            "distillation target are off-policy (set rollout.temperature: 1.0)", project.rollout.temperature,
+            "distillation target are off-policy (set rollout.temperature: 1.0)", temperature,
         )
     configured = project.environment.seen_seed_offset
     play = heldout or training.heldout

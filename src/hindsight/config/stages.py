@@ -4,7 +4,8 @@ scoring pipeline; the experiment grid's settings are in ``config.experiments``).
 
 Defaults live here and only here: ``conf/base`` restates them so a user sees every knob, and
 a test checks that the YAML keys are these fields and its values these defaults. Library
-settings (``SFTConfig``, ``RLConfig``, ``PromptConfig``, ``RewardConfig``, ``LoraSettings``)
+settings (``SFTConfig``, ``RLConfig``, ``PromptConfig``, ``RewardConfig``, ``LoraSettings``,
+``HeldoutPlay``: a stage's held-out budget, splits and decodings, from ``evaluation.heldout``)
 are nested as they are.
 """
 
@@ -13,13 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hindsight.envs.base import SPLITS
+from hindsight.evaluation.heldout import HeldoutPlay
 from hindsight.methods.registry import check_method_settings
 from hindsight.policy.lora import LoraSettings
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.sft import SFTConfig
-
-HELDOUT_SPLITS = ("seen", "unseen")
-
 
 @dataclass
 class IngestionConfig:
@@ -54,8 +53,8 @@ class PolicyConfig:
     """A local HF causal-LM directory (its own tokenizer; never downloaded), or null for
     the embedded tiny model built from scratch."""
     preset: str = "tiny"
-    """Embedded model size: tiny (~1M parameters, the default run and the tests) | small
-    (~4M) | base (~30M). At the default run's step budget on a CPU, tiny learns the games
+    """Embedded model size (``ExperimentsConfig.preset`` names an experiment grid instead):
+    tiny (~1M parameters, the default run and the tests) | small (~4M) | base (~30M). At the default run's step budget on a CPU, tiny learns the games
     better than small (docs/results.md, "The default run: tiny, without the valid-action list")."""
     architecture: str = "qwen2"
     """Embedded model architecture: qwen2 (default) | gpt_oss (alternating sliding-window and
@@ -132,6 +131,9 @@ class ValidationConfig:
     by >= ``min_rate_gain`` over the plain rollouts."""
 
     enabled: bool = True
+    """Run the filter (false: keep every parsed skill). Each such switch turns on its own piece:
+    ``CurriculumSettings.enabled`` the RL curriculum, ``AsyncSettings.enabled`` rollouts played
+    ahead of the update."""
     rollouts: int = 8
     """M: re-rollouts per skill (paper: 8; with 4, one extra success is already +0.25 and
     the rate test never decides anything)."""
@@ -279,31 +281,6 @@ class Stage1Config:
 
 
 @dataclass
-class HeldoutPlay:
-    """How many held-out tasks are played, in which splits, with which decodings (the tasks
-    themselves are fixed by the environment's folds and ``environment.seen_seed_offset``)."""
-
-    episodes_per_game: int = 25
-    """Tasks per game and split (one episode each)."""
-    splits: list[str] = field(default_factory=lambda: list(HELDOUT_SPLITS))
-    """seen = train-fold seeds never trained on; unseen = the test fold."""
-    decodings: dict[str, float] = field(default_factory=lambda: {"sampled": 0.4})
-    """Agent name suffix -> sampling temperature (0 = greedy; ``{sampled: 0.4, greedy: 0.0}``
-    plays both, at twice the time)."""
-    trials_per_task: int = 1
-    """Independent trials of every task and agent, trial t with evaluation seed + t: above 1
-    the report adds pass^1..pass^k (tau-bench's reliability, ``algorithms.pass_k``), at k
-    times the time."""
-
-    def __post_init__(self) -> None:
-        unknown = sorted(set(self.splits) - set(HELDOUT_SPLITS))
-        if unknown:
-            raise ValueError(f"held-out splits: unknown split(s) {unknown}; use {list(HELDOUT_SPLITS)}")
-        if isinstance(self.trials_per_task, bool) or not isinstance(self.trials_per_task, int) or self.trials_per_task < 1:
-            raise ValueError(f"held-out trials_per_task must be a positive integer, got {self.trials_per_task!r}")
-
-
-@dataclass
 class TrainingConfig:
     """``parameters_training.yml``: the RL run."""
 
@@ -311,13 +288,19 @@ class TrainingConfig:
     """stage1 (SEED) | base (the "without Stage 1" ablation). The start is also the KL reference."""
     tasks_per_game: int = 100
     """Training-task pool per game: the first train-fold seeds (the expert episodes' tasks
-    with the default ``ingestion.expert_episodes.train``)."""
+    with the default ``ingestion.expert_episodes.train``). The skills stage and State2State
+    count their own tasks (``SkillsConfig``, ``State2StateConfig``)."""
     checkpoint_root: str = "data/06_models/rl_checkpoints"
-    """Checkpoints live under a fingerprint of the run's settings and starting weights."""
+    """Checkpoints live under a fingerprint of the run's settings and starting weights. Each
+    RL stage has its own root (``EmpoConfig``, ``State2StateConfig``), so none resumes from
+    another's checkpoints."""
     heldout: HeldoutPlay = field(default_factory=lambda: HeldoutPlay(episodes_per_game=8, decodings={"sampled": 0.4}))
     """Held-out evaluation during training (every ``rl.eval_every`` updates)."""
     rl: RLConfig = field(default_factory=RLConfig)
-    """The core loop's settings, the method (``rl.algorithm``) and its own (``rl.methods``)."""
+    """The core loop's settings, the method (``rl.algorithm``) and its own (``rl.methods``).
+    Each RL stage holds its own, with its own method and budget (``EmpoConfig``,
+    ``State2StateConfig``); an experiment grid preset (``GridPreset``) holds overrides of this
+    block for its cells."""
 
     def __post_init__(self) -> None:
         if self.start_from not in ("stage1", "base"):
@@ -330,9 +313,14 @@ class ScoringConfig:
     """``parameters_scoring.yml``: token-level distillation signals of the skill rollouts."""
 
     gate_beta: float = 5.0
-    """gate = sigmoid(gate_beta * (logp_skill - logp_plain))."""
+    """gate = sigmoid(gate_beta * (logp_skill - logp_plain)), for the scoring pipeline's
+    offline signals; SEED's update gates with its own ``SEEDSettings.gate_beta``
+    (``training.rl.methods.seed``)."""
     batch_size: int = 32
+    """Steps per forward batch of the scoring pass (inference only; ``SFTConfig.batch_size``
+    counts the examples of an optimizer step)."""
     max_length: int = 1024
+    """Prompt + response tokens of a scored step (the oldest prompt tokens dropped beyond it)."""
 
 
 @dataclass
@@ -342,4 +330,5 @@ class EvaluationConfig:
     heldout: HeldoutPlay = field(default_factory=HeldoutPlay)
     """25 tasks per game and split: 2 games x 2 splits x 25 = 100 tasks."""
     random_floor: bool = True
-    """Also play the random-valid-action agent on the same tasks."""
+    """Also play the random-valid-action agent on the same tasks (beside the Stage-1 policy;
+    ``evaluation.heldout.evaluate_agents``' ``include_random``)."""

@@ -3,11 +3,13 @@ a causal LM trained on (task, history, action) -> next observation (``hindsight.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import pandas as pd
 
 from hindsight.config.stages import PolicyConfig
+from hindsight.params import flat_field
 from hindsight.world_model.environment import WorldModelSettings
 from hindsight.training.sft import SFTConfig
 
@@ -22,13 +24,14 @@ class WorldModelConfig:
 
     model: PolicyConfig = field(default_factory=lambda: PolicyConfig(preset="small"))
     """The model: a local HF causal-LM directory (``model_dir``) or the embedded Qwen2 of
-    ``preset`` with a tokenizer trained on the examples (as the policy)."""
+    ``preset`` with a tokenizer trained on the examples (as the policy; a model block, where
+    ``OpenAIEndpointConfig.model`` is the name of the teacher endpoint's model)."""
     sft: SFTConfig = field(default_factory=_world_model_sft)
     """Training on the examples (the project's SFT loop; the response is the next observation)."""
-    history: int = 2
-    """Earlier (observation, action) pairs shown in a world-model prompt."""
-    max_observation_chars: int = 600
-    """Longest observation shown in a prompt or learnt as a response (longer ones are cut)."""
+    query: WorldModelSettings = flat_field(WorldModelSettings, skip=("max_length",))
+    """How a prompt is written and the answer generated, in training, evaluation and the
+    world-model environment alike (``world_model.environment.WorldModelSettings``; flat: its
+    keys are this block's; the token budget is ``sft.max_length``)."""
     use_rollouts: bool = True
     """Also learn from the base policy's rollouts of the skills stage (``skill_rollouts``:
     its mistakes show transitions the expert never made), not only ``trajectories``."""
@@ -37,26 +40,21 @@ class WorldModelConfig:
     times in the SFT set: a won episode ends once, so the marker the world model judges
     success by is a small share of the examples (1: as collected)."""
     heldout_fraction: float = 0.2
-    """Share of episodes held out (never trained on) to score the world model."""
+    """Share of episodes held out (never trained on) to score the world model
+    (``EmpoConfig`` holds out its own share of expert trajectories, for EMPO's evaluation)."""
     heldout_max_examples: int = 200
     """Most held-out transitions scored (exact match needs one generation each)."""
-    max_new_tokens: int = 128
-    """Longest generated observation, in tokens (evaluation and the world-model environment)."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.heldout_fraction < 1:
             raise ValueError(f"world_model.heldout_fraction must be in [0, 1), got {self.heldout_fraction}")
         if self.terminal_repeat < 1:
             raise ValueError(f"world_model.terminal_repeat must be >= 1, got {self.terminal_repeat}")
-        if self.history < 0:
-            raise ValueError(f"world_model.history must be >= 0, got {self.history}")
 
     def query_settings(self) -> WorldModelSettings:
-        """How the world-model environment queries the model (the format it was trained on)."""
-        return WorldModelSettings(
-            history=self.history, max_observation_chars=self.max_observation_chars,
-            max_new_tokens=self.max_new_tokens, max_length=self.sft.max_length,
-        )
+        """How the world-model environment queries the model: the format it was trained on,
+        within its training token budget."""
+        return dataclasses.replace(self.query, max_length=self.sft.max_length)
 
     def recorded_episodes(self, trajectories: pd.DataFrame, skill_rollouts: pd.DataFrame) -> pd.DataFrame:
         """The episodes the world model learns from and starts its tasks from: the

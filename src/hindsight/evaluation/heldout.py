@@ -14,9 +14,8 @@ Used by the evaluation pipeline and, every K updates, by the RL loop.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import pandas as pd
@@ -34,39 +33,62 @@ MISSING_ATTR = "missing_episodes"
 by "<agent>/<split>" (given up after their replays: ``rollout.replay``); absent when none is."""
 
 
+HELDOUT_SPLITS = ("seen", "unseen")
+
+
 @dataclass
-class HeldoutConfig:
-    """Which held-out tasks, and how the policy decodes on them."""
+class HeldoutPlay:
+    """How many held-out tasks are played, in which splits, with which decodings: what a
+    stage sets (``evaluation.heldout``, ``training.heldout``, ...; the tasks themselves are
+    fixed by the environment's folds and ``environment.seen_seed_offset``)."""
 
     episodes_per_game: int = 25
-    """Tasks per game and split (one episode each)."""
-    seen_seed_offset: int | None = None
-    """First train-fold seed of the "seen" split; must exceed every training seed. None: 500,
-    or half the game's train fold when it holds fewer than 1000 tasks (``seen_offset``)."""
-    splits: tuple[str, ...] = ("seen", "unseen")
-    """Which held-out splits to play."""
-    decodings: dict = dataclasses.field(default_factory=lambda: {"sampled": 0.4, "greedy": 0.0})
-    """Agent name suffix -> sampling temperature (0 = greedy)."""
-    random_floor: bool = True
-    """Also play the random-valid-action agent on the same tasks."""
-    seed: int = 1234
-    """Seed of sampling during evaluation (trial t plays with ``seed + t``)."""
+    """Tasks per game and split (one episode each; ``TeacherFitConfig.episodes_per_game``
+    counts the training tasks the teacher fit plays)."""
+    splits: list[str] = field(default_factory=lambda: list(HELDOUT_SPLITS))
+    """seen = train-fold seeds never trained on; unseen = the test fold."""
+    decodings: dict[str, float] = field(default_factory=lambda: {"sampled": 0.4})
+    """Agent name suffix -> sampling temperature (0 = greedy; ``{sampled: 0.4, greedy: 0.0}``
+    plays both, at twice the time)."""
     trials_per_task: int = 1
-    """Independent trials of every task and agent, each with its own seed (pass^k)."""
+    """Independent trials of every task and agent, trial t with evaluation seed + t: above 1
+    the report adds pass^1..pass^k (tau-bench's reliability, ``algorithms.pass_k``), at k
+    times the time."""
 
     def __post_init__(self) -> None:
-        if int(self.trials_per_task) < 1:
-            raise ValueError(f"HeldoutConfig.trials_per_task must be >= 1, got {self.trials_per_task!r}")
+        unknown = sorted(set(self.splits) - set(HELDOUT_SPLITS))
+        if unknown:
+            raise ValueError(f"held-out splits: unknown split(s) {unknown}; use {list(HELDOUT_SPLITS)}")
+        if isinstance(self.trials_per_task, bool) or not isinstance(self.trials_per_task, int) or self.trials_per_task < 1:
+            raise ValueError(f"held-out trials_per_task must be a positive integer, got {self.trials_per_task!r}")
+
+
+@dataclass
+class HeldoutConfig:
+    """Which held-out tasks, and how the policy decodes on them: a stage's play (held as
+    is) and what the run fixes for every stage (the "seen" offset, the evaluation seed)."""
+
+    play: HeldoutPlay = field(default_factory=HeldoutPlay)
+    """Tasks per game, splits, decodings and trials (``HeldoutPlay``)."""
+    seen_seed_offset: int | None = None
+    """First train-fold seed of the "seen" split; must exceed every training seed. None: 500,
+    or half the game's train fold when it holds fewer than 1000 tasks (``seen_offset``). The
+    environment's ``EnvironmentConfig.seen_seed_offset``, handed down by
+    ``ProjectConfig.heldout_config``: the same number, kept here because the evaluation
+    package reads no configuration (the layers contract) and the specs do not carry it."""
+    seed: int = 1234
+    """Seed of sampling during evaluation (trial t plays with ``seed + t``)."""
 
 
 def heldout_tasks(specs: Sequence[EnvironmentSpec], config: HeldoutConfig) -> dict[str, list[TaskRef]]:
     """The held-out task list of each split (``seen`` / ``unseen``)."""
     tasks: dict[str, list[TaskRef]] = {}
-    for split in config.splits:
+    play = config.play
+    for split in play.splits:
         if split == "seen":
-            tasks[split] = [task for spec in specs for task in seen_tasks(spec, config.episodes_per_game, config.seen_seed_offset)]
+            tasks[split] = [task for spec in specs for task in seen_tasks(spec, play.episodes_per_game, config.seen_seed_offset)]
         else:
-            tasks[split] = [task for spec in specs for task in split_tasks(spec, "test", config.episodes_per_game)]
+            tasks[split] = [task for spec in specs for task in split_tasks(spec, "test", play.episodes_per_game)]
     return tasks
 
 
@@ -77,12 +99,16 @@ def evaluate_agents(
     rollout_config: RolloutConfig,
     config: HeldoutConfig,
     policy_label: str = "policy",
-    include_random: bool | None = None,
+    include_random: bool = False,
 ) -> pd.DataFrame:
     """Play every agent on every held-out split.
 
-    Every agent plays every task ``config.trials_per_task`` times: trial t is a rollout of
+    Every agent plays every task ``config.play.trials_per_task`` times: trial t is a rollout of
     its own with seed ``config.seed + t`` (trial 0 is the single-trial evaluation).
+
+    Args:
+        include_random: Also play the random-valid-action floor on the same tasks (with the
+            same seeds, replays, prompt and step limit).
 
     Returns:
         The step table of all evaluation episodes with three extra columns: ``agent``
@@ -90,12 +116,11 @@ def evaluate_agents(
         planned episodes that are not in it counted in ``attrs[MISSING_ATTR]``.
     """
     tables, missing = [], {}
-    include_random = config.random_floor if include_random is None else include_random
     for split, tasks in heldout_tasks(specs, config).items():
-        for trial in range(config.trials_per_task):
+        for trial in range(config.play.trials_per_task):
             seed = config.seed + trial
-            for name, temperature in config.decodings.items():
-                settings = dataclasses.replace(rollout_config, group_size=1, temperature=float(temperature), seed=seed)
+            for name, temperature in config.play.decodings.items():
+                settings = rollout_config.at(group_size=1, temperature=float(temperature), seed=seed)
                 result = run_rollouts(policy, env_factory, tasks, settings, policy_version=getattr(policy, "version", 0))
                 tables.append(_label(result.table, f"{policy_label}-{name}", split, trial))
                 _count_missing(missing, f"{policy_label}-{name}/{split}", result.faults)

@@ -25,9 +25,11 @@ class GiGPOSettings:
     """``training.rl.methods.gigpo``."""
 
     step_weight: float = 1.0
-    """Weight of the step-level (anchor-group) advantage; the episode term weighs 1."""
+    """Weight of the step-level (anchor-group) advantage; the episode term weighs 1 (GiGPO's;
+    ``EMPOSettings.step_weight`` weighs EMPO's step term, under ``training.rl.methods.empo``)."""
     gamma: float = 0.95
-    """Discount of the step return."""
+    """Discount of the step return (GiGPO's; ``EMPOSettings.gamma`` is EMPO's, whose return
+    breaks at mismatched steps)."""
     similarity_threshold: float | None = None
     """None: exact anchor matching; else the difflib ratio above which anchors share a group."""
 

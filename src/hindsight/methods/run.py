@@ -89,10 +89,10 @@ def heldout_evaluator(
     specs: Sequence[EnvironmentSpec], rollout: RolloutConfig, heldout: HeldoutConfig
 ) -> Callable[[object, int], dict[str, float]]:
     """``(policy, update) -> metrics``: success rate and episode count per held-out split and
-    task type of the first decoding in ``heldout.decodings``, with ``heldout.trials_per_task``
+    task type of the first decoding in ``heldout.play.decodings``, with ``heldout.play.trials_per_task``
     above 1 also ``eval/{split}/{task_type}/pass_hat_{k}`` for k = 1..trials (and the
     in-response world-model calls per step when ``rollout.imagination`` is set)."""
-    first = next(iter(heldout.decodings))
+    first = next(iter(heldout.play.decodings))
 
     def evaluate(policy, update: int) -> dict[str, float]:
         steps = evaluate_agents(policy, specs, make_env, rollout, heldout, policy_label="policy", include_random=False)
@@ -102,7 +102,7 @@ def heldout_evaluator(
             if row.agent == f"policy-{first}":
                 metrics[f"eval/{row.eval_split}/{row.task_type}/success_rate"] = row.success_rate
                 metrics[f"eval/{row.eval_split}/{row.task_type}/episodes"] = float(row.episodes)
-        if heldout.trials_per_task > 1:
+        if heldout.play.trials_per_task > 1:
             played = steps[steps["agent"] == f"policy-{first}"]
             for row in pass_k_summary(played, resamples=1).itertuples(index=False):
                 if row.breakdown == "task_type":

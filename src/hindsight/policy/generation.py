@@ -51,9 +51,14 @@ class SamplingConfig:
     """How responses are decoded."""
 
     max_new_tokens: int = 24
-    """Most tokens a free-generation response may have (constrained ones end with their action)."""
+    """Most tokens a free-generation response may have (constrained ones end with their
+    action). A skill (``AnalyzerConfig``) and a predicted observation (``WorldModelSettings``)
+    are generated under their own bounds."""
     temperature: float = 0.4
-    """Sampling temperature; 0 means greedy. Recorded log-probs are always at temperature 1."""
+    """Sampling temperature; 0 means greedy. Recorded log-probs are always at temperature 1.
+    A stage samples at its own, set on the rollout per call: the skills stage's rollouts
+    (``SkillsConfig``), the teacher fit's episodes (``TeacherFitConfig``);
+    ``OpenAIEndpointConfig.temperature`` is the teacher endpoint's, sent with each request."""
     top_p: float = 1.0
     """Nucleus sampling mass (1.0 = off)."""
     constrained: bool = True
@@ -68,7 +73,9 @@ class SamplingConfig:
     recorded log-probs are then those of the masked distribution)."""
     max_length: int | None = None
     """Prompt + response token budget (None: the model's max_position_embeddings). Prompts
-    are cut to their newest ``max_length - response budget`` tokens."""
+    are cut to their newest ``max_length - response budget`` tokens. Other sequences have
+    their own budgets: a scored step (``ScoringConfig``), a training example (``SFTConfig``),
+    a world-model query (``WorldModelSettings``, its SFT's)."""
     max_batch_tokens: int | None = None
     """Most padded prompt tokens (rows x longest prompt) per forward batch: prompts are
     sorted by length and generated in chunks under it. None: 2048 on CPU (padding and masked

@@ -147,7 +147,7 @@ def _check_rollout_arguments(config: RolloutConfig, env_factory: EnvFactory | No
         raise ValueError(f"RolloutConfig.group_size must be >= 1, got {config.group_size}.")
     if env_pool is None and env_factory is None:
         raise ValueError("run_rollouts: give an env_factory or an env_pool.")
-    check_imagination(config.imagination, config.constrained, config.layout)
+    check_imagination(config.imagination, config.sampling.constrained, config.layout)
     check_layout(config.backend, config.layout, config.imagination)
 
 
@@ -173,7 +173,7 @@ def planned_episode_ids(
 def _play(policy: Policy, pool, queue, config, skills, source, policy_version: int, timer, replays: Replays) -> list:
     """The turn loop (see the module docstring); returns (order, episode, samples) triples.
     A failed try goes back to the front of ``queue`` while ``replays`` allows it."""
-    sampling = config.sampling()
+    sampling = config.sampling
     generator = torch.Generator().manual_seed(config.seed)
     live: list[tuple[int, Episode, list[StepSample]]] = []
     finished = []
@@ -253,7 +253,7 @@ def _generate_turn(policy: Policy, episodes: list[Episode], config, sampling, ge
         generations, reprefills = multiturn_generations(policy, episodes, config.prompt, sampling, generator)
         timer.context_reprefills += reprefills
     else:
-        valid_actions = [episode.valid_actions for episode in episodes] if config.constrained else None
+        valid_actions = [episode.valid_actions for episode in episodes] if config.sampling.constrained else None
         prompts = [episode.prompt() for episode in episodes]
         generations = config.backend.generate(policy, prompts, config=sampling, valid_actions=valid_actions, generator=generator)
     return generations, [0] * len(episodes)

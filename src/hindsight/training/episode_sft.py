@@ -53,7 +53,7 @@ MULTITURN_COLUMNS = ("sequence", "step", "header", "valid_actions")
 @dataclass(frozen=True)
 class TurnBudget:
     """How much context a turn may hold: the engine's rule (``cached_generation.begin_turns``),
-    from the shared rollout settings (``TurnBudget.of(project.rollout)``)."""
+    from the shared rollout settings (``TurnBudget.of(project.rollout.engine.sampling)``)."""
 
     max_length: int = 1024
     """Context + response tokens (``rollout.max_length``)."""
@@ -64,7 +64,7 @@ class TurnBudget:
 
     @classmethod
     def of(cls, rollout) -> "TurnBudget":
-        """The budget of a ``RolloutSettings`` (or ``RolloutConfig``)."""
+        """The budget of a rollout's decoding (``SamplingConfig``: ``RolloutConfig.sampling``)."""
         return cls(
             max_length=int(rollout.max_length), max_new_tokens=int(rollout.max_new_tokens), constrained=bool(rollout.constrained)
         )
@@ -239,7 +239,7 @@ def encode_examples(
     if multiturn.any():
         if budget is None:
             raise ValueError(
-                "SFT got multi-turn examples (a 'header' column) but no TurnBudget: pass TurnBudget.of(project.rollout)"
+                "SFT got multi-turn examples (a 'header' column) but no TurnBudget: pass TurnBudget.of(project.rollout.engine.sampling)"
             )
         sequences = episode_sequences(tokenizer, examples[multiturn], budget)
         logger.info("multi-turn SFT: %d steps as %d sequences", int(multiturn.sum()), len(sequences))

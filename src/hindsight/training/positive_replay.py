@@ -42,7 +42,7 @@ REPLAY_SOURCE = "replay"
 def rebuild_samples(policy, rows: pd.DataFrame, rollout: RolloutConfig) -> tuple[pd.DataFrame, list[StepSample]]:
     """(the rows sorted by episode and step, their rebuilt step samples in that order)."""
     samples = samples_from_table(
-        rows, policy.tokenizer, rollout.prompt, constrained=rollout.constrained, max_length=rollout.max_length or 1024
+        rows, policy.tokenizer, rollout.prompt, constrained=rollout.sampling.constrained, max_length=rollout.sampling.max_length or 1024
     )
     return rows.sort_values(["episode_id", "step"]).reset_index(drop=True), samples
 

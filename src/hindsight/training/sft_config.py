@@ -10,7 +10,7 @@ class SFTConfig:
     """Settings of one supervised fine-tuning run."""
 
     learning_rate: float = 1e-3
-    """Peak learning rate (AdamW)."""
+    """Peak learning rate (AdamW) of an SFT run (``RLConfig.learning_rate`` is the RL update's)."""
     weight_decay: float = 0.01
     """AdamW weight decay."""
     batch_size: int = 16
@@ -19,7 +19,8 @@ class SFTConfig:
     """Batches per optimizer step."""
     micro_batch_tokens: int | None = 8192
     """Padded tokens per forward/backward pass: a batch runs as pieces within this budget
-    with gradients accumulated (same loss, bounded activation memory; None: whole batch)."""
+    with gradients accumulated (same loss, bounded activation memory; None: whole batch). An
+    SFT run's; ``RLConfig.micro_batch_tokens`` bounds the RL update's passes."""
     epochs: float = 3.0
     """Passes over the examples (fractional allowed); ``max_steps`` wins when set."""
     max_steps: int | None = None
@@ -31,7 +32,7 @@ class SFTConfig:
     max_length: int = 1024
     """Token limit of prompt + response (oldest prompt tokens are dropped beyond it)."""
     max_grad_norm: float = 1.0
-    """Gradient clipping norm."""
+    """Gradient clipping norm of an SFT run (``RLConfig.max_grad_norm`` clips the RL update)."""
     bf16_autocast: bool | str = False
     """Run the forward pass under bf16 autocast: true, false, or "auto" (where the device
     does bf16 natively: ``policy.model.has_native_bf16``; weights and optimizer stay fp32)."""

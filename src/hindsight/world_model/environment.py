@@ -143,16 +143,22 @@ class RecordedTasks:
 
 @dataclass
 class WorldModelSettings:
-    """How the world model is queried (the text format it was trained on)."""
+    """How the world model is queried: the text format it was trained on (the world-model
+    stage trains and evaluates with these same settings, ``config.WorldModelConfig.query``)."""
 
     history: int = 2
-    """Earlier steps shown in a prompt (as in training)."""
+    """Earlier (observation, action) pairs shown in a world-model prompt."""
     max_observation_chars: int = 600
-    """Longest observation shown (as in training)."""
+    """Longest observation shown in a prompt or learnt as a response (longer ones are cut):
+    the world model's format (``PromptConfig.max_observation_chars`` cuts the policy's prompts)."""
     max_new_tokens: int = 128
-    """Longest predicted observation, in tokens."""
+    """Longest generated observation, in tokens (evaluation and the world-model environment)."""
     max_length: int = 1024
-    """Prompt + prediction token budget."""
+    """Prompt + prediction token budget (the world-model stage: its SFT's ``max_length``)."""
+
+    def __post_init__(self) -> None:
+        if self.history < 0:
+            raise ValueError(f"world_model.history must be >= 0, got {self.history}")
 
 
 @dataclass

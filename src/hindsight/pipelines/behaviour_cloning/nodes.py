@@ -49,10 +49,10 @@ def behaviour_cloning_examples(trajectories: pd.DataFrame, project: ProjectConfi
         layout).
     """
     episodes = _training_episodes(trajectories)
-    if project.rollout.layout == "multiturn":
+    if project.rollout.engine.layout == "multiturn":
         if episodes.empty:
             raise ValueError("no successful train-fold episodes in 'trajectories' to behaviour-clone")
-        return multiturn_examples(episodes, project.rollout.prompt)
+        return multiturn_examples(episodes, project.rollout.engine.prompt)
     rows = []
     for episode_id, episode in episodes.groupby("episode_id", sort=False):
         prompts = episode_prompts(
@@ -60,7 +60,7 @@ def behaviour_cloning_examples(trajectories: pd.DataFrame, project: ProjectConfi
             episode["observation"].tolist(),
             episode["action"].tolist(),
             episode["valid_actions"].tolist(),
-            project.rollout.prompt,
+            project.rollout.engine.prompt,
         )
         for (_, row), text in zip(episode.iterrows(), prompts):
             rows.append(
@@ -137,6 +137,6 @@ def train_base_policy(policy: Policy, examples: pd.DataFrame, project: ProjectCo
     """Behaviour cloning: the base policy, and its loss history (multi-turn examples are
     built into sequences by the rollout's context rule, ``TurnBudget``)."""
     history = train_sft(
-        policy, examples, settings.sft, log_prefixed("bc"), seed=project.seeds.examples, turns=TurnBudget.of(project.rollout)
+        policy, examples, settings.sft, log_prefixed("bc"), seed=project.seeds.examples, turns=TurnBudget.of(project.rollout.engine.sampling)
     )
     return policy, history.assign(phase="bc")

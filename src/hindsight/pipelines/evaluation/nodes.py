@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 
 
 def _evaluate(policy: Policy, label: str, include_random: bool, project: ProjectConfig, evaluation: EvaluationConfig) -> pd.DataFrame:
-    heldout = project.heldout_config(evaluation.heldout, random_floor=evaluation.random_floor)
+    heldout = project.heldout_config(evaluation.heldout)
     return evaluate_agents(
         policy, project.specs(), make_env, project.rollout_config(), heldout, policy_label=label, include_random=include_random
     )

@@ -121,7 +121,7 @@ def train_stage1_policy(base_policy: Policy, examples: pd.DataFrame, project: Pr
     teacher fit follows), and its loss history."""
     history = train_sft(
         base_policy, examples, settings.sft, log_prefixed("stage1"), seed=project.seeds.examples,
-        turns=TurnBudget.of(project.rollout),
+        turns=TurnBudget.of(project.rollout.engine.sampling),
     )
     return base_policy, history.assign(phase="stage1")
 
@@ -137,7 +137,7 @@ def fit_stage1_teacher(stage1_sft_policy: Policy, examples: pd.DataFrame, projec
     fit = settings.teacher_fit
     if fit.episodes_per_game == 0:
         return stage1_sft_policy, _no_fit_history()
-    if project.rollout.layout == "multiturn":  # refused before any episode is played
+    if project.rollout.engine.layout == "multiturn":  # refused before any episode is played
         raise ValueError("stage1.teacher_fit is step-wise only; rollout.layout is multiturn (set episodes_per_game: 0)")
     rollout, episodes = _play_train_tasks(stage1_sft_policy, project, fit.episodes_per_game, 0, fit.temperature, project.seeds.validation)
     records = policy_teacher(stage1_sft_policy, project.analyzer).write_skills([episode for episode in episodes if episode.success])

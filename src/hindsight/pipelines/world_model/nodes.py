@@ -36,7 +36,7 @@ def world_model_examples(trajectories: pd.DataFrame, skill_rollouts: pd.DataFram
         ``world_model.transitions.EXAMPLE_COLUMNS``.
     """
     examples = transition_examples(
-        settings.recorded_episodes(trajectories, skill_rollouts), history=settings.history, max_chars=settings.max_observation_chars, heldout_fraction=settings.heldout_fraction
+        settings.recorded_episodes(trajectories, skill_rollouts), history=settings.query.history, max_chars=settings.query.max_observation_chars, heldout_fraction=settings.heldout_fraction
     )
     heldout = int(examples["heldout"].sum())
     logger.info("World model: %d training and %d held-out transitions", len(examples) - heldout, heldout)
@@ -76,7 +76,7 @@ def train_world_model(world_model: Policy, examples: pd.DataFrame, project: Proj
 def evaluate_world_model(world_model: Policy, examples: pd.DataFrame, settings: WorldModelConfig) -> pd.DataFrame:
     """Held-out next-observation exact match and token accuracy (table + MLflow metrics)."""
     table, metrics = heldout_quality(
-        world_model, examples, max_new_tokens=settings.max_new_tokens, max_length=settings.sft.max_length,
+        world_model, examples, max_new_tokens=settings.query.max_new_tokens, max_length=settings.sft.max_length,
         max_examples=settings.heldout_max_examples,
     )
     tracking.log_metrics(metrics)
