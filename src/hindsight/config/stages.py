@@ -62,7 +62,8 @@ class PolicyConfig:
     vocab_size: int = 2048
     """Vocabulary of the tokenizer trained on the training prompts (embedded model)."""
     dtype: str | None = None
-    """Parameter dtype of a loaded model (float32 when null)."""
+    """Parameter dtype of a loaded model (float32 when null): the weights trained on.
+    ``RolloutWeights.dtype`` is the dtype of the copy RL's rollouts decode with."""
     lora: LoraSettings | None = None
     """A LoRA adapter on a loaded model, e.g. {rank: 16, alpha: 32, dropout: 0.05,
     target_modules: [q_proj, v_proj]}; null = full fine-tuning."""
