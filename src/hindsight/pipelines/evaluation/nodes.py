@@ -9,6 +9,7 @@ import pandas as pd
 from hindsight import tracking
 from hindsight.config import EvaluationConfig, ProjectConfig
 from hindsight.envs import make_env
+from hindsight.evaluation.gold_floor import with_gold_reference
 from hindsight.evaluation.heldout import MISSING_ATTR, evaluate_agents
 from hindsight.evaluation.metrics import success_summary
 from hindsight.evaluation.pass_k import pass_k_markdown, pass_k_metrics, pass_k_summary
@@ -26,8 +27,12 @@ def _evaluate(policy: Policy, label: str, include_random: bool, project: Project
 
 
 def evaluate_stage1_policy(policy: Policy, project: ProjectConfig, evaluation: EvaluationConfig) -> pd.DataFrame:
-    """Held-out episodes of the Stage-1 checkpoint (agent "stage1-*") and of the random floor."""
-    return _evaluate(policy, "stage1", evaluation.random_floor, project, evaluation)
+    """Held-out episodes of the Stage-1 checkpoint (agent "stage1-*"), of the random floor
+    and, on the dual-control domain, of the gold solver (``hindsight.evaluation.gold_floor``)."""
+    episodes = _evaluate(policy, "stage1", evaluation.random_floor, project, evaluation)
+    if not evaluation.random_floor:
+        return episodes
+    return with_gold_reference(episodes, project.specs(), make_env, project.heldout_config(evaluation.heldout))
 
 
 def evaluate_rl_policy(policy: Policy, project: ProjectConfig, evaluation: EvaluationConfig) -> pd.DataFrame:

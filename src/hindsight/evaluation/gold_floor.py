@@ -1,0 +1,62 @@
+"""The gold reference of held-out evaluation: the environment's gold solver on the same tasks.
+
+Beside the random-valid-action floor, an environment whose gold solver is part of the task
+(``GOLD_REFERENCE_FAMILIES``: the dual-control domain, where the solver acts only on what
+the conversation has shown) is also played by agent ``gold`` on the same held-out tasks,
+``play.trials_per_task`` times each, through the same adapter: the report then shows, per
+intent and persona, what a perfect agent scores under the same checks (pass^k 1.0 when the
+domain is sound) next to the random floor and the trained agents. Other families play no
+gold agent (their gold paths read the simulator's internals).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import pandas as pd
+
+from hindsight.data.expert import play_gold_episode
+from hindsight.envs.base import EnvironmentSpec
+from hindsight.evaluation.heldout import HeldoutConfig, heldout_tasks
+
+GOLD_REFERENCE_FAMILIES: tuple[str, ...] = ("dual_control",)
+"""Environment families whose evaluation adds the gold agent."""
+GOLD_AGENT = "gold"
+
+
+def gold_reference_episodes(
+    specs: Sequence[EnvironmentSpec], env_factory: Callable, config: HeldoutConfig
+) -> pd.DataFrame:
+    """The gold agent's held-out episodes (empty when no spec's family has one).
+
+    Returns:
+        Step rows (the trajectory table's columns) with ``agent`` "gold", ``eval_split`` and
+        ``trial``, as ``heldout.evaluate_agents`` labels its agents.
+    """
+    chosen = [spec for spec in specs if spec.env in GOLD_REFERENCE_FAMILIES]
+    rows: list[dict] = []
+    for split, tasks in heldout_tasks(chosen, config).items() if chosen else ():
+        for task in tasks:
+            env = env_factory(task.spec)
+            try:
+                for trial in range(config.play.trials_per_task):
+                    rows += [
+                        {**row, "agent": GOLD_AGENT, "eval_split": split, "trial": trial,
+                         "episode_id": f"{GOLD_AGENT}:{row['episode_id']}/t{trial}"}
+                        for row in play_gold_episode(env, task.spec, task.split, task.seed)
+                    ]
+            finally:
+                env.close()
+    return pd.DataFrame(rows)
+
+
+def with_gold_reference(
+    episodes: pd.DataFrame, specs: Sequence[EnvironmentSpec], env_factory: Callable, config: HeldoutConfig
+) -> pd.DataFrame:
+    """``episodes`` with the gold agent's episodes appended (their ``attrs`` kept)."""
+    gold = gold_reference_episodes(specs, env_factory, config)
+    if gold.empty:
+        return episodes
+    combined = pd.concat([episodes, gold], ignore_index=True)
+    combined.attrs = dict(episodes.attrs)
+    return combined
