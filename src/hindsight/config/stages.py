@@ -332,4 +332,4 @@ class EvaluationConfig:
     """25 tasks per game and split: 2 games x 2 splits x 25 = 100 tasks."""
     random_floor: bool = True
     """Also play the random-valid-action agent on the same tasks (beside the Stage-1 policy;
-    ``evaluation.heldout.evaluate_agents``' ``include_random``)."""
+    ``hindsight.evaluation.heldout.evaluate_agents``' ``include_random``)."""
