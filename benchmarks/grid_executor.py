@@ -5,9 +5,10 @@ through ``grid.run_grid`` with the local loop and on a two-node Ray cluster on 1
 Two kinds of cell: an empty one (the executor's own cost: submit, schedule, a worker's
 payload, the record back) and a fixed torch computation on one thread (about a second).
 Overhead per cell = (wall time x worker slots - the cells' own seconds) / cells: the time a
-slot spent on anything but a cell. The cluster's start is printed apart (once per grid).
+slot spent on anything but a cell. The cluster's start and each node's first worker process
+are printed apart (once per grid and node).
 
-    python benchmarks/grid_executor.py [--cells 8] [--work 500]
+    python benchmarks/grid_executor.py [--cells 8] [--work 1200]
 
 docs/scale.md quotes its output, with the CPU.
 """
@@ -66,7 +67,7 @@ def cpu_name() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cells", type=int, default=8)
-    parser.add_argument("--work", type=int, default=500, help="matrix products per working cell")
+    parser.add_argument("--work", type=int, default=1200, help="matrix products per working cell")
     args = parser.parse_args()
     from ray_cluster import LocalRayCluster
 
@@ -83,7 +84,8 @@ def main() -> None:
         cluster.start_node(head=False)
         cluster.wait_for_nodes(2)
         print(f"two-node cluster up in {time.perf_counter() - started:.1f} s")
-        measure(cells[:2], Work(0), RayExecutor(), 2)  # each node's first worker process starts here
+        warm = measure(cells[:2], Work(0), RayExecutor(), 2)  # each node's first worker process starts here
+        print(f"first cell on each node (a worker process starts, imports torch and the grid): {warm['wall']:.1f} s")
         on_ray = {name: measure(cells, Work(steps), RayExecutor(), 2) for name, steps in (("empty", 0), ("work", args.work))}
     finally:
         cluster.close()
