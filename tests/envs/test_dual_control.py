@@ -338,3 +338,11 @@ def test_the_account_record_says_when_the_data_is_used_up():
     assert f"data {limit:.1f} of {limit:.1f} GB used (none left)" in session.act(parse_call("get_details"))
     session.act(parse_call("refuel_data 1"))
     assert f"of {limit + 1:.1f} GB used," in session.act(parse_call("get_details"))
+
+
+def test_a_window_far_up_the_train_fold_is_plain_and_quick(env):
+    import time
+
+    started = time.perf_counter()
+    assert env.seeds("train", 2, 50_000) == [50_000, 50_001]
+    assert time.perf_counter() - started < 1.0

@@ -18,10 +18,10 @@ won iff ``session.final_check`` passes, otherwise lost; it is truncated at
 ``spec.max_steps``. ``score`` is the share of the task's starting findings cleared (1.0
 once won). ``info`` adds the task's ``intent``, ``persona`` and ``faults``.
 
-``seeds("train", count, offset)`` with ``offset > 0`` skips a task identical
-(``TelecomTask.signature``) to one at a train position below ``offset``: the held-out
-"seen" window (train seeds from ``seen_seed_offset``, above every training seed) never
-scores a task the agent trained on. Everything runs in this process in microseconds.
+``seeds("train", count, offset)`` with ``0 < offset < DISTINCT_WINDOW`` (5,000) skips a
+task identical (``TelecomTask.signature``) to one at a train position below ``offset``:
+the held-out "seen" window (train seeds from ``seen_seed_offset``, above every training
+seed) never scores a task the agent trained on. Everything runs in this process in microseconds.
 """
 
 from __future__ import annotations
@@ -59,18 +59,25 @@ def _slip_probability(params: dict[str, Any]) -> float:
     return float(value)
 
 
-@lru_cache(maxsize=8)
-def _train_signatures(below: int, slip_probability: float) -> frozenset:
-    return frozenset(make_task("train", seed, slip_probability).signature() for seed in split_seeds("train")[:below])
+DISTINCT_WINDOW = 5_000
+"""Train positions below which ``seeds`` skips repeated tasks (every held-out "seen" offset
+in use is far below it; a window starting above it, e.g. a Gymnasium reset's position, is
+plain)."""
+
+
+@lru_cache(maxsize=4)
+def _train_signatures(slip_probability: float) -> tuple:
+    return tuple(make_task("train", seed, slip_probability).signature() for seed in split_seeds("train")[:DISTINCT_WINDOW])
 
 
 def distinct_seeds(split: str, count: int, offset: int, slip_probability: float) -> list[int]:
-    """``count`` seeds of fold ``split`` from position ``offset``; on the train fold, skipping
-    tasks identical to one below ``offset`` (and to one already taken)."""
+    """``count`` seeds of fold ``split`` from position ``offset``; on the train fold with
+    ``0 < offset < DISTINCT_WINDOW``, skipping tasks identical to one below ``offset`` (and
+    to one already taken)."""
     seeds = split_seeds(split)
-    if split != "train" or offset <= 0:
+    if split != "train" or not 0 < offset < DISTINCT_WINDOW:
         return seed_window(seeds, count, offset, "dual_control 'telecom'", f"{split} seeds")
-    taken, chosen = set(_train_signatures(min(offset, len(seeds)), slip_probability)), []
+    taken, chosen = set(_train_signatures(slip_probability)[:offset]), []
     for seed in seeds[offset:]:
         if len(chosen) == count:
             break
