@@ -48,6 +48,11 @@ def _default_presets() -> dict[str, GridPreset]:
             rl={"updates": 2, "tasks_per_update": 2, "group_size": 2, "eval_every": 1},
             heldout=HeldoutPlay(episodes_per_game=2, decodings={"sampled": 0.4}),
         ),
+        "first_look": GridPreset(
+            methods=["grpo", "seed", "seed_no_distill", "seed_unrelated_skill"], seeds=[0], fractions=[1.0],
+            fraction_methods=[], rl={"updates": 4, "tasks_per_update": 4, "group_size": 4, "eval_every": 4},
+            heldout=HeldoutPlay(episodes_per_game=8, decodings={"sampled": 0.4}),
+        ),
         "controls": GridPreset(
             methods=["grpo", "seed", "seed_no_distill", "seed_ungated", "seed_unrelated_skill"], seeds=[0, 1, 2],
             fractions=[1.0], rl={"updates": 4, "tasks_per_update": 4, "group_size": 4, "eval_every": 4},
@@ -104,7 +109,9 @@ class ExperimentsConfig:
     preset: str = "full"
     """Which preset runs: full (docs/results.md, "The experiment grid"), controls (SEED against its two
     controls and GRPO), distill_weight (SEED and its unrelated-skill control with the
-    distillation term at weight 1) or quick (minutes)."""
+    distillation term at weight 1), first_look (the default run's games and policy, one seed: SEED,
+    GRPO and SEED's two controls on 8 held-out episodes per game and split, about 10 minutes
+    after the default run) or quick (a smoke check: 2 episodes per split, no result)."""
     cache_dir: str = "data/07_model_output/experiment_cells"
     """Finished cells are kept here and skipped on re-runs."""
     presets: dict[str, GridPreset] = field(default_factory=_default_presets)
