@@ -7,7 +7,10 @@ non-zero advantages), then trains copies of it with GRPO for ``--updates`` updat
 - sync: today's loop (the learner plays each update's rollout, then trains on it);
 - async-k: a rollout worker process plays ahead, at most k versions stale (``--staleness``,
   default 1), decoupled PPO on the stale samples; k = 0 is lock-step (no overlap: it shows
-  the cost of the second process alone).
+  the cost of the second process alone);
+- async-k-rayN: the same with N Ray actors instead of the process (``--ray-workers``,
+  ``async_rollouts.engine: ray``), each with one torch thread; the local Ray instance is
+  started once before the runs (its start-up is printed apart, not in the runs' times).
 
 Every run uses the same seeds, tasks and settings; the learner and the worker use one torch
 thread each (2 cores). Reported per run: wall time, updates/s (and the ratio to sync
@@ -20,6 +23,7 @@ printed too. A benchmark, not a test:
     python benchmarks/async_rollouts.py                                   # tiny policy, ~5 min on 2 free cores
     python benchmarks/async_rollouts.py --updates 4 --staleness 0 1 2
     python benchmarks/async_rollouts.py --rounds 2 --mini-groups 1    # EvoCUA's mini-groups: one group a message
+    python benchmarks/async_rollouts.py --ray-workers 1 2             # rollout workers as Ray actors
 """
 
 from __future__ import annotations
@@ -112,6 +116,7 @@ def main() -> None:
     parser.add_argument("--bc-steps", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--mini-groups", type=int, nargs="*", default=[], help="also async-k with N whole groups per worker message")
+    parser.add_argument("--ray-workers", type=int, nargs="*", default=[], help="also async-k with N Ray actors (engine: ray)")
     args = parser.parse_args()
 
     torch.set_num_threads(1)
@@ -133,6 +138,17 @@ def main() -> None:
         f"async-{k}-mini{n}": RLConfig(**base, **asynchronous(max_staleness=k, mini_groups=n))
         for k in args.staleness for n in args.mini_groups
     })
+    runs.update({
+        f"async-{k}-ray{n}": RLConfig(**base, **asynchronous(max_staleness=k, engine="ray", workers=n))
+        for k in args.staleness for n in args.ray_workers
+    })
+    if args.ray_workers:
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        import ray
+
+        started = time.perf_counter()
+        ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+        print(f"local Ray instance started in {time.perf_counter() - started:.1f} s ({os.cpu_count()} CPUs)")
     rows = []
     for round_index in range(args.rounds):  # interleaved rounds (the load drifts), order reversed every other round
         for name, config in (list(runs.items()) if round_index % 2 == 0 else list(runs.items())[::-1]):
@@ -143,6 +159,8 @@ def main() -> None:
     print(f"\n{args.updates} GRPO updates, {args.tasks_per_update} tasks x {args.group_size} episodes each, {args.preset} policy, "
           f"{os.cpu_count()} CPUs, 1 torch thread per process, load average {os.getloadavg()[0]:.1f}, medians of {args.rounds} round(s)")
     print(table.round(3).to_string())
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "unknown CPU")
+    print(f"CPU: {cpu}")
 
 
 if __name__ == "__main__":

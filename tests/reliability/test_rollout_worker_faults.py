@@ -2,7 +2,9 @@
 twc game and the tiny policy: a worker that raises or dies surfaces in the learner as a
 ``RolloutWorkerError`` naming the update (with the worker's traceback when it raised), and a
 learner that fails or is interrupted (an exception, KeyboardInterrupt, a real Ctrl-C to the
-process group) stops its worker: no process is left behind.
+process group) stops its worker: no process is left behind. With the Ray engine
+(``training.ray_rollouts``), an actor that raises surfaces the same way (an actor killed
+and restarted: ``tests/training/test_async_rollouts.py``).
 
 The environment factories below are module-level so that the worker process (spawned) can
 unpickle them; each lets the first rollout's environments be built and fails the next one.
@@ -57,9 +59,10 @@ class FailingEnvFactory:
 
 
 def run(policy, tasks, env_factory, **kwargs):
+    engine = kwargs.pop("engine", {})
     config = RLConfig(
         algorithm="grpo", updates=3, tasks_per_update=1, group_size=2, mini_batch_size=8, kl_coef=0.0,
-        schedulers={"async_rollouts": {"enabled": True, "max_staleness": kwargs.pop("max_staleness", 0)}},
+        schedulers={"async_rollouts": {"enabled": True, "max_staleness": kwargs.pop("max_staleness", 0), **engine}},
     )
     rollout = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=768), max_parallel=2, max_steps=3, progress=False)
     return train_rl(
@@ -77,6 +80,30 @@ def test_worker_death_surfaces_with_its_exit_code(tiny_policy, twc_tasks):
     with pytest.raises(RolloutWorkerError, match=r"died with exit code 3 while the learner waited for the rollout of update 1"):
         run(tiny_policy, twc_tasks, FailingEnvFactory(good_builds=2, how="exit"))
     assert not multiprocessing.active_children()
+
+
+@pytest.fixture
+def ray_instance(monkeypatch):
+    """A local Ray instance (2 CPUs, no dashboard), shut down after the test; its workers
+    import this module (the failing factories) from this folder."""
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")]))
+    import ray
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def rollout_actors(ray) -> list[str]:
+    return [name for name in ray.util.list_named_actors() if name.startswith("hindsight-rollout")]
+
+
+def test_ray_actor_exception_surfaces_with_its_traceback(tiny_policy, twc_tasks, ray_instance):
+    """Not retried: an exception is the rollout's own failure, not a lost process."""
+    with pytest.raises(RolloutWorkerError, match=r"(?s)a rollout actor failed on the rollout of update 1 .*simulator jar vanished"):
+        run(tiny_policy, twc_tasks, FailingEnvFactory(good_builds=2, how="raise"), engine={"engine": "ray"})
+    assert not rollout_actors(ray_instance)
 
 
 def test_learner_failure_stops_the_worker(tiny_policy, twc_tasks):
@@ -98,6 +125,7 @@ faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks for the
 from hindsight.envs import EnvironmentSpec, make_env
 from hindsight.methods import build_method
 from hindsight.methods.run import frozen_copy
+from hindsight.policy.generation import SamplingConfig
 from hindsight.policy.model import build_policy
 from hindsight.policy.tokenizer import train_tokenizer
 from hindsight.rollout.engine import RolloutConfig
@@ -111,7 +139,7 @@ spec = EnvironmentSpec("textworldexpress", "twc", {"numLocations": 1, "numItemsT
 tokenizer = train_tokenizer(["take the apple", "put the apple in the fridge", "look around", "open the door"] * 10, vocab_size=300)
 policy = build_policy("tiny", tokenizer, seed=0, device="cpu")
 config = RLConfig(algorithm="grpo", updates=1000, tasks_per_update=1, group_size=2, kl_coef=0.0, schedulers={"async_rollouts": {"enabled": True}})
-rollout = RolloutConfig(temperature=1.0, max_length=512, max_parallel=2, progress=False)
+rollout = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=512), max_parallel=2, progress=False)
 train_rl(policy, frozen_copy(policy.model), make_tasks(spec, "train", [0]), make_env, rollout, config, build_method(config), seed=0)
 """
 

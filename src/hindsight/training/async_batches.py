@@ -63,6 +63,14 @@ class UpdatePlan:
     """The task draw's metrics of round 0 (curriculum buckets, calibration counts)."""
 
 
+def describe_key(key: RequestKey | None) -> str:
+    """A request key in words, for the learner's errors."""
+    if key is None:
+        return "no request yet"
+    update, round_index, chunk = key
+    return f"update {update} (round {round_index}, mini-group {chunk})"
+
+
 def chunk_tasks(tasks: Sequence[TaskRef], mini_groups: int) -> list[list[TaskRef]]:
     """A round's tasks cut into requests of at most ``mini_groups`` tasks (0: one request)."""
     tasks = list(tasks)

@@ -13,7 +13,10 @@ Asynchronous, with ``max_staleness = k``:
 
 - the worker (``training.rollout_worker``: its own process, its own torch thread budget,
   the environments) plays the rollouts of update ``u`` with the newest weights it holds, in
-  mini-groups (``training.async_batches``: ``mini_groups`` whole groups per message);
+  mini-groups (``training.async_batches``: ``mini_groups`` whole groups per message); with
+  ``engine: ray``, ``workers`` Ray actors play them instead (``training.ray_rollouts``: each
+  request divided among them, the weights through the object store, the version of a
+  request fixed when it is issued, a killed actor restarted and its requests replayed);
 - the learner asks for the rollouts of update ``u`` only once version ``u - k`` is
   published, through the same FIFO as the weights, so every sample's staleness (learner
   version minus the version that generated it) is at most ``k``: generation is held back,
@@ -42,8 +45,9 @@ for the update, ``async/mini_groups_per_update`` counts its messages (refills in
 ``async/worker_wait_seconds`` and ``async/worker_rollout_seconds`` the worker's idle and
 playing time summed over them.
 
-With k >= 1 a run is not bit-reproducible: which version plays a rollout depends on timing
-(bounded by k either way). A resumed run starts a fresh worker from the checkpoint's weights;
+With k >= 1 and the process engine a run is not bit-reproducible: which version plays a
+rollout depends on timing (bounded by k either way); the Ray engine fixes it at request time,
+so a run with a given number of actors is. A resumed run starts a fresh worker from the checkpoint's weights;
 rollouts played ahead but not yet trained on when the run was killed are played again (their
 tasks drawn anew, from the checkpoint's pass rates).
 
@@ -56,9 +60,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import multiprocessing
-import pickle
-import queue
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -70,12 +71,10 @@ from hindsight.policy.encoding import StepSample
 from hindsight.rollout.curriculum import PassRates, TaskDraw
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.rollout.tasks import TaskRef
-from hindsight.training.async_batches import (
-    Delivery, RequestKey, UpdatePlan, assemble_batch, chunk_seed, chunk_tasks, round_table, staleness,
-)
+from hindsight.training.async_batches import Delivery, UpdatePlan, assemble_batch, chunk_seed, chunk_tasks, round_table, staleness
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.distillation import response_logprobs
-from hindsight.training.rollout_worker import pack, trainable_weights, unpack, worker_main
+from hindsight.training.rollout_worker import ProcessWorker, RolloutWorkerError, trainable_weights
 from hindsight.training.update_batch import GroupFilter
 
 if TYPE_CHECKING:
@@ -83,10 +82,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-POLL_SECONDS = 0.5
-"""How often a waiting learner checks that the worker is still alive."""
-STOP_GRACE_SECONDS = 10.0
-"""How long a stopping worker may take before it is terminated (then killed)."""
+ENGINES = ("process", "ray")
+"""``async_rollouts.engine``: one worker process, or ``workers`` Ray actors."""
 
 
 @dataclass
@@ -108,8 +105,28 @@ class AsyncSettings:
     """Our reading of EvoCUA's mini-groups (``training.async_batches``): whole groups per
     worker message; the learner assembles an update from them as they arrive and the worker
     takes newer weights between them (0: one message per rollout round)."""
+    engine: str = "process"
+    """Who plays the rollouts: ``process`` (one worker process, fed through queues) or
+    ``ray`` (``workers`` Ray actors, ``training.ray_rollouts``; the weights go through Ray's
+    object store once per version). Not ``RolloutSettings.engine``, the generation backend
+    that plays each episode's turns."""
+    workers: int = 1
+    """Ray actors playing the rollouts (``engine: ray``; each request's tasks are divided
+    among them). Not ``ExperimentsConfig``'s grid workers nor the data-collection
+    ``workers``: those name processes of other stages."""
+    ray_address: str | None = None
+    """``engine: ray``: the cluster's head (``host:port`` or ``auto``); null starts a local
+    instance for the run. ``ExperimentsConfig.ray_address`` is the grid's, set apart."""
 
     def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise ValueError(f"training.rl.schedulers.async_rollouts.engine must be one of {ENGINES}, got {self.engine!r}")
+        if self.workers < 1:
+            raise ValueError(f"training.rl.schedulers.async_rollouts.workers must be >= 1, got {self.workers}")
+        if self.workers > 1 and self.engine != "ray":
+            raise ValueError(
+                f"training.rl.schedulers.async_rollouts.workers: {self.workers} needs engine: ray (the process engine has one worker)"
+            )
         if self.max_staleness < 0 or self.worker_threads < 1:
             raise ValueError(
                 "training.rl.schedulers.async_rollouts.max_staleness must be >= 0 and worker_threads >= 1, got "
@@ -125,8 +142,7 @@ class AsyncSettings:
             )
 
 
-class RolloutWorkerError(RuntimeError):
-    """The rollout worker failed (raised, crashed or was killed)."""
+__all__ = ["AsyncRollouts", "AsyncSettings", "RolloutWorkerError", "SyncRollouts"]
 
 
 class SyncRollouts:
@@ -150,8 +166,9 @@ class SyncRollouts:
 
 
 class AsyncRollouts:
-    """A rollout worker process generating up to ``max_staleness`` versions ahead, in
-    mini-groups, from tasks the learner draws."""
+    """Rollout workers generating up to ``max_staleness`` versions ahead, in mini-groups,
+    from tasks the learner draws: one worker process (``engine: process``) or ``workers`` Ray
+    actors (``engine: ray``, ``training.ray_rollouts``)."""
 
     def __init__(
         self, settings: AsyncSettings, policy, env_factory: Callable, pool: Sequence[TaskRef], rates: PassRates, tasks: TaskDraw,
@@ -166,27 +183,22 @@ class AsyncRollouts:
         self.start_update, self.end_update = start_update, end_update
         self.requested = start_update  # the next update whose rollouts are not yet asked for
         self.plans: dict[int, UpdatePlan] = {}
-        self.delivered: dict[RequestKey, Delivery] = {}
-        self.process = None
+        self.workers = None
 
     def __enter__(self) -> "AsyncRollouts":
-        context = multiprocessing.get_context("spawn")  # no fork of a process holding torch threads or a JVM
-        self.inbox, self.outbox = context.Queue(), context.Queue()
-        blob = pickle.dumps(self.policy, protocol=pickle.HIGHEST_PROTOCOL)
-        self.process = context.Process(
-            target=worker_main,
-            args=(blob, self.start_update, self.env_factory, self.settings.worker_threads, self.inbox, self.outbox),
-            name="hindsight-rollout-worker",
-            daemon=True,
-        )
+        settings = self.settings
+        if settings.engine == "ray":
+            from hindsight.training.ray_rollouts import RayWorkers  # Ray is imported only for this engine
+
+            self.workers = RayWorkers(settings)
+        else:
+            self.workers = ProcessWorker(settings.worker_threads)
         try:
-            self.process.start()
-            logger.info(
-                "Rollout worker started (pid %d, %d thread(s), max staleness %d, mini-groups %d)",
-                self.process.pid, self.settings.worker_threads, self.settings.max_staleness,
-                self.settings.mini_groups,
+            self.workers.start(
+                self.policy, self.start_update, self.env_factory,
+                f"max staleness {settings.max_staleness}, mini-groups {settings.mini_groups}",
             )
-            self._request_up_to(self.start_update + self.settings.max_staleness)
+            self._request_up_to(self.start_update + settings.max_staleness)
         except BaseException:
             self.close()
             raise
@@ -217,7 +229,7 @@ class AsyncRollouts:
             settings = dataclasses.replace(
                 self.rollout_config, group_size=self.config.group_size, seed=chunk_seed(self.seed, update, round_index, chunk)
             )
-            self.inbox.put(pack(("rollout", key, tasks, settings)))
+            self.workers.send_rollout(key, tasks, settings)
             keys.append(key)
         plan.rounds.append(keys)
         plan.played |= {task.group_id for task in drawn}
@@ -234,7 +246,7 @@ class AsyncRollouts:
         for round_index in range(1 + self.groups.extra_rounds):
             if round_index and self._request_round(update, round_index, wanted - len(kept)) is None:
                 break
-            arrived = [self._receive(key) for key in plan.rounds[round_index]]
+            arrived = [self.workers.receive(key) for key in plan.rounds[round_index]]
             deliveries += arrived
             new, constant = self.groups.keep(round_table(arrived), wanted - len(kept))
             kept, dropped = kept + new, dropped + constant
@@ -257,33 +269,6 @@ class AsyncRollouts:
         })
         return batch
 
-    def _receive(self, key: RequestKey) -> Delivery:
-        """Block until the mini-group ``key`` is delivered (others arriving meanwhile are kept)."""
-        while key not in self.delivered:
-            try:
-                message = unpack(self.outbox.get(timeout=POLL_SECONDS))
-            except queue.Empty:
-                if not self.process.is_alive():
-                    self._raise_dead(key[0])
-                continue
-            if message[0] == "error":
-                raise RolloutWorkerError(f"the rollout worker failed on the rollout of {_which(message[1])}:\n{message[2]}")
-            _, delivered, version, result, timings = message
-            self.delivered[tuple(delivered)] = Delivery(version, result, timings)
-        return self.delivered.pop(key)
-
-    def _raise_dead(self, update: int) -> None:
-        try:  # its last words may still be in the pipe
-            message = unpack(self.outbox.get(timeout=POLL_SECONDS))
-        except queue.Empty:
-            message = None
-        if message is not None and message[0] == "error":
-            raise RolloutWorkerError(f"the rollout worker failed on the rollout of {_which(message[1])}:\n{message[2]}")
-        raise RolloutWorkerError(
-            f"the rollout worker (pid {self.process.pid}) died with exit code {self.process.exitcode} "
-            f"while the learner waited for the rollout of update {update}"
-        )
-
     def proximal_logprobs(
         self, table: pd.DataFrame, samples: Sequence[StepSample], old_logp: Sequence[torch.Tensor], update: int
     ) -> list[torch.Tensor]:
@@ -302,36 +287,11 @@ class AsyncRollouts:
 
     def publish(self, version: int) -> None:
         """Send version ``version``'s weights, then the requests it unlocks."""
-        self.inbox.put(pack(("weights", version, trainable_weights(self.policy.model))))
+        self.workers.send_weights(version, trainable_weights(self.policy.model))
         self._request_up_to(version + self.settings.max_staleness)
 
     def close(self) -> None:
-        """Stop the worker: ask, wait ``STOP_GRACE_SECONDS``, terminate, kill."""
-        if self.process is None:
-            return
-        process, self.process = self.process, None
-        if process.is_alive():
-            try:
-                self.inbox.put(pack(("stop",)))
-            except (OSError, ValueError):
-                pass
-            process.join(STOP_GRACE_SECONDS)
-        if process.is_alive():
-            logger.warning("Rollout worker (pid %d) did not stop: terminating it", process.pid)
-            process.terminate()
-            process.join(STOP_GRACE_SECONDS)
-        if process.is_alive():
-            process.kill()
-            process.join()
-        for channel in (self.inbox, self.outbox):
-            channel.cancel_join_thread()  # unread messages must not block the learner's exit
-            channel.close()
-        logger.info("Rollout worker (pid %s) stopped with exit code %s", process.pid, process.exitcode)
-
-
-def _which(key: RequestKey | None) -> str:
-    """A request key in words, for the learner's errors."""
-    if key is None:
-        return "no request yet"
-    update, round_index, chunk = key
-    return f"update {update} (round {round_index}, mini-group {chunk})"
+        """Stop the workers (``ProcessWorker.close``, ``RayWorkers.close``)."""
+        if self.workers is not None:
+            workers, self.workers = self.workers, None
+            workers.close()
