@@ -27,6 +27,8 @@ from hindsight.rollout.config import RolloutConfig
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 BASELINE = json.loads((Path(__file__).with_name("stage_settings_baseline.json")).read_text())
+ADDED_SINCE_BASELINE = {"experiments.first_look.heldout"}
+"""Plays that did not exist when the baseline was written (a grid preset added later)."""
 
 
 def _merged(env: str) -> dict:
@@ -94,6 +96,6 @@ def _stages(params: dict) -> dict:
 def test_every_stage_plays_with_the_settings_it_had_before_the_nesting(env):
     now = json.loads(json.dumps(_stages(_merged(env))))
     before = BASELINE[env]
-    assert sorted(now) == sorted(before)
+    assert sorted(set(now) - ADDED_SINCE_BASELINE) == sorted(before)
     for stage in before:
         assert now[stage] == before[stage], f"{env}: {stage}"
