@@ -81,8 +81,6 @@ def synchronous(warm_policy, twc_tasks):
 
 @pytest.fixture(scope="module")
 def lock_step(warm_policy, twc_tasks, engine):
-    if engine.get("workers", 1) > 1:
-        pytest.skip("two actors play each round's halves with their own seeds: not the synchronous loop's episodes")
     return run(warm_policy, twc_tasks, rl_config(enabled=True, max_staleness=0, **engine))
 
 
@@ -91,6 +89,8 @@ def one_ahead(warm_policy, twc_tasks, engine):
     return run(warm_policy, twc_tasks, rl_config(updates=3, enabled=True, max_staleness=1, **engine))
 
 
+# two actors play each round's halves with their own seeds: not the synchronous loop's episodes
+@pytest.mark.parametrize("engine", ["process", "ray-1"], indirect=True)
 def test_bound_zero_equals_the_synchronous_loop(synchronous, lock_step):
     assert not multiprocessing.active_children()  # the worker was stopped (Ray's actors: not children)
     history = lock_step.history
@@ -130,13 +130,12 @@ def test_bound_one_trains_every_parameter(warm_policy, one_ahead):
     assert not unchanged, unchanged
 
 
+@pytest.mark.parametrize("engine", ["ray-2"], indirect=True)
 def test_a_killed_actor_is_restarted_and_its_requests_replayed(warm_policy, twc_tasks, engine, one_ahead, caplog):
     """Two actors, bound 1: after the first update (update 2's request in flight on both)
     one actor is killed; Ray restarts it, the request is played again with the version it
     carried, and the run equals the one without the kill (the version of every request is
     fixed when it is issued)."""
-    if engine.get("workers", 1) < 2:
-        pytest.skip("the kill test runs with two actors")
     import ray
 
     killed = []
