@@ -10,16 +10,8 @@ import pytest
 
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.envs.infeasible import DECLARE_PARAM, base_spec, is_infeasible
-from hindsight.rollout.curriculum import (
-    Curriculum,
-    CurriculumSettings,
-    PassRates,
-    PassRateSettings,
-    calibrated_draw,
-    curriculum_bucket,
-    curriculum_draw,
-    task_draw,
-)
+from hindsight.rollout.curriculum import Curriculum, CurriculumSettings, calibrated_draw, curriculum_bucket, curriculum_draw, task_draw
+from hindsight.rollout.pass_rates import PassRates, PassRateSettings
 from hindsight.rollout.tasks import make_tasks, sample_update_tasks
 from hindsight.training.rl_config import RLConfig
 

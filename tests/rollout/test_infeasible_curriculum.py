@@ -10,7 +10,8 @@ import pandas as pd
 
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.envs.infeasible import DECLARE_ACTION, infeasible_spec, is_infeasible
-from hindsight.rollout.curriculum import Curriculum, PassRates, curriculum_draw, declared_metrics
+from hindsight.rollout.curriculum import Curriculum, curriculum_draw
+from hindsight.rollout.pass_rates import PassRates, declared_metrics
 from hindsight.rollout.tasks import TaskRef, make_tasks
 
 SPEC = EnvironmentSpec("textworldexpress", "twc", {"numLocations": 1})

@@ -14,7 +14,7 @@ import torch
 
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.methods import build_method
-from hindsight.rollout.curriculum import PassRates, TaskRecord
+from hindsight.rollout.pass_rates import PassRates, TaskRecord
 from hindsight.rollout.engine import RolloutConfig, run_rollouts
 from hindsight.rollout.tasks import make_tasks
 from hindsight.training.batch import RolloutBatch

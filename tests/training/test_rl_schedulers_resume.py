@@ -14,7 +14,7 @@ import torch
 from hindsight.envs import make_env
 from hindsight.methods import build_method
 from hindsight.methods.run import frozen_copy
-from hindsight.rollout.curriculum import PassRates
+from hindsight.rollout.pass_rates import PassRates
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.policy.generation import SamplingConfig
 from hindsight.rollout.tasks import make_tasks

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from hindsight.methods import build_method
-from hindsight.rollout.curriculum import Curriculum, PassRateBand, PassRates, TaskDraw
+from hindsight.rollout.curriculum import Curriculum, PassRateBand, TaskDraw
+from hindsight.rollout.pass_rates import PassRates
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.espo_update import EspoObjective

@@ -14,7 +14,8 @@ from hindsight import algorithms
 from hindsight.envs import make_env
 from hindsight.methods import build_method
 from hindsight.methods.run import frozen_copy
-from hindsight.rollout.curriculum import PassRates, in_band
+from hindsight.rollout.curriculum import in_band
+from hindsight.rollout.pass_rates import PassRates
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.policy.generation import SamplingConfig
 from hindsight.rollout.tasks import make_tasks

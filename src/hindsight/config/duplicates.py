@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hindsight.config.files import file_settings
-from hindsight.config.reference import _prose, _value, field_docs
+from hindsight.config.reference import field_default, field_docs, prose_text, value_text
 from hindsight.methods import method_class, method_names
 
 
@@ -47,14 +47,6 @@ class Declaration:
     @property
     def where(self) -> str:
         return f"{self.cls.__module__.removeprefix('hindsight.')}.{self.cls.__qualname__}"
-
-
-def _default(field: dataclasses.Field) -> Any:
-    if field.default is not dataclasses.MISSING:
-        return field.default
-    if field.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-        return field.default_factory()  # type: ignore[misc]
-    return dataclasses.MISSING
 
 
 def _nested(value: Any) -> list[type]:
@@ -92,7 +84,7 @@ def settings_classes() -> list[type]:
         except TypeError:
             instance = None
         for field in dataclasses.fields(cls):
-            default = getattr(instance, field.name) if instance is not None else _default(field)
+            default = getattr(instance, field.name) if instance is not None else field_default(field)
             queue += _nested(default)
         queue += _built(cls)
     return seen
@@ -103,7 +95,7 @@ def declarations(cls: type) -> list[Declaration]:
     own = vars(cls).get("__annotations__", {})
     docs = field_docs(cls)
     return [
-        Declaration(cls, field.name, _default(field), docs.get(field.name, ""))
+        Declaration(cls, field.name, field_default(field), docs.get(field.name, ""))
         for field in dataclasses.fields(cls) if field.name in own and not field.name.startswith("_")
     ]
 
@@ -156,7 +148,7 @@ def markdown() -> str:
         given = reason(group)
         where = "; ".join(f"{_code(d.where)}" + _shown(d.default) for d in group)
         lines.append(f"- {_code(name)}: {where}.")
-        said = f"{_code(given.cls.__name__ + '.' + name)}: {_prose(given.doc)}" if given else "**No reason given.**"
+        said = f"{_code(given.cls.__name__ + '.' + name)}: {prose_text(given.doc)}" if given else "**No reason given.**"
         lines.append(f"  {said}")
     return "\n".join(lines) + "\n"
 
@@ -166,7 +158,7 @@ def _shown(default: Any) -> str:
     if default is dataclasses.MISSING:
         return ""
     if isinstance(default, (str, int, float, bool, list, tuple, dict)) or default is None:
-        return f" = {_code(_value(default))}"
+        return f" = {_code(value_text(default))}"
     return f" = {type(default).__name__}(...)" if dataclasses.is_dataclass(default) else f" = {type(default).__name__}()"
 
 

@@ -78,10 +78,10 @@ def _summary(cls: type) -> str:
     doc = inspect.getdoc(cls) or ""
     if doc == inspect.getdoc(object) or doc.startswith(f"{cls.__name__}("):  # no docstring of its own
         return ""
-    return _prose(doc.split("\n\n")[0])
+    return prose_text(doc.split("\n\n")[0])
 
 
-def _prose(text: str) -> str:
+def prose_text(text: str) -> str:
     """A docstring as one markdown line: reST ``code`` becomes `code`; outside code spans
     ``<`` and ``*`` are escaped so that markdown keeps them as text."""
     text = " ".join(text.split())
@@ -99,7 +99,7 @@ def _type_name(field: dataclasses.Field) -> str:
     return name.replace("typing.", "")
 
 
-def _value(value: Any) -> str:
+def value_text(value: Any) -> str:
     """A default as YAML would write it (JSON flow style for lists and mappings)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         value = as_dict(value)
@@ -121,7 +121,8 @@ def _code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def _default(field: dataclasses.Field) -> Any:
+def field_default(field: dataclasses.Field) -> Any:
+    """A dataclass field's default (its factory called), or ``dataclasses.MISSING``."""
     if field.default is not dataclasses.MISSING:
         return field.default
     if field.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
@@ -169,8 +170,8 @@ class _Renderer:
             if field.name.startswith("_") or not field.init or field.name in skip:
                 continue
             key = f"{prefix}{field.name}"
-            default = getattr(defaults, field.name) if defaults is not None else _default(field)
-            doc = _prose(docs.get(field.name, ""))
+            default = getattr(defaults, field.name) if defaults is not None else field_default(field)
+            doc = prose_text(docs.get(field.name, ""))
             if flat_skip(field) is not None:
                 self.block(type(default), prefix, default, flat_skip(field))
             elif dataclasses.is_dataclass(default) and not isinstance(default, type):
@@ -181,7 +182,7 @@ class _Renderer:
                 for name, value in default.items():
                     self.block(type(value), f"{key}.{name}.", value)
             else:
-                shown = "" if default is dataclasses.MISSING else _value(default)
+                shown = "" if default is dataclasses.MISSING else value_text(default)
                 self.entry(key, _type_name(field), shown, doc)
                 if cls is RLConfig and field.name == "methods":
                     self.methods(key)
@@ -195,7 +196,7 @@ class _Renderer:
         changed = _differences(as_dict(default), as_dict(first_default))
         note = f"the keys of {_code(first)} (listed there)"
         if changed:
-            note += "; defaults that differ here: " + ", ".join(_code(f"{k}: {_value(v)}") for k, v in changed)
+            note += "; defaults that differ here: " + ", ".join(_code(f"{k}: {value_text(v)}") for k, v in changed)
         self.entry(key, type_name, "", f"{doc} {note[0].upper()}{note[1:]}.".strip())
 
     def methods(self, prefix: str) -> None:

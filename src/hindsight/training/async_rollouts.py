@@ -68,7 +68,8 @@ import pandas as pd
 import torch
 
 from hindsight.policy.encoding import StepSample
-from hindsight.rollout.curriculum import PassRates, TaskDraw
+from hindsight.rollout.curriculum import TaskDraw
+from hindsight.rollout.pass_rates import PassRates
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.rollout.tasks import TaskRef
 from hindsight.training.async_batches import Delivery, UpdatePlan, assemble_batch, chunk_seed, chunk_tasks, round_table, staleness

@@ -160,7 +160,7 @@ class ResumedRun:
     last_skills: Any
     last_rollout: Any
     task_stats: dict[str, Any] | None = None
-    """The per-task pass-rate estimates (``rollout.curriculum.PassRates.state_dict``)."""
+    """The per-task pass-rate estimates (``rollout.pass_rates.PassRates.state_dict``)."""
     method_state: dict[str, Any] | None = None
     """The method's own state (``training.method.Method.state_dict``)."""
 

@@ -28,7 +28,8 @@ import torch
 from hindsight.envs.infeasible import is_infeasible_group
 from hindsight.policy.encoding import StepSample, samples_from_table
 from hindsight.rollout.config import RolloutConfig
-from hindsight.rollout.curriculum import PassRates, curriculum_bucket
+from hindsight.rollout.curriculum import curriculum_bucket
+from hindsight.rollout.pass_rates import PassRates
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.distillation import response_logprobs
 

@@ -41,7 +41,7 @@ import torch
 
 from hindsight.policy import Policy
 from hindsight.policy.inference import inference_policy
-from hindsight.rollout.curriculum import PassRates
+from hindsight.rollout.pass_rates import PassRates
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.rollout.stats import rollout_metrics
 from hindsight.rollout.tasks import TaskRef, training_task_pool

@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hindsight.policy import Policy
-from hindsight.rollout.curriculum import CurriculumSettings, PassRates, PassRateSettings, TaskDraw, task_draw
+from hindsight.rollout.curriculum import CurriculumSettings, TaskDraw, task_draw
+from hindsight.rollout.pass_rates import PassRates, PassRateSettings
 from hindsight.training.async_rollouts import AsyncRollouts, AsyncSettings, SyncRollouts
 from hindsight.training.backend_correction import BackendCorrection, BackendCorrectionSettings
 from hindsight.training.espo_update import EspoObjective, OdysseSettings, episode_objective
@@ -61,7 +62,7 @@ class SchedulerSettings:
     curriculum: CurriculumSettings = field(default_factory=CurriculumSettings)
     """The task curriculum and its positive replay (``rollout.curriculum``, ``training.positive_replay``)."""
     pass_rates: PassRateSettings = field(default_factory=PassRateSettings)
-    """The per-task pass-rate estimates the curriculum and STEPO's band read (``rollout.curriculum.PassRates``)."""
+    """The per-task pass-rate estimates the curriculum and STEPO's band read (``rollout.pass_rates.PassRates``)."""
     odysse: OdysseSettings = field(default_factory=OdysseSettings)
     """ODYSSE: the episodic sampler (``training.minibatches``) and the ESPO objective (``training.espo_update``)."""
     async_rollouts: AsyncSettings = field(default_factory=AsyncSettings)

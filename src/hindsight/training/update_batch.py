@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Callable, Sequence
 import pandas as pd
 
 from hindsight.policy import Policy
-from hindsight.rollout.curriculum import PassRates, TaskDraw
+from hindsight.rollout.curriculum import TaskDraw
+from hindsight.rollout.pass_rates import PassRates
 from hindsight.rollout.engine import RolloutConfig, RolloutResult, run_rollouts
 from hindsight.rollout.stats import FAULTS_ATTR
 from hindsight.rollout.tasks import TaskRef
