@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from hindsight.experiments.grid import Cell, run_grid
-from hindsight.experiments.ray_grid import RayExecutor, import_ray
+from hindsight.experiments.ray_grid import RayExecutor
+from hindsight.ray_runtime import import_ray
 from ray_cluster import LocalRayCluster
 
 pytestmark = pytest.mark.slow  # starts a Ray cluster (two nodes): `-m slow` (CI runs it)

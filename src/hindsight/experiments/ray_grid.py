@@ -13,23 +13,15 @@ with it. Ray is imported here only, when this executor runs.
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any, Callable, Iterator
 
 from hindsight.experiments.grid import CellJob, run_cell_record
+from hindsight.ray_runtime import import_ray
 
 logger = logging.getLogger(__name__)
 
 _WORKER_PAYLOADS: dict[str, Any] = {}
 """In a worker process: the grid payload it unpacked (by object id), kept for its next cells."""
-
-
-def import_ray():
-    """``ray``, with its usage statistics off (nothing leaves the machine)."""
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    import ray
-
-    return ray
 
 
 class RayExecutor:

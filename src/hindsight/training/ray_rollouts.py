@@ -40,6 +40,7 @@ import uuid
 
 import torch
 
+from hindsight.ray_runtime import import_ray
 from hindsight.rollout.engine import run_rollouts
 from hindsight.rollout.faults import RolloutFaults
 from hindsight.rollout.results import RolloutResult
@@ -53,14 +54,6 @@ MAX_RESTARTS = 3
 """How often Ray restarts a dead rollout actor (then the run stops with ``RolloutWorkerError``)."""
 ACTOR_PREFIX = "hindsight-rollout"
 """Named actors: ``<prefix>-<run token>-<index>`` (``ray.util.list_named_actors`` shows them)."""
-
-
-def import_ray():
-    """``ray``, with its usage statistics off (nothing leaves the machine)."""
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    import ray
-
-    return ray
 
 
 class RolloutActor:
