@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests" / "experiments"))
 
 from hindsight.experiments.grid import Cell, run_grid  # noqa: E402
-from hindsight.experiments.ray_grid import RayExecutor, import_ray  # noqa: E402
+from hindsight.experiments.ray_grid import RayExecutor  # noqa: E402
+from hindsight.ray_runtime import import_ray  # noqa: E402
 
 
 class Work:
