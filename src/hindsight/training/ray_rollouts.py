@@ -63,6 +63,10 @@ class RolloutActor:
         torch.set_num_threads(threads)
         self.policy = pickle.loads(policy_blob)
         self.version, self.env_factory = version, env_factory
+        self.start_version = version
+        # the start weights, for a request of the start version played after a newer one (Ray
+        # does not keep an actor's order when it replays the requests of a restarted actor)
+        self.start_weights = {name: tensor.detach().clone() for name, tensor in self.policy.model.state_dict().items()}
         self.idle_since = time.perf_counter()
 
     def pid(self) -> int:
@@ -73,10 +77,13 @@ class RolloutActor:
         """Play ``tasks`` with version ``version`` (its weights fetched from the object store
         when this copy holds another); the result, the timings and this process's id."""
         if version != self.version:
-            import ray
-
             [weights] = weights_box
-            load_weights(self.policy.model, ray.get(weights))
+            if weights is None and version == self.start_version:  # the start version: never published
+                self.policy.model.load_state_dict(self.start_weights)
+            else:
+                import ray
+
+                load_weights(self.policy.model, ray.get(weights))
             self.version = version
         started = time.perf_counter()
         self.policy.version = version
