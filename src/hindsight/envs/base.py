@@ -100,6 +100,12 @@ class TextEnvironment(ABC):
     def seeds(self, split: str, count: int, offset: int = 0) -> list[int]:
         """``count`` task seeds of fold ``split`` starting at position ``offset``."""
 
+    def screenshot(self) -> "Any | None":
+        """The current page as an RGB ``uint8`` array of shape (height, width, 3), for
+        environments that render a screen (the GUI family, ``hindsight.envs.miniwob``); None
+        for text environments. Policies that see read it beside the text observation."""
+        return None
+
     def fold_size(self, split: str) -> int | None:
         """How many tasks fold ``split`` holds; None when it is unbounded or unknown."""
         return None
