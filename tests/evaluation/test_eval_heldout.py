@@ -57,6 +57,26 @@ def test_heldout_tasks_come_from_the_right_folds():
     assert [t.split for t in tasks["unseen"]] == ["test", "test"]
 
 
+def test_unseen_types_play_the_test_fold_of_task_types_never_trained_on():
+    held_out = EnvironmentSpec("textworldexpress", "cookingworld", {"numLocations": 1, "numIngredients": 1}, max_steps=3)
+    config = dataclasses.replace(
+        HELDOUT, play=HeldoutPlay(episodes_per_game=2, splits=["unseen_types"]), unseen_type_specs=[held_out]
+    )
+    tasks = heldout_tasks([SPEC], config)["unseen_types"]
+    assert [(t.spec.game, t.split) for t in tasks] == [("cookingworld", "test")] * 2
+    with pytest.raises(ValueError, match="environment.heldout_games"):
+        heldout_tasks([SPEC], dataclasses.replace(config, unseen_type_specs=[]))
+
+
+def test_a_task_type_cannot_be_both_trained_and_held_out():
+    from hindsight.config.project import EnvironmentConfig, GameConfig
+
+    with pytest.raises(ValueError, match="never trained on; also in games: \\['twc'\\]"):
+        EnvironmentConfig(games=[GameConfig("twc")], heldout_games=[GameConfig("twc")])
+    environment = EnvironmentConfig(games=[GameConfig("twc")], heldout_games=[GameConfig("cookingworld")])
+    assert [spec.game for spec in environment.heldout_specs()] == ["cookingworld"]
+
+
 def test_every_agent_plays_every_task_once(evaluation):
     assert set(evaluation["agent"]) == {"stage1-sampled", "stage1-greedy", "random"}
     episodes = evaluation.drop_duplicates("episode_id")

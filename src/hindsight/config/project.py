@@ -65,6 +65,9 @@ class EnvironmentConfig:
     ``hindsight.rollout.tasks.seen_offset``)."""
     games: list[GameConfig] = field(default_factory=_default_games)
     """The games trained and evaluated on (one task type each)."""
+    heldout_games: list[GameConfig] = field(default_factory=list)
+    """Task types never trained on: played only by the held-out split "unseen_types" (their
+    test fold; ``evaluation.heldout.splits``). Empty: no such split (the default)."""
     reward: RewardConfig = field(default_factory=RewardConfig)
     """Step reward: ``success_reward * won - invalid_penalty * invalid``."""
     step_timeout_s: float | None = 60.0
@@ -75,18 +78,27 @@ class EnvironmentConfig:
     def __post_init__(self) -> None:
         if not self.games:
             raise ValueError("environment.games must list at least one game")
+        shared = sorted({g.game for g in self.games} & {g.game for g in self.heldout_games})
+        if shared:
+            raise ValueError(f"environment.heldout_games must hold task types never trained on; also in games: {shared}")
         if self.step_timeout_s is not None and not self.step_timeout_s > 0:
             raise ValueError(f"environment.step_timeout_s must be positive or null, got {self.step_timeout_s!r}")
 
     def specs(self) -> list[EnvironmentSpec]:
         """One ``EnvironmentSpec`` per game, in the order of ``games``."""
-        return [
-            EnvironmentSpec(
-                env=self.env, game=g.game, params=dict(g.params), max_steps=self.max_steps, reward=self.reward,
-                step_timeout_s=self.step_timeout_s,
-            )
-            for g in self.games
-        ]
+        return [_game_spec(self, g) for g in self.games]
+
+    def heldout_specs(self) -> list[EnvironmentSpec]:
+        """One ``EnvironmentSpec`` per held-out task type (``heldout_games``)."""
+        return [_game_spec(self, g) for g in self.heldout_games]
+
+
+def _game_spec(environment: EnvironmentConfig, game: GameConfig) -> EnvironmentSpec:
+    """The ``EnvironmentSpec`` of one game of ``environment``."""
+    return EnvironmentSpec(
+        env=environment.env, game=game.game, params=dict(game.params), max_steps=environment.max_steps,
+        reward=environment.reward, step_timeout_s=environment.step_timeout_s,
+    )
 
 
 def _project_rollout() -> RolloutConfig:
@@ -198,4 +210,5 @@ class ProjectConfig:
             play=dataclasses.replace(play, splits=list(play.splits), decodings=dict(play.decodings)),
             seen_seed_offset=self.environment.seen_seed_offset,
             seed=self.seeds.evaluation,
+            unseen_type_specs=self.environment.heldout_specs(),
         )

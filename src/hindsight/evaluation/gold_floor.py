@@ -2,7 +2,7 @@
 
 Beside the random-valid-action floor, an environment whose gold solver is part of the task
 (``GOLD_REFERENCE_FAMILIES``: the dual-control domain, where the solver acts only on what
-the conversation has shown) is also played by agent ``gold`` on the same held-out tasks,
+the conversation has shown, and MiniWoB++, whose solvers read only the page the agent sees) is also played by agent ``gold`` on the same held-out tasks,
 ``play.trials_per_task`` times each, through the same adapter: the report then shows, per
 intent and persona, what a perfect agent scores under the same checks (pass^k 1.0 when the
 domain is sound) next to the random floor and the trained agents. Other families play no
@@ -11,6 +11,7 @@ gold agent (their gold paths read the simulator's internals).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Sequence
 
 import pandas as pd
@@ -19,7 +20,7 @@ from hindsight.data.expert import play_gold_episode
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.evaluation.heldout import HeldoutConfig, heldout_tasks
 
-GOLD_REFERENCE_FAMILIES: tuple[str, ...] = ("dual_control",)
+GOLD_REFERENCE_FAMILIES: tuple[str, ...] = ("dual_control", "miniwob")
 """Environment families whose evaluation adds the gold agent."""
 GOLD_AGENT = "gold"
 
@@ -34,6 +35,9 @@ def gold_reference_episodes(
         ``trial``, as ``heldout.evaluate_agents`` labels its agents.
     """
     chosen = [spec for spec in specs if spec.env in GOLD_REFERENCE_FAMILIES]
+    config = dataclasses.replace(
+        config, unseen_type_specs=[spec for spec in config.unseen_type_specs if spec.env in GOLD_REFERENCE_FAMILIES]
+    )
     rows: list[dict] = []
     for split, tasks in heldout_tasks(chosen, config).items() if chosen else ():
         for task in tasks:

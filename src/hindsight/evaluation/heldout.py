@@ -4,7 +4,9 @@ trained on, in two splits like ALFWorld's seen/unseen.
 - "seen": train-fold seeds from position ``seen_seed_offset`` of the fold on (never used for training; same
   object vocabulary as training; None: 500, or half a train fold of fewer than 1000 tasks,
   ``hindsight.rollout.tasks.seen_offset``);
-- "unseen": the environment's test fold (new object names).
+- "unseen": the environment's test fold (new object names);
+- "unseen_types": the test fold of task types never trained on (``environment.heldout_games``;
+  asked for by listing it in ``splits``).
 
 ``trials_per_task`` > 1 plays every task several times, each trial with its own seed, for
 pass^k (``evaluation.pass_k``).
@@ -34,6 +36,9 @@ by "<agent>/<split>" (given up after their replays: ``rollout.replay``); absent 
 
 
 HELDOUT_SPLITS = ("seen", "unseen")
+"""The splits every stage plays unless told otherwise."""
+UNSEEN_TYPES = "unseen_types"
+KNOWN_SPLITS = (*HELDOUT_SPLITS, UNSEEN_TYPES)
 
 
 @dataclass
@@ -46,7 +51,8 @@ class HeldoutPlay:
     """Tasks per game and split (one episode each; ``TeacherFitConfig.episodes_per_game``
     counts the training tasks the teacher fit plays)."""
     splits: list[str] = field(default_factory=lambda: list(HELDOUT_SPLITS))
-    """seen = train-fold seeds never trained on; unseen = the test fold."""
+    """seen = train-fold seeds never trained on; unseen = the test fold; unseen_types = the
+    test fold of task types never trained on (``environment.heldout_games``)."""
     decodings: dict[str, float] = field(default_factory=lambda: {"sampled": 0.4})
     """Agent name suffix -> sampling temperature (0 = greedy; ``{sampled: 0.4, greedy: 0.0}``
     plays both, at twice the time)."""
@@ -56,9 +62,9 @@ class HeldoutPlay:
     times the time."""
 
     def __post_init__(self) -> None:
-        unknown = sorted(set(self.splits) - set(HELDOUT_SPLITS))
+        unknown = sorted(set(self.splits) - set(KNOWN_SPLITS))
         if unknown:
-            raise ValueError(f"held-out splits: unknown split(s) {unknown}; use {list(HELDOUT_SPLITS)}")
+            raise ValueError(f"held-out splits: unknown split(s) {unknown}; use {list(KNOWN_SPLITS)}")
         if isinstance(self.trials_per_task, bool) or not isinstance(self.trials_per_task, int) or self.trials_per_task < 1:
             raise ValueError(f"held-out trials_per_task must be a positive integer, got {self.trials_per_task!r}")
 
@@ -78,15 +84,29 @@ class HeldoutConfig:
     package reads no configuration (the layers contract) and the specs do not carry it."""
     seed: int = 1234
     """Seed of sampling during evaluation (trial t plays with ``seed + t``)."""
+    unseen_type_specs: list[EnvironmentSpec] = field(default_factory=list)
+    """The task types never trained on, played by the "unseen_types" split (the
+    environment's ``EnvironmentConfig.heldout_games``, handed down like ``seen_seed_offset``)."""
 
 
 def heldout_tasks(specs: Sequence[EnvironmentSpec], config: HeldoutConfig) -> dict[str, list[TaskRef]]:
-    """The held-out task list of each split (``seen`` / ``unseen``)."""
+    """The held-out task list of each split (``seen`` / ``unseen`` / ``unseen_types``).
+
+    Raises:
+        ValueError: "unseen_types" is asked for without task types held out.
+    """
     tasks: dict[str, list[TaskRef]] = {}
     play = config.play
     for split in play.splits:
         if split == "seen":
             tasks[split] = [task for spec in specs for task in seen_tasks(spec, play.episodes_per_game, config.seen_seed_offset)]
+        elif split == UNSEEN_TYPES:
+            if not config.unseen_type_specs:
+                raise ValueError(
+                    'The held-out split "unseen_types" plays task types never trained on: list them in '
+                    "environment.heldout_games, or leave the split out of the stage's heldout.splits."
+                )
+            tasks[split] = [task for spec in config.unseen_type_specs for task in split_tasks(spec, "test", play.episodes_per_game)]
         else:
             tasks[split] = [task for spec in specs for task in split_tasks(spec, "test", play.episodes_per_game)]
     return tasks
