@@ -120,8 +120,17 @@ def test_stage1_reports_the_analyzer_and_the_skill_premise(run):
     assert metrics["stage1/analyzer_parse_rate"] == 1.0
     assert metrics["stage1/analyzer_exact_match"] == pytest.approx(analyzer["exact"].mean())
     premise = pd.read_parquet(run.outputs["08_reporting/skill_premise.parquet"])
-    # shuffled: only own skills with two distinct items or more have another order
-    assert {"own", "rule", "unrelated"} <= set(premise["skill_source"]) <= {"own", "rule", "unrelated", "shuffled"}
+    # the controls score only where they exist: unrelated where an outcome has episodes of two tasks, same-form
+    # on the steps the own skill names, shuffled for own skills with two distinct items or more
+    assert {"own", "rule"} <= set(premise["skill_source"]) <= {"own", "rule", "unrelated", "same_form", "shuffled"}
+    unrelated = premise[premise["skill_source"] == "unrelated"]
+    assert len(unrelated) == metrics["stage1/premise/unrelated/assigned"]
+    assert (unrelated["skill"].str.split(":").str[0] == unrelated["success"].map({True: "do", False: "avoid"})).all()
+    same_form = premise[premise["skill_source"] == "same_form"].set_index("episode_id")
+    own_skill = premise[premise["skill_source"] == "own"].set_index("episode_id")["skill"]
+    assert (same_form["listed_tokens"] == same_form["tokens"]).all()  # scored on the steps the own skill names
+    assert (same_form["skill"] == own_skill.reindex(same_form.index)).all()
+    assert same_form["steps"].sum() <= metrics["stage1/premise/same_form/steps"]
     assert (premise["tokens"] > 0).all() and premise["gap_mean"].notna().all()
     assert (premise["informative_steps"] <= premise[["unsure_steps", "listed_steps"]].min(axis=1)).all()
     assert metrics["stage1/premise/own_parse_rate"] == 1.0
@@ -133,6 +142,12 @@ def test_stage1_reports_the_analyzer_and_the_skill_premise(run):
     row = summary[(summary["skill_source"] == "own") & (summary["outcome"] == "all") & (summary["tokens_on"] == "all")]
     assert row["gap_mean"].iloc[0] == pytest.approx(metrics[f"{own}/gap_mean"])
     assert row["gap_low"].iloc[0] == pytest.approx(metrics[f"{own}/gap_low"])
+    # the copy test: a row of its own, its pairs bounded by stage1.premise_copy_pairs
+    copy = summary[summary["skill_source"] == "copy"]
+    assert len(copy) == 1 and copy["tokens"].iloc[0] == metrics["stage1/premise/copy/pairs"] <= 200
+    if metrics["stage1/premise/copy/pairs"]:
+        assert metrics["stage1/premise/copy/gap_low"] <= metrics["stage1/premise/copy/gap_mean"] <= metrics["stage1/premise/copy/gap_high"]
+        assert 0.0 <= metrics["stage1/premise/copy/positive_share"] <= 1.0
 
 
 def test_rl_policy_weights_differ_from_the_stage1_policy(run):

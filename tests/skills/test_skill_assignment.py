@@ -61,7 +61,7 @@ def test_only_episodes_with_a_skill_give_or_take_one(real_episodes):
     assert skills == {"t0": "cook first", "c2": skill_of[unrelated_sources(episodes, skill_of)["c2"]], "t4": "cook first"}
     assert skills["c2"] in ("take first", "look first")
     assert metrics["opd/skill_unrelated_share"] == 1.0
-    # the premise check gives every episode one, from the episodes that have a skill
+    # unrelated_skills (the teacher fit's unrelated pairs) gives every episode one, from the episodes that have a skill
     premise = unrelated_skills(episodes, skill_of)
     assert set(premise) == {"t0", "t1", "c2", "c3", "t4"} and premise["t1"] == "cook first"
     assert premise["c3"] in ("take first", "look first")

@@ -15,9 +15,9 @@ import pytest
 
 from hindsight.skills import episodes_from_table
 from hindsight.skills.compact import parse_compact_skill
-from hindsight.stage1.premise import (
-    SUMMARY_COLUMNS, UNSURE_PROBABILITY, episode_premise_row, premise_metrics, premise_summary, shuffled_skills,
-)
+from hindsight.stage1.premise import UNSURE_PROBABILITY, episode_premise_row, premise_metrics
+from hindsight.stage1.premise_controls import shuffled_skills
+from hindsight.stage1.premise_report import SUMMARY_COLUMNS, premise_summary
 
 
 @pytest.fixture(scope="module")

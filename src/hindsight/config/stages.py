@@ -267,13 +267,18 @@ class Stage1Config:
     premise_tasks_per_game: int = 5
     """Held-out (seen-split) tasks per game on which the premise check plays and re-scores
     after Stage 1 (0: skip the check)."""
+    premise_copy_pairs: int = 200
+    """Most (step, action) pairs of the premise check's copy test (``stage1.premise_copy``):
+    on the won episodes' steps, a valid action X scored under a skill naming X and under one
+    naming another valid action of the step; each pair costs two scoring passes of one step
+    (0: no copy test)."""
     teacher_fit: TeacherFitConfig = field(default_factory=TeacherFitConfig)
     """The teacher fit on the policy's own episodes after the SFT (off by default)."""
 
     def __post_init__(self) -> None:
         for name in (
             "analyzer_repeat", "own_rollout_repeat", "counterfactual_repeat", "reorder_repeat", "unrelated_repeat",
-            "premise_tasks_per_game",
+            "premise_tasks_per_game", "premise_copy_pairs",
         ):
             if getattr(self, name) < 0:  # the type is checked by params.build
                 raise ValueError(f"stage1.{name} must be >= 0, got {getattr(self, name)!r}")

@@ -4,8 +4,8 @@ SEED re-scores an episode's actions with the skill written for that episode. The
 skill" control (docs/fidelity.md, SEED) keeps everything else, the skills still written the same
 way, and only permutes which episode's skill each episode is re-scored (distilled) with: a skill
 written for a task of another task type where the batch has one. It separates what the skill
-says from the mere extra context. The Stage-1 premise check (``stage1.premise``) uses the same
-assignment as its unrelated source.
+says from the mere extra context. (The Stage-1 premise check draws its unrelated control
+otherwise: a seeded derangement of the own skills of each outcome, ``stage1.premise_controls``.)
 
 - ``unrelated_sources``: target episode -> the episode whose skill it gets, preferring
   another task type, then another task (group), then any other episode with a skill;

@@ -10,14 +10,15 @@ This module measures both after Stage 1 (route A):
   free text or the structured frame): parse rate and exact match.
 - ``teacher_gaps`` / ``premise_table``: for played episodes, ``l_skill - l_plain`` over the
   non-forced action tokens (``StepSample.choice_positions``; forced tokens carry no choice)
-  with the policy's own skill, the rule teacher's skill, and an unrelated skill (another
-  episode's, of another task type where there is one: the control for mere extra context,
-  ``skills.assignment.unrelated_skills``, the assignment the RL control uses too) and a
-  shuffled one (``shuffled_skills``: the own skill's items in another order);
-- ``premise_metrics``: the token-weighted gaps with 95% bootstrap intervals over episodes,
-  and the share of steps where the skill can tell what the state does not (the plain policy
-  was unsure of the played action and the skill names it: ``informative_share``);
-  ``premise_summary`` the same as a table.
+  with the policy's own skill, the rule teacher's skill, and the controls of
+  ``stage1.premise_controls`` (an unrelated own skill of another task with the same outcome,
+  the same-form content control, the own skill shuffled); a source whose skill differs by
+  step is a ``StepSkills``;
+- ``premise_metrics``: the token-weighted gaps with 95% bootstrap intervals over episodes
+  (each source on its own resampling stream, ``stream_seed``), and the share of steps where
+  the skill can tell what the state does not (the plain policy was unsure of the played
+  action and the skill names it: ``informative_share``); ``stage1.premise_report`` writes
+  them as a table, with the controls' notes and the copy test (``stage1.premise_copy``).
 
 The sign to expect differs by outcome: on a won episode a useful skill raises the actions
 played (gap > 0); on a lost one an avoidance rule should lower the wrong ones (gap < 0 there
@@ -33,8 +34,10 @@ them (gap <= -log p, near 0) or move mass away.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import random
+import zlib
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
 import pandas as pd
@@ -42,7 +45,7 @@ import pandas as pd
 from hindsight.algorithms.intervals import bootstrap_weighted_mean_interval, weighted_mean
 from hindsight.policy import Policy
 from hindsight.policy.encoding import StepSample
-from hindsight.skills.compact import parse_compact_skill, render_skill, skill_lists_action
+from hindsight.skills.compact import skill_lists_action
 from hindsight.skills.episode_views import EpisodeView
 from hindsight.skills.records import parse_skill_json
 
@@ -57,6 +60,16 @@ PREMISE_COLUMNS = (
 UNSURE_PROBABILITY = 0.5
 """A non-forced token whose plain probability is below this counts as one the policy was unsure of."""
 ANALYZER_EVAL_COLUMNS = ("episode_id", "target", "written", "parse_ok", "exact")
+
+
+@dataclass(frozen=True)
+class StepSkills:
+    """A skill per scored step: ``by_step`` maps (episode id, step) to the skill that step is
+    re-scored with; ``of_episode`` is the episode's skill its premise row records and splits
+    its steps by (listed or not). Steps missing from ``by_step`` are not scored."""
+
+    by_step: dict[tuple[str, int], str] = field(default_factory=dict)
+    of_episode: dict[str, str] = field(default_factory=dict)
 
 
 def analyzer_outputs(policy: Policy, prompts: Sequence[str], templates: Sequence[Sequence[str]], analyzer: AnalyzerConfig) -> list[str]:
@@ -100,14 +113,40 @@ def evaluate_analyzer(policy: Policy, examples: pd.DataFrame, analyzer: Analyzer
     return pd.DataFrame(rows, columns=list(ANALYZER_EVAL_COLUMNS))
 
 
-def step_token_logprobs(
-    policy: Policy, samples: Sequence[StepSample], skill_of_episode: dict[str, str], batch_size: int = 16
-) -> dict[tuple[str, int], list[tuple[float, float]]]:
-    """``(l_plain, l_skill)`` of every non-forced response token, per (episode, step) with a skill."""
-    from hindsight.training.distillation import response_logprobs, skill_augmented_logprobs
+STEP_KEY_SEPARATOR = "\x1f"
+"""Joins (episode id, step) into the scoring key of a step whose skill is its own (``StepSkills``)."""
 
-    plain = response_logprobs(policy.model, samples, batch_size, policy.tokenizer.pad_token_id)
-    augmented = skill_augmented_logprobs(policy.model, policy.tokenizer, samples, skill_of_episode, batch_size)
+
+def _augmented_logprobs(policy: Policy, samples: Sequence[StepSample], skills: dict[str, str] | StepSkills, batch_size: int) -> list:
+    """``l_skill`` per sample (None where it has no skill): by episode, or for ``StepSkills``
+    by step (each scored step re-keyed so that its own skill is the one injected)."""
+    from hindsight.training.distillation import skill_augmented_logprobs
+
+    if not isinstance(skills, StepSkills):
+        return skill_augmented_logprobs(policy.model, policy.tokenizer, samples, skills, batch_size)
+    scored = [i for i, sample in enumerate(samples) if (sample.episode_id, sample.step) in skills.by_step]
+    keyed = [
+        dataclasses.replace(samples[i], episode_id=f"{samples[i].episode_id}{STEP_KEY_SEPARATOR}{samples[i].step}") for i in scored
+    ]
+    skill_of_key = {sample.episode_id: skills.by_step[(samples[i].episode_id, samples[i].step)] for i, sample in zip(scored, keyed)}
+    result: list = [None] * len(samples)
+    for i, logp in zip(scored, skill_augmented_logprobs(policy.model, policy.tokenizer, keyed, skill_of_key, batch_size)):
+        result[i] = logp
+    return result
+
+
+def step_token_logprobs(
+    policy: Policy, samples: Sequence[StepSample], skill_of_episode: dict[str, str] | StepSkills, batch_size: int = 16,
+    plain: Sequence | None = None,
+) -> dict[tuple[str, int], list[tuple[float, float]]]:
+    """``(l_plain, l_skill)`` of every non-forced response token, per (episode, step) with a
+    skill (``skill_of_episode``: by episode, or a ``StepSkills``); ``plain``: the samples'
+    plain log-probs when already scored (else scored here)."""
+    from hindsight.training.distillation import response_logprobs
+
+    if plain is None:
+        plain = response_logprobs(policy.model, samples, batch_size, policy.tokenizer.pad_token_id)
+    augmented = _augmented_logprobs(policy, samples, skill_of_episode, batch_size)
     pairs: dict[tuple[str, int], list[tuple[float, float]]] = {}
     for sample, logp_plain, logp_skill in zip(samples, plain, augmented):
         if logp_skill is None:
@@ -133,29 +172,6 @@ def teacher_gaps(policy: Policy, samples: Sequence[StepSample], skill_of_episode
     for (episode_id, _), values in step_teacher_gaps(policy, samples, skill_of_episode, batch_size).items():
         gaps.setdefault(episode_id, []).extend(values)
     return gaps
-
-
-def shuffled_skills(skill_of_episode: dict[str, str], seed: int = 0) -> dict[str, str]:
-    """Each compact skill with its items in another order: the episode's own actions, their
-    order lost (the control for what a skill's order carries). The order is a seeded
-    permutation that differs from the skill's own; a skill with fewer than two distinct items
-    has no other order and is left out, and so is a text that is not a compact skill."""
-    rng = random.Random(seed)
-    shuffled: dict[str, str] = {}
-    for episode_id in sorted(skill_of_episode):
-        parsed = parse_compact_skill(skill_of_episode[episode_id])
-        if parsed is None or len(set(parsed[1])) < 2:
-            continue
-        head, items = parsed
-        order = list(items)
-        for _ in range(20):
-            rng.shuffle(order)
-            if order != items:
-                break
-        else:  # an unlucky seed: a rotation differs whenever two items do
-            order = items[1:] + items[:1]
-        shuffled[episode_id] = render_skill(head, order)
-    return shuffled
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -204,7 +220,8 @@ def episode_premise_row(
 
 
 def premise_table(
-    policy: Policy, episodes: Sequence[EpisodeView], samples: Sequence[StepSample], skills_by_source: dict[str, dict[str, str]]
+    policy: Policy, episodes: Sequence[EpisodeView], samples: Sequence[StepSample],
+    skills_by_source: dict[str, dict[str, str] | StepSkills], batch_size: int = 16,
 ) -> pd.DataFrame:
     """Per episode and skill source, the mean teacher gap over its non-forced action tokens.
 
@@ -212,18 +229,25 @@ def premise_table(
         policy: The policy that played and re-scores (the teacher is the policy itself).
         episodes: The played episodes.
         samples: Their step samples.
-        skills_by_source: Source name (e.g. ``own``, ``rule``, ``unrelated``) -> episode id -> skill.
+        skills_by_source: Source name (e.g. ``own``, ``rule``, ``unrelated``) -> episode id ->
+            skill, or a ``StepSkills`` (a skill per step; the row records ``of_episode``'s
+            skill and splits the steps by it).
+        batch_size: Rows per scoring pass.
 
     Returns:
         ``PREMISE_COLUMNS`` rows (episodes with no non-forced token are left out);
         ``listed_gap_mean`` / ``unlisted_gap_mean`` / ``unsure_gap_mean`` are NaN where no
         token falls on that side.
     """
+    from hindsight.training.distillation import response_logprobs
+
     rows = []
-    for source, skill_of_episode in skills_by_source.items():
+    plain_logprobs = response_logprobs(policy.model, samples, batch_size, policy.tokenizer.pad_token_id) if samples else []
+    for source, skills in skills_by_source.items():
+        skill_of_episode = skills.of_episode if isinstance(skills, StepSkills) else skills
         by_episode: dict[str, dict[int, list[float]]] = {}
         plain_by_episode: dict[str, dict[int, list[float]]] = {}
-        for (episode_id, step), pairs in step_token_logprobs(policy, samples, skill_of_episode).items():
+        for (episode_id, step), pairs in step_token_logprobs(policy, samples, skills, batch_size, plain_logprobs).items():
             by_episode.setdefault(episode_id, {})[step] = [skilled - plain for plain, skilled in pairs]
             plain_by_episode.setdefault(episode_id, {})[step] = [plain for plain, _ in pairs]
         for episode in episodes:
@@ -243,6 +267,13 @@ def _weighted(means: pd.Series, weights: pd.Series) -> float | None:
     return mean if math.isfinite(mean) else None
 
 
+def stream_seed(seed: int, source: str) -> int:
+    """The bootstrap seed of one source: the run's seed and the source's name hashed
+    together (CRC-32), so each source resamples its episodes on an independent stream and
+    two sources with close means do not get alike intervals by construction."""
+    return zlib.crc32(f"{seed}/{source}".encode())
+
+
 def _interval(means: pd.Series, weights: pd.Series, seed: int) -> tuple[float, float]:
     """The 95% bootstrap interval over episodes of a token-weighted mean gap."""
     return bootstrap_weighted_mean_interval(means.tolist(), weights.tolist(), seed=seed)
@@ -255,13 +286,15 @@ def premise_metrics(table: pd.DataFrame, prefix: str = "premise", seed: int = 0)
     ``unsure`` only for tables that have its columns: versions written before it lack them).
 
     Every gap has its 95% bootstrap interval over episodes (``.../gap_low``, ``.../gap_high``;
-    ``algorithms.bootstrap_weighted_mean_interval``, seeded by ``seed``), and every
+    ``algorithms.bootstrap_weighted_mean_interval``, each source on its own stream:
+    ``stream_seed(seed, source)``), and every
     ``<source>/<label>`` its ``episodes`` and, for tables with the step counts, the share of
     steps the plain policy was unsure of (``unsure_step_share``), the share whose action the
     skill names (``listed_step_share``) and both at once (``informative_share``: where the
     skill can tell what the state does not)."""
     metrics: dict[str, float] = {}
     for source, part in table.groupby("skill_source"):
+        source_seed = stream_seed(seed, str(source))
         for label, rows in (("all", part), ("won", part[part["success"]]), ("lost", part[~part["success"]])):
             tokens = rows["tokens"].sum()
             if not tokens:
@@ -269,7 +302,7 @@ def premise_metrics(table: pd.DataFrame, prefix: str = "premise", seed: int = 0)
             key = f"{prefix}/{source}/{label}"
             metrics[f"{key}/episodes"] = float(len(rows))
             metrics[f"{key}/gap_mean"] = _weighted(rows["gap_mean"], rows["tokens"])
-            metrics[f"{key}/gap_low"], metrics[f"{key}/gap_high"] = _interval(rows["gap_mean"], rows["tokens"], seed)
+            metrics[f"{key}/gap_low"], metrics[f"{key}/gap_high"] = _interval(rows["gap_mean"], rows["tokens"], source_seed)
             metrics[f"{key}/positive_share"] = _weighted(rows["positive_share"], rows["tokens"])
             metrics[f"{key}/tokens"] = float(tokens)
             if "steps" in rows and rows["steps"].notna().all() and rows["steps"].sum():
@@ -286,30 +319,5 @@ def premise_metrics(table: pd.DataFrame, prefix: str = "premise", seed: int = 0)
                 mean = _weighted(means, weights)
                 if mean is not None:
                     metrics[f"{key}/{side}/gap_mean"] = mean
-                    metrics[f"{key}/{side}/gap_low"], metrics[f"{key}/{side}/gap_high"] = _interval(means, weights, seed)
+                    metrics[f"{key}/{side}/gap_low"], metrics[f"{key}/{side}/gap_high"] = _interval(means, weights, source_seed)
     return metrics
-
-
-SUMMARY_COLUMNS = ("skill_source", "outcome", "tokens_on", "episodes", "tokens", "gap_mean", "gap_low", "gap_high", "informative_share")
-"""``premise_summary``'s columns: one row per skill source, outcome (all, won, lost) and token
-set (``tokens_on``: all, listed, unlisted, unsure), with the 95% interval over episodes."""
-
-
-def premise_summary(metrics: dict[str, float], prefix: str = "premise") -> pd.DataFrame:
-    """``premise_metrics`` as a table (``SUMMARY_COLUMNS``), for the stage's reporting dataset."""
-    rows = []
-    for name, value in metrics.items():
-        parts = name[len(prefix) + 1 :].split("/")
-        if parts[-1] != "gap_mean" or len(parts) not in (3, 4):
-            continue
-        source, outcome = parts[0], parts[1]
-        side = parts[2] if len(parts) == 4 else "all"
-        key = "/".join([prefix, *parts[:-1]])
-        rows.append({
-            "skill_source": source, "outcome": outcome, "tokens_on": side,
-            "episodes": metrics.get(f"{prefix}/{source}/{outcome}/episodes", float("nan")),
-            "tokens": metrics.get(f"{key}/tokens", float("nan")), "gap_mean": value,
-            "gap_low": metrics.get(f"{key}/gap_low", float("nan")), "gap_high": metrics.get(f"{key}/gap_high", float("nan")),
-            "informative_share": metrics.get(f"{prefix}/{source}/{outcome}/informative_share", float("nan")),
-        })
-    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))

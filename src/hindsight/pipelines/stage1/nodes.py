@@ -26,7 +26,10 @@ from hindsight.skills.analyzers import policy_teacher, rule_teacher
 from hindsight.skills.assignment import unrelated_skills
 from hindsight.stage1.counterfactual import counterfactual_examples, reorder_examples, unrelated_skill_examples
 from hindsight.skills.episode_views import episodes_from_table
-from hindsight.stage1.premise import evaluate_analyzer, premise_metrics, premise_summary, premise_table, shuffled_skills
+from hindsight.stage1.premise import evaluate_analyzer, premise_metrics, premise_table
+from hindsight.stage1.premise_controls import premise_sources, valid_actions_by_step
+from hindsight.stage1.premise_copy import copy_metrics, copy_pairs, copy_test_table
+from hindsight.stage1.premise_report import premise_summary
 from hindsight.skills.records import parse_rate
 from hindsight.stage1.teacher_fit import fit_mixture, teacher_fit_pairs
 from hindsight.training.episode_sft import MULTITURN_COLUMNS, TurnBudget, skill_conditioned
@@ -209,38 +212,60 @@ def evaluate_stage1_analyzer(stage1_policy: Policy, analyzer_sft_set: pd.DataFra
 def check_skill_premise(stage1_policy: Policy, project: ProjectConfig, settings: Stage1Config) -> tuple[pd.DataFrame, pd.DataFrame]:
     """SEED's premise on held-out tasks: the Stage-1 policy plays ``premise_tasks_per_game``
     seen-split tasks per game at T = 1 (as RL samples), writes its own skill for each
-    episode, and re-scores its actions with that skill, with the rule teacher's, with an
-    unrelated one and with its own skill's items shuffled; logs
-    ``stage1/premise/<source>/<all|won|lost>/{gap_mean,gap_low,gap_high,positive_share,tokens,informative_share}``
-    and the split by whether the skill lists the step's action (``.../{listed,unlisted,unsure}/...``).
+    episode, and re-scores its actions with that skill, with the rule teacher's and with the
+    controls (``stage1.premise_controls``: another task's own skill of the same outcome, the
+    same-form content control, its own skill's items shuffled); then the copy test on the won
+    steps (``stage1.premise_copy``, at most ``premise_copy_pairs`` pairs). Logs
+    ``stage1/premise/<source>/<all|won|lost>/{gap_mean,gap_low,gap_high,positive_share,tokens,informative_share}``,
+    the split by whether the skill lists the step's action (``.../{listed,unlisted,unsure}/...``),
+    the controls' assignment (``stage1/premise/unrelated/distinct_share`` ...,
+    ``stage1/premise/shuffled/applicable_share``) and ``stage1/premise/copy/*``.
 
     Returns:
         The per-episode table (``skill_premise``) and its summary with the 95% intervals over
         episodes (``skill_premise_summary``).
     """
+    prefix = "stage1/premise"
     if settings.premise_tasks_per_game == 0:
-        return premise_table(stage1_policy, [], [], {}), premise_summary({}, "stage1/premise")
-    rollout, episodes = _play_seen_tasks(stage1_policy, project, settings.premise_tasks_per_game, 1.0, project.seeds.evaluation)
+        return premise_table(stage1_policy, [], [], {}), premise_summary({}, prefix)
+    seed = project.seeds.evaluation
+    rollout, episodes = _play_seen_tasks(stage1_policy, project, settings.premise_tasks_per_game, 1.0, seed)
     own_records = policy_teacher(stage1_policy, project.analyzer).write_skills(episodes)
     own = {record.episode_id: record.skill for record in own_records if record.parse_ok}
     rule = {record.episode_id: record.skill for record in rule_teacher(project.analyzer).write_skills(episodes) if record.parse_ok}
-    sources = {"own": own, "rule": rule, "unrelated": unrelated_skills(episodes, rule),
-               "shuffled": shuffled_skills(own, project.seeds.evaluation)}
+    valid_actions = valid_actions_by_step(rollout.table)
+    sources, control_metrics = premise_sources(episodes, own, rule, valid_actions, seed)
     table = premise_table(stage1_policy, episodes, rollout.samples, sources)
-    metrics = premise_metrics(table, "stage1/premise", seed=project.seeds.evaluation)
-    metrics["stage1/premise/own_parse_rate"] = parse_rate(own_records)
-    metrics["stage1/premise/own_equals_rule"] = (
-        sum(own.get(key) == value for key, value in rule.items()) / len(rule) if rule else 0.0
-    )
-    metrics["stage1/premise/success_rate"] = float(rollout.stats["success_rate"])
+    metrics = premise_metrics(table, prefix, seed=seed)
+    metrics.update({f"{prefix}/{key}": value for key, value in control_metrics.items()})
+    if settings.premise_copy_pairs:
+        pairs = copy_pairs(episodes, valid_actions, settings.premise_copy_pairs, seed)
+        metrics.update(copy_metrics(copy_test_table(stage1_policy, rollout.samples, pairs, valid_actions), prefix, seed))
+    metrics[f"{prefix}/own_parse_rate"] = parse_rate(own_records)
+    metrics[f"{prefix}/own_equals_rule"] = sum(own.get(key) == value for key, value in rule.items()) / len(rule) if rule else 0.0
+    metrics[f"{prefix}/success_rate"] = float(rollout.stats["success_rate"])
     tracking.log_metrics(metrics)
+    _log_premise(metrics, len(episodes), prefix)
+    return table, premise_summary(metrics, prefix)
+
+
+def _log_premise(metrics: dict[str, float], episodes: int, prefix: str) -> None:
+    """The premise's figures in one log line (NaN where a figure was not measured)."""
+    value = {key[len(prefix) + 1 :]: item for key, item in metrics.items()}
     nan = float("nan")
+    shuffled = (
+        "n/a (no own skill has two distinct items)" if value.get("shuffled/applicable_share") == 0.0
+        else f"{value.get('shuffled/won/gap_mean', nan):+.4f}"
+    )
     logger.info(
         "Skill premise on %d held-out episodes: own-skill gap on won episodes %+.4f (95%% %+.4f..%+.4f; listed %+.4f, "
-        "others %+.4f, unsure %+.4f; informative steps %.3f), rule skill %+.4f, unrelated %+.4f, shuffled %+.4f",
-        len(episodes), *(metrics.get(f"stage1/premise/{key}", nan) for key in (
+        "others %+.4f, unsure %+.4f; informative steps %.3f), rule skill %+.4f, unrelated %+.4f (distinct texts %.2f), "
+        "same-form on listed steps %+.4f (own there %+.4f), shuffled %s; copy test %+.4f (95%% %+.4f..%+.4f, "
+        "%.0f%% positive, %d pairs)",
+        episodes, *(value.get(key, nan) for key in (
             "own/won/gap_mean", "own/won/gap_low", "own/won/gap_high", "own/won/listed/gap_mean", "own/won/unlisted/gap_mean",
             "own/won/unsure/gap_mean", "own/won/informative_share", "rule/won/gap_mean", "unrelated/won/gap_mean",
-            "shuffled/won/gap_mean")),
+            "unrelated/distinct_share", "same_form/won/gap_mean", "own/won/listed/gap_mean")),
+        shuffled, *(value.get(f"copy/{key}", nan) for key in ("gap_mean", "gap_low", "gap_high")),
+        100 * value.get("copy/positive_share", nan), int(value.get("copy/pairs", 0)),
     )
-    return table, premise_summary(metrics, "stage1/premise")
