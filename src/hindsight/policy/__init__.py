@@ -25,7 +25,7 @@ _EXPORTS = {
     "encode_sample": "encoding",
     "encode_ids": "encoding",
     "collate": "encoding",
-    "samples_from_table": "encoding",
+    "samples_from_table": "table_samples",
     "ActionTrie": "constrained",
     "token_logprobs": "logprobs",
     "SamplingConfig": "generation",

@@ -2,7 +2,7 @@
 
 ``StepSample`` is the one step-sample type of the project: the rollout engine creates it
 (``generation.generate`` fills its tokens and behaviour log-probs, the engine its identity),
-``samples_from_table`` rebuilds it from a trajectory table, SFT builds it from text
+``table_samples.samples_from_table`` rebuilds it from a trajectory table, SFT builds it from text
 (``encode_sample``), and distillation scoring and the RL update consume it as it is;
 ``collate`` turns a list of them into one ``TokenBatch``.
 
@@ -20,6 +20,8 @@ together could merge characters across the boundary and shift which tokens the l
 - ``allowed_ids`` (optional) holds, for every response position, the token ids the
   constrained decoder allowed there (padded with -1); a response position whose row is all
   -1 is unrestricted (free generation).
+- ``image`` (vision policies, ``screens``): the step's screenshot; its placeholder ids end the
+  prompt ids, and every forward over the sample passes its pixels (``TokenBatch.images``).
 """
 
 from __future__ import annotations
@@ -27,15 +29,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import torch
 
-from hindsight.policy.constrained import ActionTrie
-from hindsight.policy.prompts import PromptConfig, episode_prompts, render_for_model
-
-if TYPE_CHECKING:
-    import pandas as pd
+from hindsight.policy.prompts import render_for_model
+from hindsight.policy.screens import ScreenImage, check_image_kept, expand_image
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +77,8 @@ class StepSample:
     """Multi-turn layout (``policy.episode_context``): how many leading ``prompt_ids`` are the
     episode's header (task line; a skill goes right after it), 0 when truncation cut it.
     None: a step-wise prompt built from text."""
+    image: ScreenImage | None = None
+    """The step's screenshot for a vision policy (its placeholder ids end the prompt ids)."""
 
     @property
     def input_ids(self) -> list[int]:
@@ -96,8 +97,10 @@ class StepSample:
 
     def with_prompt(self, tokenizer, prompt: str) -> "StepSample":
         """The same response tokens, restriction and identity under another prompt text
-        (cut to ``max_length`` like any prompt)."""
-        encoded = encode_ids(encode_prompt(tokenizer, prompt), self.response_ids, self.max_length, self.allowed_ids)
+        (cut to ``max_length`` like any prompt; the screenshot, if any, stays)."""
+        encoded = encode_ids(
+            encode_prompt(tokenizer, prompt, self.image), self.response_ids, self.max_length, self.allowed_ids, self.image
+        )
         return dataclasses.replace(
             self, prompt=prompt, prompt_ids=encoded.prompt_ids, truncated_tokens=encoded.truncated_tokens
         )
@@ -119,6 +122,8 @@ class TokenBatch:
     """The longest response of the batch, in tokens."""
     allowed_ids: torch.Tensor | None = None
     """Long [B, L, A]: ids allowed at each response position, -1 padded; None = unrestricted."""
+    images: list[ScreenImage | None] | None = None
+    """Per row, its screenshot (or None); None when no row has one (a text batch)."""
 
     @property
     def choice_mask(self) -> torch.Tensor:
@@ -142,6 +147,7 @@ class TokenBatch:
             response_mask=self.response_mask.to(device),
             response_width=self.response_width,
             allowed_ids=None if self.allowed_ids is None else self.allowed_ids.to(device),
+            images=self.images,
         )
 
     def __len__(self) -> int:
@@ -160,9 +166,13 @@ def truncate_prompt(prompt_ids: Sequence[int], keep: int) -> tuple[list[int], in
     return prompt_ids[dropped:], dropped
 
 
-def encode_prompt(tokenizer, prompt: str) -> list[int]:
-    """Token ids of a prompt rendered for the model, without special tokens added."""
-    return tokenizer(render_for_model(tokenizer, prompt), add_special_tokens=False)["input_ids"]
+def encode_prompt(tokenizer, prompt: str, image: ScreenImage | None = None) -> list[int]:
+    """Token ids of a prompt rendered for the model, without special tokens added; with an
+    ``image``, its placeholder ids after the prompt text (``screens.expand_image``)."""
+    if image is None:
+        return tokenizer(render_for_model(tokenizer, prompt), add_special_tokens=False)["input_ids"]
+    rendered = render_for_model(tokenizer, prompt, tokenizer.convert_ids_to_tokens(image.token_id))
+    return expand_image(tokenizer(rendered, add_special_tokens=False)["input_ids"], image)
 
 
 def encode_response(tokenizer, response: str, add_eos: bool = True) -> list[int]:
@@ -176,6 +186,7 @@ def encode_ids(
     response_ids: Sequence[int],
     max_length: int | None,
     allowed_ids: Sequence[Sequence[int]] | None = None,
+    image: ScreenImage | None = None,
 ) -> StepSample:
     """Combine already tokenized prompt and response ids, truncating the prompt's start.
 
@@ -184,13 +195,15 @@ def encode_ids(
         response_ids: Response token ids (EOS included when the response has one).
         max_length: Longest prompt + response length kept (None: no limit).
         allowed_ids: Per response token, the ids the constrained decoder allowed.
+        image: The screenshot whose placeholder ids the prompt ids hold (vision policies).
 
     Returns:
         The ``StepSample`` (no identity, no prompt text: set them with ``dataclasses.replace``).
 
     Raises:
         ValueError: The prompt is empty, the response alone does not fit next to one prompt
-            token, or ``allowed_ids`` does not have one entry per response token.
+            token, or ``allowed_ids`` does not have one entry per response token (or the
+            cut reached into an image's placeholder ids).
     """
     response_ids = list(response_ids)
     if max_length is not None and len(response_ids) >= max_length:
@@ -206,9 +219,11 @@ def encode_ids(
     kept, dropped = truncate_prompt(prompt_ids, keep)
     if not kept:
         raise ValueError("encode_ids: the prompt is empty; the first response token needs a prompt token before it.")
+    check_image_kept(kept, image, max_length)
     allowed = None if allowed_ids is None else [list(ids) for ids in allowed_ids]
     return StepSample(
-        prompt_ids=kept, response_ids=response_ids, allowed_ids=allowed, truncated_tokens=dropped, max_length=max_length
+        prompt_ids=kept, response_ids=response_ids, allowed_ids=allowed, truncated_tokens=dropped, max_length=max_length,
+        image=image,
     )
 
 
@@ -220,6 +235,7 @@ def encode_sample(
     max_length: int = 1024,
     add_eos: bool = True,
     allowed_ids: Sequence[Sequence[int]] | None = None,
+    image: ScreenImage | None = None,
 ) -> StepSample:
     """Tokenize one (prompt, response) pair by the rule in the module docstring.
 
@@ -231,15 +247,17 @@ def encode_sample(
         max_length: Longest prompt + response length kept (oldest prompt tokens dropped).
         add_eos: Append the EOS token to the response.
         allowed_ids: Per response token (EOS included), the ids the decoder allowed.
+        image: The step's screenshot (vision policies): its placeholder ids end the prompt.
 
     Returns:
         The ``StepSample`` (its ``prompt`` is ``prompt``; no identity).
     """
     encoded = encode_ids(
-        encode_prompt(tokenizer, prompt),
+        encode_prompt(tokenizer, prompt, image),
         encode_response(tokenizer, response, add_eos=add_eos),
         max_length,
         allowed_ids=allowed_ids,
+        image=image,
     )
     return dataclasses.replace(encoded, prompt=prompt)
 
@@ -290,47 +308,14 @@ def collate(samples: Sequence[StepSample], pad_token_id: int, pad_to_multiple_of
         response_mask=response_mask,
         response_width=max(len(sample.response_ids) for sample in samples),
         allowed_ids=allowed,
+        images=[sample.image for sample in samples] if any(sample.image is not None for sample in samples) else None,
     )
 
 
-def samples_from_table(
-    table: pd.DataFrame,
-    tokenizer,
-    prompt_config: PromptConfig,
-    *,
-    constrained: bool = True,
-    max_length: int = 1024,
-) -> list[StepSample]:
-    """Rebuild the step samples of a trajectory table (prompts from the episode history).
+def __getattr__(name: str):
+    """``samples_from_table`` lives in ``policy.table_samples``; importing it from here still works."""
+    if name == "samples_from_table":
+        from hindsight.policy.table_samples import samples_from_table
 
-    The response is the table's ``response`` text re-tokenized; under constrained decoding
-    the allowed ids come from the trie of that step's valid actions (the same trie the
-    actor sampled from), and a response that is not a valid action gets no restriction.
-    No behaviour log-probs (``old_logprobs`` is None).
-
-    Returns:
-        The samples, in the table's (episode, step) order.
-    """
-    samples = []
-    for episode_id, episode in table.sort_values(["episode_id", "step"]).groupby("episode_id", sort=False):
-        prompts = episode_prompts(
-            episode["task"].iloc[0],
-            episode["observation"].tolist(),
-            episode["action"].tolist(),
-            episode["valid_actions"].tolist(),
-            prompt_config,
-        )
-        for (_, row), prompt in zip(episode.iterrows(), prompts):
-            response = row["response"] or row["action"]
-            response_ids = encode_response(tokenizer, response)
-            allowed = None
-            valid = list(row["valid_actions"])
-            if constrained and response in valid:
-                allowed = ActionTrie.from_actions(tokenizer, valid).allowed_along(response_ids)
-            encoded = encode_ids(encode_prompt(tokenizer, prompt), response_ids, max_length, allowed)
-            samples.append(
-                dataclasses.replace(
-                    encoded, episode_id=str(episode_id), group_id=str(row["group_id"]), step=int(row["step"]), prompt=prompt
-                )
-            )
-    return samples
+        return samples_from_table
+    raise AttributeError(f"module 'hindsight.policy.encoding' has no attribute {name!r}")

@@ -24,6 +24,10 @@
 5. Each prompt's answer is a ``Generation``: its text and an ``encoding.StepSample`` holding
    the prompt ids read, the response ids, their allowed ids and those log-probs.
 
+A vision policy's prompts come with their step's screenshot (``images``: ``screens.ScreenImage``
+per prompt, or None): its placeholder ids end the prompt ids, truncation never reaches them,
+and the prefill passes the pixels (identical prompts are read once only with the same screen).
+
 ``generate_text`` is the free-text greedy wrapper (the analyzer writes JSON with it). The token
 loop's pieces (prefill, one decode step, the constrained and free samplers) are
 ``policy.token_loop``'s, shared with the multi-turn and option-round decoders.
@@ -41,6 +45,7 @@ from hindsight.policy.batching import token_budget_chunks
 from hindsight.policy.constrained import ActionTrie, stop_token_ids
 from hindsight.policy.encoding import StepSample, encode_prompt, truncate_prompt
 from hindsight.policy.model import Policy
+from hindsight.policy.screens import ScreenImage, check_image_kept
 from hindsight.policy.token_loop import DecodeRow, decode_step, model_max_length, prefill, sample_constrained, sample_free
 
 logger = logging.getLogger(__name__)
@@ -108,6 +113,7 @@ def generate(
     valid_actions: Sequence[Sequence[str] | None] | None = None,
     generator: torch.Generator | None = None,
     prompt_ids: Sequence[Sequence[int]] | None = None,
+    images: Sequence[ScreenImage | None] | None = None,
 ) -> list[Generation]:
     """Generate one response per prompt, all prompts in one batch.
 
@@ -119,7 +125,9 @@ def generate(
         valid_actions: Per prompt, the valid actions; required when ``config.constrained``.
             A row with None or an empty list is decoded freely.
         generator: Seeded RNG for sampling (a fresh seed-0 CPU generator when None).
-        prompt_ids: Already tokenized prompts (used instead of ``prompts``).
+        prompt_ids: Already tokenized prompts (used instead of ``prompts``; with ``images``,
+            holding each image's placeholder ids).
+        images: Per prompt, the step's screenshot (vision policies) or None.
 
     Returns:
         One ``Generation`` per prompt, in order (no identity on its sample).
@@ -131,7 +139,10 @@ def generate(
     if prompt_ids is None:
         if prompts is None:
             raise ValueError("generate: give prompts or prompt_ids.")
-        prompt_ids = [encode_prompt(tokenizer, prompt) for prompt in prompts]
+        if images is None:
+            prompt_ids = [encode_prompt(tokenizer, prompt) for prompt in prompts]
+        else:
+            prompt_ids = [encode_prompt(tokenizer, prompt, image) for prompt, image in zip(prompts, images, strict=True)]
     if not prompt_ids:
         return []
     if config.constrained and valid_actions is None:
@@ -150,6 +161,10 @@ def generate(
         row.prompt_ids, row.dropped = truncate_prompt(ids, max_length - row.limit)
         if not row.prompt_ids:
             raise ValueError(f"generate: max_length={max_length} leaves no room for the prompt (response {row.limit}).")
+    if images is not None:
+        for row, image in zip(rows, images, strict=True):
+            check_image_kept(row.prompt_ids, image, max_length)
+            row.image = image
 
     # Chunks of rows sorted by prompt length (identical prompts adjacent) within the budget.
     token_budget = config.max_batch_tokens or (2048 if device.type == "cpu" else None)
@@ -169,6 +184,7 @@ def generate(
                 old_logprobs=torch.tensor(row.logprobs, dtype=torch.float32),
                 truncated_tokens=row.dropped,
                 max_length=config.max_length,
+                image=row.image,
             ),
             text=response_text(tokenizer, row, config),
             finished=row.finished,
@@ -201,7 +217,8 @@ def _decode(model, tokenizer, rows: list[DecodeRow], config, generator, device) 
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     eos_id = tokenizer.eos_token_id
     stops = stop_token_ids(tokenizer, config.stop_at_newline, config.stop_strings)
-    logits, cache, attention, next_position = prefill(model, [row.prompt_ids for row in rows], pad_id, device)
+    images = [row.image for row in rows] if any(row.image is not None for row in rows) else None
+    logits, cache, attention, next_position = prefill(model, [row.prompt_ids for row in rows], pad_id, device, images)
     live = list(range(len(rows)))  # batch row -> index into rows
 
     for _ in range(max(row.limit for row in rows)):

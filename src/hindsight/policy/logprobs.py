@@ -18,7 +18,9 @@ distribution at each response position (``training.rl.entropy_coef``'s bonus).
 Only the last ``max response length + 1`` positions are pushed through the LM head
 (``logits_to_keep``): with left padding every response ends at the last column, and the
 prompt's logits are never needed. Positions follow ``TokenBatch.position_ids`` (counted from
-each row's first real token), as in generation, so the two agree to float precision.
+each row's first real token), as in generation, so the two agree to float precision. A batch
+with screenshots (vision policies) also passes their pixel inputs, and the model's own 3-D
+positions where it has multimodal rotary positions (``screens.image_forward_inputs``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 import torch
 
 from hindsight.policy.encoding import TokenBatch
+from hindsight.policy.screens import image_forward_inputs
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +76,11 @@ def response_logits(model, batch: TokenBatch, prefix: CachedPrefix | None = None
         attention = torch.cat([prefix.attention, attention], dim=1)
         positions = positions + prefix.lengths.unsqueeze(-1)
         kwargs["past_key_values"] = prefix.cache
+    if batch.images is not None:
+        if prefix is not None:
+            raise ValueError("response_logits: rows with screenshots are read whole, never over a cached prefix")
+        pixels, positions = image_forward_inputs(model, batch.input_ids, attention, positions, batch.images)
+        kwargs.update(pixels)
     output = model(
         input_ids=batch.input_ids,
         attention_mask=attention,

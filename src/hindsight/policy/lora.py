@@ -49,7 +49,8 @@ def add_lora(model, settings: LoraSettings):
     """``model`` wrapped as a peft model with a fresh LoRA adapter (base weights frozen, B = 0)."""
     from peft import get_peft_model
 
-    return get_peft_model(model, _lora_config(settings, model.config.num_hidden_layers))
+    # an image-text-to-text model's blocks are its text model's (``get_text_config``)
+    return get_peft_model(model, _lora_config(settings, model.config.get_text_config().num_hidden_layers))
 
 
 def _lora_config(settings: LoraSettings, num_layers: int):

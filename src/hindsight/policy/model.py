@@ -9,7 +9,8 @@ Two ways to get a policy:
 - ``load_policy(model_dir)``: any local Hugging Face causal-LM directory (its own tokenizer
   and chat template), always with ``local_files_only=True``: nothing is downloaded. A peft
   LoRA adapter can be added (``lora=LoraSettings(...)``) or loaded (``adapter_dir=...``, or a
-  ``model_dir`` that is itself an adapter directory written by ``save_policy``).
+  ``model_dir`` that is itself an adapter directory written by ``save_policy``). A directory
+  holding an image-text-to-text model loads as a vision policy (``policy.vision``).
 
 ``save_policy`` writes an ordinary HF directory with ``save_pretrained`` (for a LoRA policy:
 the adapter directory, which names its base model) plus ``hindsight_policy.json`` holding
@@ -58,6 +59,8 @@ class Policy:
     model: PreTrainedModel
     tokenizer: Any
     version: int = 0
+    vision: Any = None
+    """How the policy reads a screenshot (``policy.vision.ScreenReader``); None: a text policy."""
 
     @property
     def device(self) -> torch.device:
@@ -116,6 +119,7 @@ def build_policy(
     max_position_embeddings: int = 2048,
     device: str | torch.device | None = None,
     architecture: str = "qwen2",
+    vision: bool = False,
 ) -> Policy:
     """Build a freshly initialised causal LM sized by ``preset`` for ``tokenizer``.
 
@@ -127,6 +131,8 @@ def build_policy(
         device: Where to put the model (``None``: CUDA when available).
         architecture: One of ``ARCHITECTURES``: "qwen2", or "gpt_oss" (sliding/full layers with
             attention sinks, on the sink-aware FlexAttention; sized by ``GPT_OSS_PRESETS``).
+        vision: Add a screenshot encoder (``policy.screen_model``; qwen2 only; adds the
+            ``<image>`` token to ``tokenizer``).
 
     Returns:
         A ``Policy`` at version 0 with tied input/output embeddings.
@@ -134,6 +140,12 @@ def build_policy(
     if architecture not in ARCHITECTURES:
         raise ValueError(f"Unknown policy architecture {architecture!r} (setting policy.architecture); "
                          f"choose one of {list(ARCHITECTURES)}.")
+    if vision:
+        if architecture != "qwen2":
+            raise ValueError(f"policy.vision needs architecture qwen2, got {architecture!r}")
+        from hindsight.policy.screen_model import build_screen_policy
+
+        return build_screen_policy(preset, tokenizer, seed, max_position_embeddings, device)
     if architecture == "gpt_oss":
         return _build_gpt_oss_policy(preset, tokenizer, seed, max_position_embeddings, device)
     if preset not in MODEL_PRESETS:
@@ -243,16 +255,22 @@ def load_policy(
     if not (directory / "config.json").is_file():
         raise ValueError(f"'{directory}' is not a Hugging Face model directory (no config.json).")
 
+    from hindsight.policy.vision import is_vision_directory, load_vision_model
+
     tokenizer = _load_tokenizer(directory)
+    vision = None
     try:
-        model = AutoModelForCausalLM.from_pretrained(
-            directory, local_files_only=True, dtype=_resolve_dtype(dtype), **_attention_for(directory)
-        )
+        if is_vision_directory(directory):
+            model, vision = load_vision_model(directory, _resolve_dtype(dtype), tokenizer)
+        else:
+            model = AutoModelForCausalLM.from_pretrained(
+                directory, local_files_only=True, dtype=_resolve_dtype(dtype), **_attention_for(directory)
+            )
     except (OSError, ValueError, KeyError) as error:
         raise ValueError(f"Could not load a causal LM from '{directory}': {error}") from error
     model.to(resolve_device(device))
     model.eval()
-    policy = Policy(model=model, tokenizer=tokenizer, version=int(meta.get("version", 0)))
+    policy = Policy(model=model, tokenizer=tokenizer, version=int(meta.get("version", 0)), vision=vision)
     if adapter_dir is not None:
         policy = _attach_adapter(policy, Path(adapter_dir), trainable)
     settings = LoraSettings.from_params(lora)
@@ -316,6 +334,8 @@ def save_policy(policy: Policy | PreTrainedModel, tokenizer_or_directory, direct
     target.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(target)
     tokenizer.save_pretrained(target)
+    if isinstance(policy, Policy) and policy.vision is not None:
+        policy.vision.save(target)
     base_relative_to_adapter(target)
     (target / META_FILE).write_text(json.dumps({"version": int(version)}, indent=2) + "\n")
     logger.info("Saved policy (version %d) to '%s'.", version, target)

@@ -139,9 +139,20 @@ def parse_action(response: str) -> str:
     return ""
 
 
-def render_for_model(tokenizer, prompt: str) -> str:
+def render_for_model(tokenizer, prompt: str, image_token: str | None = None) -> str:
     """Wrap a prompt in the tokenizer's chat template when it has one (instruction-tuned
-    LLMs); the locally built tiny tokenizer has none and gets the plain prompt."""
+    LLMs); the locally built tiny tokenizer has none and gets the plain prompt.
+
+    With ``image_token`` (a vision policy's step with a screenshot, ``policy.screens``) the
+    user turn is the prompt text followed by an image item (the template writes the model's
+    image placeholder); without a chat template the token is appended to the prompt."""
+    if image_token is not None:
+        if getattr(tokenizer, "chat_template", None):
+            content = [{"type": "text", "text": prompt}, {"type": "image"}]
+            return tokenizer.apply_chat_template(
+                [{"role": "user", "content": content}], tokenize=False, add_generation_prompt=True
+            )
+        return prompt + image_token
     if getattr(tokenizer, "chat_template", None):
         return tokenizer.apply_chat_template(
             [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True

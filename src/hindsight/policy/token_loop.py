@@ -17,12 +17,15 @@ from transformers import DynamicCache
 from hindsight.policy.constrained import ActionTrie, pad_allowed, restricted_log_softmax, sample_from_logprobs
 from hindsight.policy.encoding import StepSample, collate
 from hindsight.policy.logprobs import accepts_logits_to_keep
+from hindsight.policy.screens import image_forward_inputs, last_positions
 
 
 def model_max_length(model) -> int:
-    """The model's context length (``max_position_embeddings``; 2048 when unset), through a
-    peft wrapper too."""
+    """The model's context length (``max_position_embeddings``, its text model's for an
+    image-text-to-text model; 2048 when unset), through a peft wrapper too."""
     config = model.get_base_model().config if hasattr(model, "get_base_model") else model.config
+    if not hasattr(config, "max_position_embeddings") and hasattr(config, "text_config"):
+        config = config.text_config
     return int(getattr(config, "max_position_embeddings", 2048))
 
 
@@ -39,19 +42,31 @@ class DecodeRow:
         self.allowed: list[list[int]] | None = [] if trie is not None else None
         self.finished = False  # ended with a stop token
         self.limit = 0  # most tokens this row may take (set by the decoder)
+        self.image = None  # the step's screenshot (a vision policy's ``screens.ScreenImage``)
 
     @property
     def done(self) -> bool:
         return self.finished or len(self.ids) >= self.limit
 
 
-def prefill(model, prompt_ids: list[list[int]], pad_id: int, device):
-    """Run the unique prompts once; return (last logits [B, V], cache, attention, next positions)."""
-    unique: dict[tuple[int, ...], int] = {}
-    representative = [unique.setdefault(tuple(ids), len(unique)) for ids in prompt_ids]
-    batch = collate([StepSample(prompt_ids=list(ids), response_ids=[]) for ids in unique], pad_id).to(device)
+def prefill(model, prompt_ids: list[list[int]], pad_id: int, device, images=None):
+    """Run the unique prompts once; return (last logits [B, V], cache, attention, next positions).
+    ``images``: per prompt its screenshot or None (a prompt is unique with its screenshot)."""
+    if images is None:
+        unique: dict = {}
+        representative = [unique.setdefault(tuple(ids), len(unique)) for ids in prompt_ids]
+        batch = collate([StepSample(prompt_ids=list(ids), response_ids=[]) for ids in unique], pad_id).to(device)
+    else:
+        unique = {}
+        keys = [(tuple(ids), image.key if image is not None else None) for ids, image in zip(prompt_ids, images)]
+        representative = [unique.setdefault(key, (len(unique), image))[0] for key, image in zip(keys, images)]
+        rows = [StepSample(prompt_ids=list(ids), response_ids=[], image=image) for (ids, _), (_, image) in unique.items()]
+        batch = collate(rows, pad_id).to(device)
     input_ids, attention, positions = batch.input_ids, batch.attention_mask, batch.position_ids
     extra = {"logits_to_keep": 1} if accepts_logits_to_keep(model) else {}
+    if batch.images is not None:
+        pixels, positions = image_forward_inputs(model, input_ids, attention, positions, batch.images)
+        extra.update(pixels)
     output = model(
         input_ids=input_ids,
         attention_mask=attention,
@@ -64,7 +79,7 @@ def prefill(model, prompt_ids: list[list[int]], pad_id: int, device):
     index = torch.tensor(representative, dtype=torch.long, device=device)
     if len(unique) < len(prompt_ids):
         cache.reorder_cache(index)
-    return output.logits[:, -1].float()[index], cache, attention[index], positions[:, -1][index] + 1
+    return output.logits[:, -1].float()[index], cache, attention[index], last_positions(positions)[index] + 1
 
 
 def decode_step(model, tokens: torch.Tensor, attention: torch.Tensor, positions: torch.Tensor, cache):

@@ -26,7 +26,8 @@ import pandas as pd
 import torch
 
 from hindsight.envs.infeasible import is_infeasible_group
-from hindsight.policy.encoding import StepSample, samples_from_table
+from hindsight.policy.encoding import StepSample
+from hindsight.policy.table_samples import samples_from_table
 from hindsight.rollout.config import RolloutConfig
 from hindsight.rollout.curriculum import curriculum_bucket
 from hindsight.rollout.pass_rates import PassRates

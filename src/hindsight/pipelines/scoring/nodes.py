@@ -12,7 +12,7 @@ import pandas as pd  # noqa: E402
 from hindsight import tracking  # noqa: E402
 from hindsight.config import ProjectConfig, ScoringConfig  # noqa: E402
 from hindsight.policy import Policy  # noqa: E402
-from hindsight.policy.encoding import samples_from_table  # noqa: E402
+from hindsight.policy.table_samples import samples_from_table  # noqa: E402
 from hindsight.training.distillation import response_logprobs, scores_table, skill_augmented_logprobs  # noqa: E402
 
 logger = logging.getLogger(__name__)
