@@ -43,6 +43,11 @@ torch engine), which gets the policy's weights at the start of every rollout
 The recorded log-probs are the policy's own T=1 distribution, restricted to the allowed
 tokens when decoding is constrained (``policy.logprobs``), whatever the sampling
 temperature: what the trainer recomputes as ``old_logp``.
+
+A vision policy (``policy.vision``) reads each step's screenshot beside its prompt: the
+episodes take the environment's ``screenshot()`` after every reset and step, and the turn's
+generation gets them (``policy.vision.screen_image``); it plays the step-wise layout on the
+torch engine (``policy.vision.check_vision_rollout``).
 """
 
 from __future__ import annotations
@@ -61,7 +66,9 @@ from hindsight.envs.infeasible import declaring_factory
 from hindsight.policy import Policy
 from hindsight.policy.encoding import StepSample
 from hindsight.policy.backends import check_layout
+from hindsight.policy.generation import generate
 from hindsight.policy.prompts import parse_action
+from hindsight.policy.vision import check_vision_rollout, screen_image
 from hindsight.rollout.config import RolloutConfig
 from hindsight.rollout.env_pool import EnvFactory, EnvPool
 from hindsight.rollout.faults import RolloutFaults
@@ -116,6 +123,7 @@ def run_rollouts(
     config = config or RolloutConfig()
     task_refs = as_task_refs(tasks)
     _check_rollout_arguments(config, env_factory, env_pool)
+    check_vision_rollout(policy, config.layout, config.imagination, config.backend.name)
     pool = env_pool or EnvPool(declaring_factory(env_factory), max_size=config.max_parallel)
     queue = deque(episode_plan(task_refs, config.group_size, config.seed, policy_version, source))
     timer = RolloutTimer(weight_sync=config.backend.sync(policy))
@@ -185,7 +193,7 @@ def _play(policy: Policy, pool, queue, config, skills, source, policy_version: i
             while queue and len(live) < config.max_parallel:
                 order, task, episode_id = queue.popleft()
                 try:
-                    episode = _start_episode(pool, task, episode_id, config, skills, timer, replays.faults)
+                    episode = _start_episode(pool, task, episode_id, config, skills, timer, replays.faults, policy.vision is not None)
                 except EnvironmentCrashedError as error:
                     progress.update(0 if replays.requeue(queue, (order, task, episode_id), 0, error) else 1)
                     continue
@@ -255,11 +263,15 @@ def _generate_turn(policy: Policy, episodes: list[Episode], config, sampling, ge
     else:
         valid_actions = [episode.valid_actions for episode in episodes] if config.sampling.constrained else None
         prompts = [episode.prompt() for episode in episodes]
-        generations = config.backend.generate(policy, prompts, config=sampling, valid_actions=valid_actions, generator=generator)
+        if policy.vision is not None:  # the torch engine (check_vision_rollout), each prompt with its screen
+            images = [screen_image(policy, episode.screen) for episode in episodes]
+            generations = generate(policy, prompts, config=sampling, valid_actions=valid_actions, generator=generator, images=images)
+        else:
+            generations = config.backend.generate(policy, prompts, config=sampling, valid_actions=valid_actions, generator=generator)
     return generations, [0] * len(episodes)
 
 
-def _start_episode(pool, task, episode_id, config, skills, timer, faults) -> Episode:
+def _start_episode(pool, task, episode_id, config, skills, timer, faults, sees: bool = False) -> Episode:
     """Start the episode on a pooled environment (``EnvironmentCrashedError``: the
     environment failed it twice, ``replay.start_episode``)."""
     max_steps = config.max_steps if config.max_steps is not None else task.spec.max_steps
@@ -267,7 +279,8 @@ def _start_episode(pool, task, episode_id, config, skills, timer, faults) -> Epi
 
     def build(env) -> Episode:
         return Episode(
-            episode_id=episode_id, task=task, env=env, max_steps=int(max_steps), prompt_config=config.prompt, skill=skill
+            episode_id=episode_id, task=task, env=env, max_steps=int(max_steps), prompt_config=config.prompt, skill=skill,
+            sees=sees,
         )
 
     tick = time.perf_counter()

@@ -22,7 +22,10 @@ the trajectory table of the data contract plus ``response_logprobs``; rows built
 - the episode ends (``done``) when the environment terminates or truncates, when the task
   is won, or after ``max_steps`` steps (truncation by the rollout); a step whose info says
   ``imaginary`` (WM-R1's imaginary turn, ``world_model.environment``) is recorded like any
-  row but left out of that count.
+  row but left out of that count;
+- an episode of a policy that sees (``sees``) reads the environment's ``screenshot()`` after
+  the reset and after every step (``screen``: what the next prompt shows; None for an
+  environment that renders none).
 """
 
 from __future__ import annotations
@@ -69,6 +72,10 @@ class Episode:
     context: Any = None
     """Multi-turn layout: the episode's token sequence and KV cache
     (``policy.episode_context.EpisodeContext``); None in the step-wise layout."""
+    sees: bool = False
+    """The policy reads screenshots (a vision policy): ``screen`` follows the environment."""
+    screen: Any = None
+    """The current screenshot (RGB uint8 (H, W, 3)) when ``sees``, else None."""
 
     @property
     def group_id(self) -> str:
@@ -83,6 +90,7 @@ class Episode:
     def start(self) -> None:
         """Reset the environment to the episode's task."""
         self.observation, self.info = self.env.reset(self.task.seed, self.task.split)
+        self.screen = self.env.screenshot() if self.sees else None
         self.task_text = str(self.info.get("task", ""))
         self.pinned = update_pinned_facts([], self.observation, self.prompt_config)
 
@@ -153,5 +161,6 @@ class Episode:
         self.rows.append(row)
         self.history.append((acted_on, str(next_info.get("history_action", action))))
         self.observation, self.info = next_observation, next_info
+        self.screen = self.env.screenshot() if self.sees else None
         self.pinned = update_pinned_facts(self.pinned, next_observation, self.prompt_config)
         return row

@@ -75,7 +75,8 @@ def skill_augmented_logprobs(
 
     The step prompts of one episode share their start, the task line and the skill block:
     each distinct such prefix is read once (``prefix_scoring``), the rest of each prompt
-    over its cache; multi-turn samples get the skill's ids once per episode pass instead."""
+    over its cache; multi-turn samples get the skill's ids once per episode pass instead, and
+    samples with a screenshot (vision policies) are read whole, their pixels in the pass."""
     with_skill = [i for i, sample in enumerate(samples) if has_skill(skill_of_episode.get(sample.episode_id))]
     augmented = [
         with_skill_ids(samples[i], tokenizer, skill_of_episode[samples[i].episode_id])
@@ -85,7 +86,7 @@ def skill_augmented_logprobs(
     ]
     if not augmented:
         scored = []
-    elif is_multiturn(augmented):
+    elif is_multiturn(augmented) or any(sample.image is not None for sample in augmented):
         scored = response_logprobs(model, augmented, batch_size, tokenizer.pad_token_id)
     else:
         prefixes = shared_prefix_lengths(augmented, [sample.episode_id for sample in augmented])

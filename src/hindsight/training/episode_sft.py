@@ -222,20 +222,31 @@ def episode_sequences(tokenizer, rows: pd.DataFrame, budget: TurnBudget) -> list
 
 
 def encode_examples(
-    tokenizer, examples: pd.DataFrame, max_length: int, budget: TurnBudget | None
+    tokenizer, examples: pd.DataFrame, max_length: int, budget: TurnBudget | None, images: Sequence | None = None
 ) -> list[StepSample | EpisodeSequence]:
     """The SFT units of an examples table: a ``StepSample`` per (prompt, response) row
-    (``encode_sample``, ``max_length``), then an ``EpisodeSequence`` per multi-turn chain.
+    (``encode_sample``, ``max_length``; with ``images``, one ``ScreenImage`` or None per row
+    of ``examples``: a vision policy's screenshots), then an ``EpisodeSequence`` per
+    multi-turn chain.
 
     Raises:
-        ValueError: Multi-turn rows and no ``budget`` (the rollout settings decide it).
+        ValueError: Multi-turn rows and no ``budget`` (the rollout settings decide it), or
+            multi-turn rows with screenshots (vision policies play step-wise prompts).
     """
     multiturn = is_multiturn_row(examples)
     pairs = examples[~multiturn]
-    units: list[StepSample | EpisodeSequence] = [
-        encode_sample(tokenizer, prompt, response, max_length=max_length)
-        for prompt, response in zip(pairs["prompt"], pairs["response"])
-    ]
+    if images is None:
+        units: list[StepSample | EpisodeSequence] = [
+            encode_sample(tokenizer, prompt, response, max_length=max_length)
+            for prompt, response in zip(pairs["prompt"], pairs["response"])
+        ]
+    else:
+        if multiturn.any():
+            raise ValueError("SFT: multi-turn examples take no screenshots (vision policies play step-wise prompts)")
+        units = [
+            encode_sample(tokenizer, prompt, response, max_length=max_length, image=image)
+            for prompt, response, image in zip(pairs["prompt"], pairs["response"], images, strict=True)
+        ]
     if multiturn.any():
         if budget is None:
             raise ValueError(

@@ -35,6 +35,7 @@ from hindsight.policy import Policy
 from hindsight.policy.encoding import StepSample, collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.policy.model import has_native_bf16
+from hindsight.policy.vision import example_images
 from hindsight.training.data_parallel import DataParallel, micro_batch_plan
 from hindsight.training.episode_sft import EpisodeSequence, TurnBudget, encode_examples, sequence_nll
 from hindsight.training.sft_config import SFTConfig
@@ -115,7 +116,9 @@ def train_sft(
     Args:
         policy: A ``hindsight.policy.Policy`` (its model is trained in place).
         examples: One row per example; an optional ``kind`` column names its family
-            (bc / skill_bc / analyzer) and is reported in the history.
+            (bc / skill_bc / analyzer) and is reported in the history; for a vision policy an
+            optional ``screenshot`` column (``policy.vision.SCREENSHOT_COLUMN``) gives each
+            step's screen, read in every forward.
         config: Training settings.
         log_metrics: Called as ``log_metrics(metrics, step)`` every ``log_every`` steps.
         seed: Seed of the example order.
@@ -200,7 +203,7 @@ def _prepare_run(
     """Encode the examples, derive the step counts, build the optimizer and choose the
     precision of the run."""
     model, tokenizer = policy.model, policy.tokenizer
-    encoded = encode_examples(tokenizer, examples, config.max_length, turns)
+    encoded = encode_examples(tokenizer, examples, config.max_length, turns, example_images(policy, examples))
     lengths = [len(sample.input_ids) for sample in encoded]
     micro_per_epoch = math.ceil(len(encoded) / config.batch_size)
     total_steps = config.max_steps or max(1, int(config.epochs * micro_per_epoch / config.grad_accum_steps))
