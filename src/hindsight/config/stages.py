@@ -71,12 +71,22 @@ class PolicyConfig:
     """Start from the catalog's ``pretrained_model`` (the pretrained route: ``kedro run
     --env pretrained --pipeline pretrained_model`` converts it once) instead of
     ``model_dir`` or the embedded model."""
+    vision: bool = False
+    """Give the embedded model a small screenshot encoder (``policy.screen_model``): each
+    step's screen, where the environment renders one, becomes a few soft tokens at the end
+    of the prompt. Off: the text view only. A ``model_dir`` holding an image-text-to-text
+    model sees by itself (docs/vision_policies.md)."""
 
     def __post_init__(self) -> None:
         if self.from_pretrained_model and self.model_dir:
             raise ValueError("policy: set model_dir or from_pretrained_model, not both")
         if self.architecture not in ("qwen2", "gpt_oss"):
             raise ValueError(f"policy.architecture must be qwen2 or gpt_oss, got {self.architecture!r}")
+        if self.vision and (self.model_dir or self.from_pretrained_model or self.architecture != "qwen2"):
+            raise ValueError(
+                "policy.vision gives the embedded qwen2 model a screenshot encoder: leave model_dir and "
+                "from_pretrained_model unset and architecture qwen2 (an image-text-to-text model_dir sees by itself)"
+            )
 
 
 def _behaviour_cloning_sft() -> SFTConfig:

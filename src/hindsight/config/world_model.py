@@ -50,6 +50,8 @@ class WorldModelConfig:
             raise ValueError(f"world_model.heldout_fraction must be in [0, 1), got {self.heldout_fraction}")
         if self.terminal_repeat < 1:
             raise ValueError(f"world_model.terminal_repeat must be >= 1, got {self.terminal_repeat}")
+        if self.model.vision:
+            raise ValueError("world_model.model.vision: the world model reads and writes text; leave it false")
 
     def query_settings(self) -> WorldModelSettings:
         """How the world-model environment queries the model: the format it was trained on,

@@ -91,7 +91,7 @@ def build_initial_policy(
     ``policy.model_dir`` that directory. Either keeps its own tokenizer and chat template and
     gets the optional LoRA adapter of ``policy.lora``. Otherwise a BPE tokenizer is trained on
     the behaviour-cloning prompts and responses and a Qwen2 model of size ``policy.preset``
-    is built.
+    is built (with a screenshot encoder under ``policy.vision``, docs/vision_policies.md).
 
     Raises:
         FileNotFoundError: ``from_pretrained_model`` is set and no ``pretrained_model``
@@ -122,7 +122,8 @@ def build_initial_policy(
         texts += examples["header"].dropna().tolist()
     tokenizer = train_tokenizer(texts, vocab_size=policy_settings.vocab_size)
     policy = build_policy(
-        policy_settings.preset, tokenizer, seed=project.seeds.model, architecture=policy_settings.architecture
+        policy_settings.preset, tokenizer, seed=project.seeds.model, architecture=policy_settings.architecture,
+        vision=policy_settings.vision,
     )
     tracking.log_metrics({"warmup/parameters": count_parameters(policy.model), "warmup/vocab_size": len(tokenizer)})
     return policy
