@@ -66,7 +66,7 @@ def test_match_valid_action_ignores_case_and_spaces_only():
 
 
 def test_registry_lists_families_and_rejects_unknown_ones():
-    assert set(SUPPORTED_ENVS) == {"textworldexpress", "scienceworld", "textworld", "alfworld", "dual_control", "gym"}
+    assert set(SUPPORTED_ENVS) == {"textworldexpress", "scienceworld", "textworld", "alfworld", "dual_control", "miniwob", "gym"}
     with pytest.raises(EnvironmentConfigError, match="Unknown environment family 'nethack'"):
         make_env(EnvironmentSpec("nethack", "dungeon"))
     with pytest.raises(EnvironmentConfigError, match="max_steps must be a positive integer"):

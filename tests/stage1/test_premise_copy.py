@@ -14,7 +14,7 @@ import math
 import pandas as pd
 import pytest
 
-from hindsight.policy.encoding import samples_from_table
+from hindsight.policy.table_samples import samples_from_table
 from hindsight.policy.prompts import PromptConfig
 from hindsight.skills import episodes_from_table
 from hindsight.skills.compact import concrete_action

@@ -235,6 +235,14 @@ TWX_DEFAULT_PARAMS: dict[str, dict[str, int]] = {
 }
 """The project's default games' parameters; the other games start from the simulator's own."""
 
+MINIWOB_GYM_TASKS = (
+    "click-test", "click-button", "click-link", "enter-text", "login-user", "click-checkboxes", "click-dialog",
+    "focus-text", "enter-password", "click-option", "click-button-sequence", "focus-text-2",
+)
+"""The MiniWoB++ tasks with a gold solver (``hindsight.envs.miniwob.solvers.SOLVERS``; kept
+here so that registering starts no browser): one id each, ``hindsight/miniwob-<task>-v0``.
+``hindsight/miniwob-v0`` plays any of the 128 tasks (``game=``, default click-test)."""
+
 
 def builtin_gym_ids() -> dict[str, tuple[Callable[..., gymnasium.Env], dict[str, Any]]]:
     """Id -> (factory, default kwargs) of every environment this package registers."""
@@ -250,6 +258,9 @@ def builtin_gym_ids() -> dict[str, tuple[Callable[..., gymnasium.Env], dict[str,
     )
     ids["hindsight/alfworld-v0"] = (make_family_gym, {"env": "alfworld", "game": "pick_and_place_simple", "max_steps": 50})
     ids["hindsight/dual-control-telecom-v0"] = (make_family_gym, {"env": "dual_control", "game": "telecom", "max_steps": 16})
+    ids["hindsight/miniwob-v0"] = (make_family_gym, {"env": "miniwob", "game": "click-test", "max_steps": 10})
+    for task in MINIWOB_GYM_TASKS:
+        ids[f"hindsight/miniwob-{task}-v0"] = (make_family_gym, {"env": "miniwob", "game": task, "max_steps": 10})
     ids["hindsight/expert-replay-v0"] = (make_expert_replay_gym, {})
     ids["hindsight/world-model-v0"] = (make_world_model_gym, {})
     return ids

@@ -21,6 +21,7 @@ ENV_FAMILIES: dict[str, tuple[str, str]] = {
     "textworld": ("hindsight.envs.textworld_env", "TextWorldEnvironment"),
     "alfworld": ("hindsight.envs.alfworld", "AlfWorldEnvironment"),
     "dual_control": ("hindsight.envs.dual_control.env", "DualControlEnvironment"),
+    "miniwob": ("hindsight.envs.miniwob.env", "MiniWobEnvironment"),
     "gym": ("hindsight.envs.gym_adapter", "GymTextEnvironment"),
 }
 """Environment family name -> (module, adapter class)."""

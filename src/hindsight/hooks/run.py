@@ -4,9 +4,9 @@ it (commit, package versions, parameter hash), record data versions, log every r
 (08_reporting) to the MLflow run and the trained policy as an MLflow model of the run
 (``hooks.model_logging``). Time and memory per node: ``hooks.resources``.
 
-The environments need a Java 17 runtime (TextWorldExpress and ScienceWorld run on the JVM);
-a missing one is reported before any node runs, with how to install it, instead of as a
-py4j traceback half-way through a run.
+The environments need a Java 17 runtime (TextWorldExpress and ScienceWorld run on the JVM),
+and the MiniWoB++ web tasks Chromium and chromedriver; a missing one is reported before any
+node runs, with how to install it, instead of as a traceback half-way through a run.
 """
 
 from __future__ import annotations
@@ -64,6 +64,10 @@ class EnvironmentCheckHooks:
             from hindsight.envs.java import check_java
 
             check_java()
+        if "miniwob" in _environments_in_use(context.params):
+            from hindsight.envs.miniwob.system import check_chromium
+
+            check_chromium()
 
 
 class SettingsHooks:

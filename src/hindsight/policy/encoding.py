@@ -310,12 +310,3 @@ def collate(samples: Sequence[StepSample], pad_token_id: int, pad_to_multiple_of
         allowed_ids=allowed,
         images=[sample.image for sample in samples] if any(sample.image is not None for sample in samples) else None,
     )
-
-
-def __getattr__(name: str):
-    """``samples_from_table`` lives in ``policy.table_samples``; importing it from here still works."""
-    if name == "samples_from_table":
-        from hindsight.policy.table_samples import samples_from_table
-
-        return samples_from_table
-    raise AttributeError(f"module 'hindsight.policy.encoding' has no attribute {name!r}")
