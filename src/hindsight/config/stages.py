@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from hindsight.data.external_files import ExternalFile
 from hindsight.envs.base import SPLITS
 from hindsight.evaluation.heldout import HeldoutPlay
 from hindsight.methods.registry import check_method_settings
@@ -27,9 +28,10 @@ class IngestionConfig:
     expert_episodes: dict[str, int] = field(default_factory=lambda: {"train": 100, "dev": 0, "test": 0})
     """Gold-path episodes per fold and game (the RL training tasks are the first
     ``training.tasks_per_game`` train seeds; held-out "seen" tasks lie after them)."""
-    external_files: list[str] = field(default_factory=list)
-    """Extra trajectory files (JSONL / JSON / parquet; project schema or agent-SFT
-    conversations), relative to the project root."""
+    external_files: list[str | ExternalFile] = field(default_factory=list)
+    """Extra trajectory files, relative to the project root: a path (JSONL / JSON / parquet;
+    project schema or agent-SFT conversations), or a mapping ``{path, format, images}``
+    (``format: gui``: GUI episodes with a screenshot per step, docs/gui_data.md)."""
     external_source: str = "expert"
     """The ``source`` given to conversation-format episodes."""
     assume_success: bool = True

@@ -1,7 +1,9 @@
 """Trajectory data: the tables' columns and their check (``schema``), the one row builder
 (``rows``), expert demonstrations from the environments' gold paths (``expert``), external
-files (``external``, with ``conversations`` for agent-SFT conversations), and the
-episode-level outcomes and summaries derived from the table (``outcomes``)."""
+files (``external``, with ``conversations`` for agent-SFT conversations; ``external_files``
+reads one ``ingestion.external_files`` entry, ``gui_trajectories`` GUI episodes with their
+images), the screens of GUI steps (``screenshots``), and the episode-level outcomes and
+summaries derived from the table (``outcomes``)."""
 
 from hindsight.data.outcomes import episode_outcomes, ingestion_counts, summarize_episodes
 from hindsight.data.expert import collect_expert_trajectories

@@ -62,10 +62,17 @@ def _coerce_str_list(value: Any) -> list[str]:
     raise TypeError("expected a list of strings")
 
 
+def _coerce_bytes(value: Any) -> bytes:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError("expected bytes")
+
+
 COERCERS: dict[str, Callable[[Any], Any]] = {
     "str": _coerce_str,
     "int": _coerce_int,
     "float": _coerce_float,
     "bool": _coerce_bool,
     "str_list": _coerce_str_list,
+    "bytes": _coerce_bytes,
 }

@@ -7,6 +7,11 @@ valid actions, reward under ``RewardConfig``) with ``source="expert"`` and
 ``max_steps``), or when the gold sequence runs out (then the last row gets ``done=True``).
 A gold path that does not win is kept (``won`` stays False) and counted in a warning.
 
+An environment that renders a screen (``TextEnvironment.screenshot()`` is not None) also
+gives each step's screen, the one the gold action was played on: ``collect_expert_episodes``
+returns them as the screenshot table (``hindsight.data.screenshots``), keyed by the rows'
+episode and step; a text environment's is empty.
+
 Speed: TextWorldExpress plays 200 twc + cookingworld gold episodes in about a second after
 the JVM is up; ScienceWorld and TextWorld are slower (task loading / game generation).
 """
@@ -20,6 +25,7 @@ import pandas as pd
 
 from hindsight.data.rows import EpisodeFields, trajectory_row
 from hindsight.data.schema import TRAJECTORY_COLUMNS, make_group_id, validate_trajectories
+from hindsight.data.screenshots import screenshot_row, screenshot_table, validate_screenshots
 from hindsight.envs.base import EnvironmentConfigError, EnvironmentCrashedError, EnvironmentSpec, TextEnvironment
 from hindsight.envs.registry import make_env
 from hindsight.envs.reward import RewardConfig
@@ -30,7 +36,9 @@ EXPERT_SOURCE = "expert"
 EXPERT_POLICY_VERSION = -1
 
 
-def play_gold_episode(env: TextEnvironment, spec: EnvironmentSpec, split: str, seed: int) -> list[dict[str, Any]]:
+def play_gold_episode(
+    env: TextEnvironment, spec: EnvironmentSpec, split: str, seed: int, screenshots: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
     """Play the gold sequence of task (``split``, ``seed``) and return its table rows.
 
     Args:
@@ -38,6 +46,8 @@ def play_gold_episode(env: TextEnvironment, spec: EnvironmentSpec, split: str, s
         spec: The spec (its family and game name the ``group_id``).
         split: The fold.
         seed: The task seed inside the fold.
+        screenshots: When given, each step's screen (before its action) is appended to it as
+            a screenshot-table row, if the environment renders one.
 
     Returns:
         One dict per step with every column of ``TRAJECTORY_COLUMNS``.
@@ -59,6 +69,9 @@ def play_gold_episode(env: TextEnvironment, spec: EnvironmentSpec, split: str, s
     won_before = bool(info["won"])
     for step, action in enumerate(env.gold_actions()):
         acted_on, acted_info = observation, info
+        screen = env.screenshot() if screenshots is not None else None
+        if screen is not None:
+            screenshots.append(screenshot_row(episode.episode_id, step, screen))
         observation, reward, terminated, truncated, info = env.step(action)
         won_now = bool(info["won"]) and not won_before
         won_before = won_before or won_now
@@ -85,15 +98,22 @@ def play_gold_episode(env: TextEnvironment, spec: EnvironmentSpec, split: str, s
     return rows
 
 
-def _play_with_retry(env: TextEnvironment, spec: EnvironmentSpec, split: str, seed: int) -> list[dict[str, Any]]:
+def _play_with_retry(
+    env: TextEnvironment, spec: EnvironmentSpec, split: str, seed: int, screenshots: list[dict[str, Any]] | None
+) -> list[dict[str, Any]]:
+    screens: list[dict[str, Any]] | None = [] if screenshots is not None else None
     try:
-        return play_gold_episode(env, spec, split, seed)
+        rows = play_gold_episode(env, spec, split, seed, screens)
     except EnvironmentCrashedError as error:
         logger.warning(
             "%s/%s %s seed %s: backend crashed (%s); restarting once", spec.env, spec.game, split, seed, error
         )
         env.restart()
-        return play_gold_episode(env, spec, split, seed)
+        screens = [] if screenshots is not None else None  # the crashed try's screens are dropped
+        rows = play_gold_episode(env, spec, split, seed, screens)
+    if screenshots is not None:
+        screenshots.extend(screens)
+    return rows
 
 
 def _check_unique_games(specs: Iterable[EnvironmentSpec]) -> None:
@@ -114,6 +134,41 @@ def collect_expert_trajectories(
     reward: RewardConfig | None = None,
     seed_offset: int = 0,
 ) -> pd.DataFrame:
+    """The trajectory table of ``collect_expert_episodes`` (no screenshot is taken)."""
+    return _collect(specs, episodes_per_split, reward, seed_offset, None)
+
+
+def collect_expert_episodes(
+    specs: list[EnvironmentSpec],
+    episodes_per_split: dict[str, int],
+    reward: RewardConfig | None = None,
+    seed_offset: int = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Play the gold sequence of ``episodes_per_split[split]`` tasks per spec and split.
+
+    Args:
+        specs: The environments and games (one spec per env/game pair).
+        episodes_per_split: How many tasks per split, e.g. ``{"train": 100, "dev": 20}``.
+        reward: Step reward settings (default ``RewardConfig()``).
+        seed_offset: Position in each split's seed list to start from.
+
+    Returns:
+        The validated trajectory table (``source="expert"``, ``policy_version=-1``) and the
+        screenshot table of the steps of environments that render a screen (empty for text
+        environments).
+    """
+    screenshots: list[dict[str, Any]] = []
+    table = _collect(specs, episodes_per_split, reward, seed_offset, screenshots)
+    return table, validate_screenshots(screenshot_table(screenshots), origin="expert collection", steps=table)
+
+
+def _collect(
+    specs: list[EnvironmentSpec],
+    episodes_per_split: dict[str, int],
+    reward: RewardConfig | None,
+    seed_offset: int,
+    screenshots: list[dict[str, Any]] | None,
+) -> pd.DataFrame:
     """Play the gold sequence of ``episodes_per_split[split]`` tasks per spec and split.
 
     Args:
@@ -122,6 +177,8 @@ def collect_expert_trajectories(
         reward: Step reward settings (default ``RewardConfig()``).
         seed_offset: Position in each split's seed list to start from (tasks before it are
             left for other uses, e.g. held-out "seen" evaluation).
+        screenshots: When given, the screens of environments that render one are appended
+            to it (screenshot-table rows).
 
     Returns:
         The validated trajectory table (``source="expert"``, ``policy_version=-1``).
@@ -137,7 +194,7 @@ def collect_expert_trajectories(
                 spec_rows: list[dict[str, Any]] = []
                 failures = 0
                 for seed in env.seeds(split, int(count), seed_offset):
-                    episode_rows = _play_with_retry(env, spec, split, seed)
+                    episode_rows = _play_with_retry(env, spec, split, seed, screenshots)
                     failures += not any(row["won"] for row in episode_rows)
                     spec_rows.extend(episode_rows)
                 if failures:

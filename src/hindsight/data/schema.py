@@ -3,9 +3,12 @@
 This module is the one place that names table columns: the trajectory table (one row per step
 sample, ``TRAJECTORY_COLUMNS``), the rollout table (the same plus the sampled tokens' log-probs,
 ``ROLLOUT_COLUMNS``), the per-episode outcomes and summary derived from it
-(``EPISODE_OUTCOME_COLUMNS``, ``EPISODE_SUMMARY_COLUMNS``) and the Skills table
-(``SKILLS_TABLE_COLUMNS``). ``validate_trajectories`` checks a table that came from outside (a
-file, another process) and returns it with canonical column order and dtypes; the first problem
+(``EPISODE_OUTCOME_COLUMNS``, ``EPISODE_SUMMARY_COLUMNS``), the Skills table
+(``SKILLS_TABLE_COLUMNS``) and the screenshots of environments that render a screen
+(``SCREENSHOT_COLUMNS``: one screen per step, keyed by the trajectory table's ``episode_id``
+and ``step``, so no other table carries image bytes; ``hindsight.data.screenshots``).
+``validate_trajectories`` checks a table that came from outside (a file, another process)
+and returns it with canonical column order and dtypes; the first problem
 raises ``TrajectoryValidationError`` naming the origin, the row (or the file line, when the
 caller passes ``row_labels``) and the field. Episode-level facts (success, length, return) are
 derived by ``hindsight.data.outcomes``, never stored.
@@ -37,7 +40,7 @@ class Column:
     """One column of a table: its kind and what it means."""
 
     kind: str
-    """One of "str", "int", "float", "bool", "str_list", "float_list"."""
+    """One of "str", "int", "float", "bool", "str_list", "float_list", "bytes"."""
     meaning: str
 
 
@@ -104,11 +107,21 @@ SKILLS_TABLE_COLUMNS: dict[str, Column] = {
 }
 """One row per teacher record (``hindsight.skills.records.skills_table``)."""
 
+SCREENSHOT_COLUMNS: dict[str, Column] = {
+    "episode_id": Column("str", "the episode (its rows in the trajectory table)"),
+    "step": Column("int", "the step whose screen the agent acted on (the trajectory row's step)"),
+    "pixels": Column("bytes", "the screen's RGB pixels, row by row (height x width x 3 bytes)"),
+    "width": Column("int", "the screen's width in pixels"),
+    "height": Column("int", "the screen's height in pixels"),
+}
+"""One row per step of an environment that renders a screen (``hindsight.data.screenshots``)."""
+
 EPISODE_CONSTANT_FIELDS = ("group_id", "env", "task_type", "task", "split", "seed", "source")
 """Fields every row of one episode must share."""
 
 _DTYPES = {
-    "str": "str", "int": "int64", "float": "float64", "bool": "bool", "str_list": "object", "float_list": "object"
+    "str": "str", "int": "int64", "float": "float64", "bool": "bool", "str_list": "object", "float_list": "object",
+    "bytes": "object",
 }
 _SCALAR_KINDS = ("int", "float", "bool")
 
@@ -138,6 +151,11 @@ def empty_trajectory_table() -> pd.DataFrame:
 def empty_episode_summary() -> pd.DataFrame:
     """An episode summary table with every column, its dtype, and no rows."""
     return _empty_table(EPISODE_SUMMARY_COLUMNS)
+
+
+def empty_screenshot_table() -> pd.DataFrame:
+    """A screenshot table with every column, its dtype, and no rows (a text environment's)."""
+    return _empty_table(SCREENSHOT_COLUMNS)
 
 
 def _label(row_labels: Sequence[str] | None, position: int) -> str:

@@ -21,6 +21,7 @@ from kedro.pipeline import Pipeline
 from hindsight.data.schema import (
     EPISODE_SUMMARY_COLUMNS,
     ROLLOUT_COLUMNS,
+    SCREENSHOT_COLUMNS,
     SKILLS_TABLE_COLUMNS,
     TRAJECTORY_COLUMNS,
     Column,
@@ -47,6 +48,9 @@ TABLES: tuple[tuple[str, str, dict[str, Column]], ...] = (
      {key: column for key, column in ROLLOUT_COLUMNS.items() if key not in TRAJECTORY_COLUMNS}),
     ("Episode summary", "One row per episode, derived from its steps (`episode_summary`).", EPISODE_SUMMARY_COLUMNS),
     ("Skills", "One row per teacher record (`skills`).", SKILLS_TABLE_COLUMNS),
+    ("Screenshots", "One row per step of an environment that renders a screen (`screenshots`; empty for text "
+     "environments), keyed by the trajectory rows' `episode_id` and `step`: no other table carries image bytes. "
+     "GUI trajectory files, the storage layout and what it costs: [GUI data](gui_data.md).", SCREENSHOT_COLUMNS),
 )
 
 

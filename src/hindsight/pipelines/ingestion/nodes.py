@@ -4,27 +4,41 @@ Every row that enters the project is validated here, at the boundary. The extern
 are read first (the slow expert collection waits for them), and the versioned tables are
 all returned by the last check (``combine_trajectories``): a bad file, or external episode
 ids that clash, raise before any output is saved, so a failed run writes no dataset version.
+
+Screenshots travel beside the steps, never inside them: the expert collection and the GUI
+files give a screenshot table each (``hindsight.data.screenshots``; empty for text
+environments and for files without screens), and ``combine_trajectories`` returns their
+union as the versioned ``screenshots`` dataset, keyed by the trajectory rows' episode and
+step. A text run writes an empty screenshot table, so the versions of the trajectories and
+of their screens always come in pairs, whatever the configuration (GUI files may be
+ingested under any environment).
 """
 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 import pandas as pd
 
 from hindsight import tracking
 from hindsight.config import IngestionConfig, ProjectConfig
-from hindsight.data import expert, external
+from hindsight.data import expert
 from hindsight.data.conversations import OUTCOME_ASSUMED
+from hindsight.data.external_files import as_external_file, load_external_file
 from hindsight.data.outcomes import ingestion_counts, summarize_episodes
-from hindsight.data.schema import TrajectoryValidationError, empty_trajectory_table, validate_trajectories
+from hindsight.data.schema import (
+    TrajectoryValidationError,
+    empty_screenshot_table,
+    empty_trajectory_table,
+    validate_trajectories,
+)
+from hindsight.data.screenshots import validate_screenshots
 
 logger = logging.getLogger(__name__)
 
 
 def collect_expert_trajectories(
     project: ProjectConfig, ingestion: IngestionConfig, external_checked: pd.DataFrame | None = None
-) -> pd.DataFrame:
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Play the gold action sequence on N tasks per game and fold.
 
     Args:
@@ -35,33 +49,37 @@ def collect_expert_trajectories(
             run at once.
 
     Returns:
-        The expert trajectory table (``source="expert"``).
+        The expert trajectory table (``source="expert"``) and its screenshots (empty for
+        text environments).
     """
-    table = expert.collect_expert_trajectories(
+    table, screenshots = expert.collect_expert_episodes(
         project.specs(),
         episodes_per_split=dict(ingestion.expert_episodes),
         reward=project.environment.reward,
     )
-    logger.info("Collected %d expert episodes (%d steps)", table["episode_id"].nunique(), len(table))
-    return table
+    logger.info("Collected %d expert episodes (%d steps, %d screenshots)", table["episode_id"].nunique(), len(table), len(screenshots))
+    return table, screenshots
 
 
-def load_external_trajectories(project: ProjectConfig, ingestion: IngestionConfig) -> pd.DataFrame:
+def load_external_trajectories(project: ProjectConfig, ingestion: IngestionConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Load and validate every external trajectory file named in the parameters.
 
     Args:
         project: The shared settings (the step reward of conversation episodes).
-        ingestion: ``external_files``: paths (JSONL / JSON / parquet); ``external_source``:
-            the ``source`` given to conversation-format episodes.
+        ingestion: ``external_files``: paths (JSONL / JSON / parquet) or ``{path, format,
+            images}`` entries (``format: gui``: GUI episodes with screenshots);
+            ``external_source``: the ``source`` given to conversation-format and GUI episodes.
 
     Returns:
-        The concatenated external trajectories (empty when no file is named).
+        The concatenated external trajectories and their screenshots (each empty when no
+        file gives any).
     """
-    tables, assumed_total = [], 0
+    tables, screens, assumed_total = [], [], 0
     file_of_episode: dict[str, str] = {}
-    for path in ingestion.external_files:
-        table = external.load_external_trajectories(
-            Path(path), reward=project.environment.reward, assume_success=ingestion.assume_success,
+    for entry in ingestion.external_files:
+        path = as_external_file(entry).path
+        table, screenshots = load_external_file(
+            entry, reward=project.environment.reward, assume_success=ingestion.assume_success,
             source=ingestion.external_source,
         )
         for episode in table["episode_id"].unique().tolist():
@@ -76,20 +94,30 @@ def load_external_trajectories(project: ProjectConfig, ingestion: IngestionConfi
                     len(table), path, assumed, "won" if ingestion.assume_success else "lost")
         assumed_total += assumed
         tables.append(table)
+        screens.append(screenshots)
     tracking.log_metrics({"ingestion/outcome_assumed_episodes": float(assumed_total)})
     if not tables:
-        return empty_trajectory_table()
-    return pd.concat(tables, ignore_index=True)
+        return empty_trajectory_table(), empty_screenshot_table()
+    return pd.concat(tables, ignore_index=True), _concat_screenshots(screens)
+
+
+def _concat_screenshots(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    parts = [table for table in tables if len(table)]
+    return pd.concat(parts, ignore_index=True) if parts else empty_screenshot_table()
 
 
 def combine_trajectories(
-    expert_table: pd.DataFrame, external_table: pd.DataFrame
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    expert_table: pd.DataFrame,
+    external_table: pd.DataFrame,
+    expert_screenshots: pd.DataFrame,
+    external_screenshots: pd.DataFrame,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Concatenate the sources into one validated trajectory table and log its counts.
 
     Returns:
-        The expert table, the external table and the combined one, the three versioned
-        outputs, saved together only once everything is checked.
+        The expert table, the external table, the combined one and the screenshots of its
+        steps (``hindsight.data.screenshots``), the four versioned outputs, saved together
+        only once everything is checked.
     """
     parts = [table for table in (expert_table, external_table) if len(table)]
     combined = pd.concat(parts, ignore_index=True) if parts else empty_trajectory_table()
@@ -99,8 +127,11 @@ def combine_trajectories(
             f"external trajectories reuse expert episode ids (field 'episode_id'): {sorted(clashing)[:5]}"
         )
     combined = validate_trajectories(combined, origin="trajectories")
-    tracking.log_metrics(ingestion_counts(combined))
-    return expert_table, external_table, combined
+    screenshots = validate_screenshots(
+        _concat_screenshots([expert_screenshots, external_screenshots]), origin="screenshots", steps=combined
+    )
+    tracking.log_metrics({**ingestion_counts(combined), "ingestion/screenshots": float(len(screenshots))})
+    return expert_table, external_table, combined, screenshots
 
 
 def summarize_trajectories(trajectories: pd.DataFrame) -> pd.DataFrame:
