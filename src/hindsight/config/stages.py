@@ -350,3 +350,11 @@ class EvaluationConfig:
     random_floor: bool = True
     """Also play the random-valid-action agent on the same tasks (beside the Stage-1 policy;
     ``hindsight.evaluation.heldout.evaluate_agents``' ``include_random``)."""
+    filmstrips: int = 2
+    """Episodes per evaluation agent drawn as a filmstrip into MLflow (each step's screen
+    with its action drawn on it, replayed on a fresh environment): environments that
+    render a screen only; 0: none."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.filmstrips, bool) or not isinstance(self.filmstrips, int) or self.filmstrips < 0:
+            raise ValueError(f"evaluation.filmstrips must be a non-negative integer, got {self.filmstrips!r}")

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+import tempfile
+from pathlib import Path
 
 import pandas as pd
 
 from hindsight import tracking
 from hindsight.config import EvaluationConfig, ProjectConfig
 from hindsight.envs import make_env
+from hindsight.evaluation.filmstrip import write_filmstrips
 from hindsight.evaluation.gold_floor import with_gold_reference
 from hindsight.evaluation.heldout import MISSING_ATTR, evaluate_agents
 from hindsight.evaluation.metrics import success_summary
@@ -111,3 +114,17 @@ def report_evaluation(stage1_episodes: pd.DataFrame, rl_episodes: pd.DataFrame):
     logger.info("\n%s\n%s", text, headline)
     print("\n" + text + "\n" + headline, flush=True)
     return episodes, summary, pass_k, text, figure
+
+
+def log_filmstrips(episodes: pd.DataFrame, project: ProjectConfig, evaluation: EvaluationConfig) -> None:
+    """``evaluation.filmstrips`` episodes per agent as filmstrips in MLflow
+    (``filmstrips/<agent>/<episode>.png``): each step's screen with its action drawn, made by
+    replaying the episode on a fresh environment (``hindsight.evaluation.filmstrip``). Games
+    that render no screen (every text environment) get none, and nothing is built for them."""
+    with tempfile.TemporaryDirectory() as folder:
+        specs = [*project.specs(), *project.environment.heldout_specs()]  # the unseen task types too
+        paths = write_filmstrips(episodes, specs, make_env, evaluation.filmstrips, Path(folder))
+        for path in paths:
+            tracking.log_artifact(path, artifact_path=f"filmstrips/{path.parent.name}")
+    if paths:
+        logger.info("Logged %d filmstrip(s) to MLflow under filmstrips/", len(paths))

@@ -1,8 +1,9 @@
-"""Wiring of the evaluation stage."""
+"""Wiring of the evaluation stage (the filmstrips node logs to MLflow only, and does nothing
+for games that render no screen)."""
 
 from kedro.pipeline import Node, Pipeline
 
-from hindsight.pipelines.evaluation.nodes import evaluate_rl_policy, evaluate_stage1_policy, report_evaluation
+from hindsight.pipelines.evaluation.nodes import evaluate_rl_policy, evaluate_stage1_policy, log_filmstrips, report_evaluation
 from hindsight.pipelines.settings import stage_pipeline
 
 SETTINGS = ["project_settings", "evaluation_settings"]
@@ -20,5 +21,6 @@ def create_pipeline(**kwargs) -> Pipeline:
                 outputs=["evaluation_episodes", "evaluation_summary", "evaluation_pass_k", "evaluation_table", "evaluation_plot"],
                 name="report_evaluation",
             ),
+            Node(log_filmstrips, inputs=["evaluation_episodes", *SETTINGS], outputs=None, name="log_filmstrips"),
         ],
     )
