@@ -94,7 +94,7 @@ def main() -> None:
     project, evaluation = settings["project"], settings["evaluation"]
 
     started = time.perf_counter()
-    trajectories = collect_expert_trajectories(project, settings["ingestion"])
+    trajectories, _ = collect_expert_trajectories(project, settings["ingestion"])  # (steps, screenshots)
     examples = behaviour_cloning_examples(trajectories, project)
     policy = build_initial_policy(examples, project, settings["behaviour_cloning"], None)
     trained = time.perf_counter()

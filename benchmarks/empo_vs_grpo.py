@@ -94,7 +94,7 @@ def main() -> None:
         heldout=dataclasses.replace(training.heldout, episodes_per_game=args.heldout, splits=["seen"], decodings={"sampled": 1.0}),
     )
     started = time.perf_counter()
-    experts = collect_expert_trajectories(project, settings["ingestion"])
+    experts, _ = collect_expert_trajectories(project, settings["ingestion"])  # (steps, screenshots)
     examples = behaviour_cloning_examples(experts, project)
     policy = build_initial_policy(examples, project, settings["behaviour_cloning"], None)
     policy, _ = train_base_policy(policy, examples, project, settings["behaviour_cloning"])

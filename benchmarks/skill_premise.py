@@ -117,7 +117,7 @@ def main() -> None:
     started = time.perf_counter()
 
     # 1. Episodes and their compact skills.
-    experts = collect_expert_trajectories(project, settings["ingestion"])
+    experts, _ = collect_expert_trajectories(project, settings["ingestion"])  # (steps, screenshots)
     training_tasks = [task for spec in project.specs() for task in split_tasks(spec, "train", args.random_episodes)]
     randoms = run_random_agent(make_env, training_tasks, prompt=project.rollout.engine.prompt, seed=project.seed).table
     episodes = episodes_from_table(experts) + episodes_from_table(randoms)

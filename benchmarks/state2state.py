@@ -79,7 +79,7 @@ def main() -> None:
     timings: dict[str, float] = {}
 
     started = time.perf_counter()
-    examples = behaviour_cloning_examples(collect_expert_trajectories(project, settings["ingestion"]), project)
+    examples = behaviour_cloning_examples(collect_expert_trajectories(project, settings["ingestion"])[0], project)
     base, _ = train_base_policy(build_initial_policy(examples, project, bc, None), examples, project, bc)
     timings["behaviour cloning"] = time.perf_counter() - started
 

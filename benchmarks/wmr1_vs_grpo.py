@@ -75,7 +75,7 @@ def main() -> None:
     project, training, world = settings["project"], settings["training"], settings["world_model"]
     clock = {"start": time.perf_counter()}
 
-    trajectories = collect_expert_trajectories(project, settings["ingestion"])
+    trajectories, _ = collect_expert_trajectories(project, settings["ingestion"])  # (steps, screenshots)
     examples = behaviour_cloning_examples(trajectories, project)
     base, _ = train_base_policy(build_initial_policy(examples, project, settings["behaviour_cloning"], None), examples, project, settings["behaviour_cloning"])
     clock["bc"] = time.perf_counter()
