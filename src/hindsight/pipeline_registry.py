@@ -11,7 +11,9 @@ ingested expert trajectories with no environment. ``world_model`` trains WM-R1's
 on the trajectories and the skills stage's rollouts; ``wmr1`` trains the policy inside it
 (then ``evaluation`` scores it on the real environment). ``pretrained_model`` converts the
 pretrained route's weights once into the catalog (``kedro run --env pretrained`` then starts
-behaviour cloning from them). ``state2state`` is the State2State
+behaviour cloning from them); ``premise_zero_shot`` is Stage 1's premise check on that
+model as it is, with no behaviour cloning, skills stage or Stage 1 (``conf/hidden_rooms_135m``:
+SmolLM2-135M-Instruct zero-shot on hidden rooms, in pieces a rerun resumes). ``state2state`` is the State2State
 mid-training stage alone (from the catalog's base policy); ``training_from_state2state`` is
 the training stage started from the catalog's State2State checkpoint; ``with_state2state`` is
 the default run with the State2State stage before training. Every runnable pipeline starts with the
@@ -51,7 +53,7 @@ STAGES = {
 
 def register_pipelines() -> dict[str, Pipeline]:
     """Register each stage alone, ``__default__`` (all stages), ``scoring``, ``experiments``,
-    ``empo``, ``world_model``, ``wmr1``, ``pretrained_model`` and the State2State pipelines.
+    ``empo``, ``world_model``, ``wmr1``, ``pretrained_model``, ``premise_zero_shot`` and the State2State pipelines.
 
     Returns:
         A mapping from pipeline names to ``Pipeline`` objects.
@@ -72,4 +74,9 @@ def register_pipelines() -> dict[str, Pipeline]:
     pipelines["world_model"] = shared + world_model.create_pipeline()
     pipelines["wmr1"] = shared + world_model.create_wmr1_pipeline()
     pipelines["pretrained_model"] = shared + pretrained_model.create_pipeline()
+    pipelines["premise_zero_shot"] = (
+        shared
+        + behaviour_cloning.create_pretrained_policy_pipeline("zero_shot_policy")
+        + stage1.create_premise_pipeline("zero_shot_policy", ("zero_shot_premise", "zero_shot_premise_summary"))
+    )
     return pipelines

@@ -223,6 +223,20 @@ def test_the_hidden_rooms_configuration_builds_on_coin_behind_doors():
     assert settings["stage1"].sft == base["stage1"].sft and settings["training"] == base["training"]
 
 
+def test_the_hidden_rooms_135m_configuration_is_hidden_rooms_with_the_pretrained_model_untrained():
+    """conf/hidden_rooms_135m: the game of conf/hidden_rooms, the pretrained model without an
+    adapter, the premise on 60 held-out tasks in pieces kept for a rerun (docs/hidden_information.md)."""
+    settings = check_parameters(_merged_parameters("hidden_rooms_135m"))
+    rooms = check_parameters(_merged_parameters("hidden_rooms"))
+    assert settings["project"].environment == rooms["project"].environment
+    policy = settings["behaviour_cloning"].policy
+    assert policy.from_pretrained_model and policy.lora is None and policy.model_dir is None
+    stage1 = settings["stage1"]
+    assert stage1.premise_tasks_per_game >= 60 and stage1.premise_copy_pairs > 0
+    assert 0 < stage1.premise_tasks_per_piece < stage1.premise_tasks_per_game and stage1.premise_pieces_dir
+    assert check_parameters(_merged_parameters("base"))["stage1"].premise_tasks_per_piece == 0  # the default run keeps nothing
+
+
 def test_the_dual_control_configuration_builds_on_the_telecom_domain():
     settings = check_parameters(_merged_parameters("dual_control"))
     environment = settings["project"].environment

@@ -284,13 +284,22 @@ class Stage1Config:
     on the won episodes' steps, a valid action X scored under a skill naming X and under one
     naming another valid action of the step; each pair costs two scoring passes of one step
     (0: no copy test)."""
+    premise_tasks_per_piece: int = 0
+    """Tasks per piece of the premise check (``stage1.premise_pieces``): the plays, then the
+    scoring, run piece by piece, each piece kept under ``premise_pieces_dir`` as it finishes,
+    so a killed run continues where it stopped when run again (0: one piece, nothing kept)."""
+    premise_pieces_dir: str = "data/07_model_output/premise_pieces"
+    """Where the premise check's finished pieces are kept: one subdirectory per policy and
+    settings (a hash of the policy's weights, the rollout and analyzer settings, the seed and
+    the piece size), its pieces named by their tasks; read only when
+    ``premise_tasks_per_piece`` > 0."""
     teacher_fit: TeacherFitConfig = field(default_factory=TeacherFitConfig)
     """The teacher fit on the policy's own episodes after the SFT (off by default)."""
 
     def __post_init__(self) -> None:
         for name in (
             "analyzer_repeat", "own_rollout_repeat", "counterfactual_repeat", "reorder_repeat", "unrelated_repeat",
-            "premise_tasks_per_game", "premise_copy_pairs",
+            "premise_tasks_per_game", "premise_copy_pairs", "premise_tasks_per_piece",
         ):
             if getattr(self, name) < 0:  # the type is checked by params.build
                 raise ValueError(f"stage1.{name} must be >= 0, got {getattr(self, name)!r}")

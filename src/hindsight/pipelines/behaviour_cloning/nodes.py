@@ -100,13 +100,7 @@ def build_initial_policy(
     policy_settings = settings.policy
     model_dir = policy_settings.model_dir
     if policy_settings.from_pretrained_model:
-        if pretrained_model is None:
-            raise FileNotFoundError(
-                "behaviour_cloning.policy.from_pretrained_model is set but the catalog holds no 'pretrained_model' "
-                "(data/06_models/pretrained_model): convert it once with "
-                "`kedro run --env <env> --pipeline pretrained_model` (docs/pretrained.md)"
-            )
-        model_dir = pretrained_model
+        return pretrained_policy(pretrained_model, settings)
     if model_dir:
         policy = load_policy(model_dir, lora=policy_settings.lora, dtype=policy_settings.dtype)
         tracking.log_metrics(
@@ -126,6 +120,33 @@ def build_initial_policy(
         vision=policy_settings.vision,
     )
     tracking.log_metrics({"warmup/parameters": count_parameters(policy.model), "warmup/vocab_size": len(tokenizer)})
+    return policy
+
+
+def pretrained_policy(pretrained_model: Path | None, settings: BehaviourCloningConfig) -> Policy:
+    """The newest ``pretrained_model`` version (``pretrained_model``: its directory, None when
+    that stage never ran) as a policy, with ``policy.lora`` on it and in ``policy.dtype``:
+    behaviour cloning's start on the pretrained route, and the zero-shot premise check's
+    policy (``kedro run --pipeline premise_zero_shot``, no training at all).
+
+    Raises:
+        FileNotFoundError: No ``pretrained_model`` version exists (the message names the
+            command that makes it).
+    """
+    if pretrained_model is None:
+        raise FileNotFoundError(
+            "the catalog holds no 'pretrained_model' (data/06_models/pretrained_model): convert it once with "
+            "`kedro run --env <env> --pipeline pretrained_model` (docs/pretrained.md)"
+        )
+    policy_settings = settings.policy
+    policy = load_policy(pretrained_model, lora=policy_settings.lora, dtype=policy_settings.dtype)
+    tracking.log_metrics(
+        {
+            "warmup/parameters": count_parameters(policy.model),
+            "warmup/trainable_parameters": count_parameters(policy.model, trainable_only=True),
+            "warmup/vocab_size": len(policy.tokenizer),
+        }
+    )
     return policy
 
 

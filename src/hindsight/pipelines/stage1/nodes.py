@@ -12,6 +12,7 @@ policy's own skill in context raise the log-probs of its actions?).
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pandas as pd
 
@@ -26,11 +27,9 @@ from hindsight.skills.analyzers import policy_teacher, rule_teacher
 from hindsight.skills.assignment import unrelated_skills
 from hindsight.stage1.counterfactual import counterfactual_examples, reorder_examples, unrelated_skill_examples
 from hindsight.skills.episode_views import episodes_from_table
-from hindsight.stage1.premise import evaluate_analyzer, premise_metrics, premise_table
-from hindsight.stage1.premise_controls import premise_sources, valid_actions_by_step
-from hindsight.stage1.premise_copy import copy_metrics, copy_pairs, copy_test_table
+from hindsight.stage1.premise import evaluate_analyzer, premise_table
+from hindsight.stage1.premise_pieces import PieceStore, PremisePlan, plan_key, run_premise_check
 from hindsight.stage1.premise_report import premise_summary
-from hindsight.skills.records import parse_rate
 from hindsight.stage1.teacher_fit import fit_mixture, teacher_fit_pairs
 from hindsight.training.episode_sft import MULTITURN_COLUMNS, TurnBudget, skill_conditioned
 from hindsight.training.sft import SFT_HISTORY_COLUMNS, train_sft
@@ -171,13 +170,6 @@ def _play_train_tasks(policy: Policy, project: ProjectConfig, tasks_per_game: in
     return _play(policy, project, tasks, temperature, seed)
 
 
-def _play_seen_tasks(policy: Policy, project: ProjectConfig, tasks_per_game: int, temperature: float, seed: int):
-    """The policy plays ``tasks_per_game`` held-out "seen" tasks per game (train-fold tasks
-    from ``environment.seen_seed_offset`` on, one episode each): the rollout result and its episodes."""
-    offset = project.environment.seen_seed_offset
-    return _play(policy, project, [task for spec in project.specs() for task in seen_tasks(spec, tasks_per_game, offset)], temperature, seed)
-
-
 def _play(policy: Policy, project: ProjectConfig, tasks: list, temperature: float, seed: int):
     rollout = run_rollouts(policy, make_env, tasks, project.rollout_config(group_size=1, temperature=temperature, seed=seed))
     return rollout, episodes_from_table(rollout.table)
@@ -221,6 +213,10 @@ def check_skill_premise(stage1_policy: Policy, project: ProjectConfig, settings:
     the controls' assignment (``stage1/premise/unrelated/distinct_share`` ...,
     ``stage1/premise/shuffled/applicable_share``) and ``stage1/premise/copy/*``.
 
+    With ``premise_tasks_per_piece`` > 0 the plays and the scoring run in pieces of that many
+    tasks, each kept under ``premise_pieces_dir`` (``stage1.premise_pieces``): a rerun of the
+    same check (same policy, tasks and settings) loads the finished pieces and continues.
+
     Returns:
         The per-episode table (``skill_premise``) and its summary with the 95% intervals over
         episodes (``skill_premise_summary``).
@@ -229,23 +225,19 @@ def check_skill_premise(stage1_policy: Policy, project: ProjectConfig, settings:
     if settings.premise_tasks_per_game == 0:
         return premise_table(stage1_policy, [], [], {}), premise_summary({}, prefix)
     seed = project.seeds.evaluation
-    rollout, episodes = _play_seen_tasks(stage1_policy, project, settings.premise_tasks_per_game, 1.0, seed)
-    own_records = policy_teacher(stage1_policy, project.analyzer).write_skills(episodes)
-    own = {record.episode_id: record.skill for record in own_records if record.parse_ok}
-    rule = {record.episode_id: record.skill for record in rule_teacher(project.analyzer).write_skills(episodes) if record.parse_ok}
-    valid_actions = valid_actions_by_step(rollout.table)
-    sources, control_metrics = premise_sources(episodes, own, rule, valid_actions, seed)
-    table = premise_table(stage1_policy, episodes, rollout.samples, sources)
-    metrics = premise_metrics(table, prefix, seed=seed)
-    metrics.update({f"{prefix}/{key}": value for key, value in control_metrics.items()})
-    if settings.premise_copy_pairs:
-        pairs = copy_pairs(episodes, valid_actions, settings.premise_copy_pairs, seed)
-        metrics.update(copy_metrics(copy_test_table(stage1_policy, rollout.samples, pairs, valid_actions), prefix, seed))
-    metrics[f"{prefix}/own_parse_rate"] = parse_rate(own_records)
-    metrics[f"{prefix}/own_equals_rule"] = sum(own.get(key) == value for key, value in rule.items()) / len(rule) if rule else 0.0
-    metrics[f"{prefix}/success_rate"] = float(rollout.stats["success_rate"])
+    offset = project.environment.seen_seed_offset
+    plan = PremisePlan(
+        tasks=[task for spec in project.specs() for task in seen_tasks(spec, settings.premise_tasks_per_game, offset)],
+        rollout=project.rollout_config(group_size=1, temperature=1.0, seed=seed), analyzer=project.analyzer, seed=seed,
+        copy_pairs=settings.premise_copy_pairs, tasks_per_piece=settings.premise_tasks_per_piece,
+    )
+    store = None
+    if settings.premise_tasks_per_piece:
+        store = PieceStore(Path(settings.premise_pieces_dir) / plan_key(stage1_policy, plan))
+        logger.info("Premise check in %d pieces, kept in '%s' (a rerun resumes from them).", len(plan.pieces()), store.directory)
+    table, metrics = run_premise_check(stage1_policy, make_env, plan, prefix, store)
     tracking.log_metrics(metrics)
-    _log_premise(metrics, len(episodes), prefix)
+    _log_premise(metrics, len(plan.tasks), prefix)
     return table, premise_summary(metrics, prefix)
 
 

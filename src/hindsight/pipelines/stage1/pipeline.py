@@ -55,3 +55,20 @@ def create_pipeline(**kwargs) -> Pipeline:
             ),
         ],
     )
+
+
+def create_premise_pipeline(policy: str, outputs: tuple[str, str]) -> Pipeline:
+    """The stage's settings and its premise check (``check_skill_premise``) alone, on the
+    policy ``policy`` (e.g. a pretrained model without Stage 1), writing its two tables to
+    ``outputs`` (the per-episode table, the summary)."""
+    return stage_pipeline(
+        "stage1",
+        [
+            Node(
+                check_skill_premise,
+                inputs=[policy, "project_settings", "stage1_settings"],
+                outputs=list(outputs),
+                name="check_skill_premise",
+            ),
+        ],
+    )
