@@ -1,5 +1,6 @@
 """The three vision policies the tests run (imported by ``tests/policy/test_vision_*.py`` and
-``tests/training/test_vision_seed_update.py``), and the toy GUI game's expert steps.
+``tests/training/test_vision_seed_update.py``), and the toy GUI game's expert steps
+(the examples and, apart, their screenshot table).
 
 - ``llava``: the LLaVA-style tiny VLM loaded by ``model_dir`` with a fresh LoRA adapter;
 - ``qwen2_vl``: the Qwen2-VL-style tiny VLM, the same way (its image processor alone);
@@ -13,11 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from hindsight.data.screenshots import screenshot_row, screenshot_table
 from hindsight.policy.lora import LoraSettings
 from hindsight.policy.model import Policy, build_policy, load_policy, save_policy
 from hindsight.policy.prompts import PromptConfig, episode_prompts
 from hindsight.policy.tokenizer import train_tokenizer
-from hindsight.policy.vision import SCREENSHOT_COLUMN
 
 from tiny_vlm import llava_dir, qwen2_vl_dir
 from toy_gui_env import SquareScreen, texts
@@ -40,20 +41,30 @@ def make_policy(kind: str, directory: Path) -> Policy:
     raise ValueError(kind)
 
 
-def expert_examples(seeds) -> pd.DataFrame:
-    """One SFT example per gold step of the toy GUI game's tasks ``seeds``: the step prompt
-    (``episode_prompts``, as the rollout builds it), the gold action and the screenshot."""
+def expert_steps(seeds) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The toy GUI game's gold steps of tasks ``seeds``, as a pipeline holds them: one SFT
+    example per step (``episode_id``, ``step``, the step prompt as the rollout builds it with
+    ``episode_prompts``, the gold action as ``response``; no pixels) and the screenshot table
+    of those steps, keyed by episode and step (``hindsight.data.screenshots``)."""
     env = SquareScreen()
-    rows = []
+    rows, screens = [], []
     for seed in seeds:
         observation, info = env.reset(seed)
-        observations, actions, valid, screens = [], [], [], []
+        observations, actions, valid, shots = [], [], [], []
         for action in env.gold_actions():
             observations.append(observation)
             valid.append(info["valid_actions"])
-            screens.append(env.screenshot())
+            shots.append(env.screenshot())
             actions.append(action)
             observation, _, _, _, info = env.step(action)
-        for prompt, action, screen in zip(episode_prompts(info["task"], observations, actions, valid, PROMPT), actions, screens):
-            rows.append({"prompt": prompt, "response": action, SCREENSHOT_COLUMN: screen})
-    return pd.DataFrame(rows)
+        episode = f"square/{seed}"
+        prompts = episode_prompts(info["task"], observations, actions, valid, PROMPT)
+        for step, (prompt, action, shot) in enumerate(zip(prompts, actions, shots)):
+            rows.append({"episode_id": episode, "step": step, "prompt": prompt, "response": action})
+            screens.append(screenshot_row(episode, step, shot))
+    return pd.DataFrame(rows), screenshot_table(screens)
+
+
+def expert_examples(seeds) -> pd.DataFrame:
+    """The SFT examples of ``expert_steps`` (their screens left out)."""
+    return expert_steps(seeds)[0]

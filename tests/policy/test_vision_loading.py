@@ -28,9 +28,10 @@ from hindsight.policy.tokenizer import train_tokenizer
 from hindsight.policy.vision import screen_image
 from hindsight.rollout.engine import RolloutConfig, run_rollouts
 from hindsight.rollout.tasks import make_tasks
+from hindsight.training.example_screens import example_screens
 
 from toy_gui_env import SPEC, SquareScreen, texts
-from vision_policies import expert_examples, make_policy
+from vision_policies import expert_examples, expert_steps, make_policy
 
 TORCHVISION = importlib.util.find_spec("torchvision") is not None
 
@@ -47,10 +48,10 @@ def _screen(seed: int = 1) -> np.ndarray:
     return env.screenshot()
 
 
-def _logprobs(policy, examples) -> torch.Tensor:
+def _logprobs(policy, examples, screens) -> torch.Tensor:
     samples = [
         encode_sample(policy.tokenizer, prompt, response, max_length=512, image=screen_image(policy, shot))
-        for prompt, response, shot in zip(examples["prompt"], examples["response"], examples["screenshot"])
+        for prompt, response, shot in zip(examples["prompt"], examples["response"], example_screens(examples, screens))
     ]
     with torch.no_grad():
         return token_logprobs(policy.model, collate(samples, policy.tokenizer.pad_token_id))
@@ -72,11 +73,11 @@ def test_each_model_reads_screenshots_through_its_own_processor(policies):
 @pytest.mark.parametrize("kind", ["llava", "screen"])
 def test_a_vision_policy_saves_and_loads_back_with_its_reader(policies, kind, tmp_path):
     policy = policies[kind]
-    examples = expert_examples(range(2))
+    examples, screens = expert_steps(range(2))
     loaded = load_policy(save_policy(policy, tmp_path / "saved"), device="cpu")
     assert loaded.vision is not None and type(loaded.vision) is type(policy.vision)
     assert loaded.is_lora == policy.is_lora
-    assert torch.allclose(_logprobs(policy, examples), _logprobs(loaded, examples), atol=1e-5)
+    assert torch.allclose(_logprobs(policy, examples, screens), _logprobs(loaded, examples, screens), atol=1e-5)
 
 
 def test_a_budget_that_cuts_into_the_image_is_an_error(policies):
@@ -130,10 +131,10 @@ def test_the_m_rope_positions_are_the_qwen2_vl_models_own(policies):
     """Left-padded rows with a screenshot: the log-probs the project computes (its own 3-D
     positions) equal the model's forward that derives them itself from ``mm_token_type_ids``."""
     policy = policies["qwen2_vl"]
-    examples = expert_examples(range(2))
+    examples, screens = expert_steps(range(2))
     samples = [
         encode_sample(policy.tokenizer, prompt, response, max_length=512, image=screen_image(policy, shot))
-        for prompt, response, shot in zip(examples["prompt"], examples["response"], examples["screenshot"])
+        for prompt, response, shot in zip(examples["prompt"], examples["response"], example_screens(examples, screens))
     ]
     batch = collate(samples, policy.tokenizer.pad_token_id)
     assert len({len(sample.input_ids) for sample in samples}) > 1  # rows of different lengths: left padding
@@ -156,10 +157,10 @@ def test_the_behaviour_cloning_stage_builds_and_trains_the_screen_policy_under_v
     from hindsight.pipelines.behaviour_cloning.nodes import build_initial_policy, train_base_policy
     from hindsight.training.sft import SFTConfig
 
-    examples = expert_examples(range(4))
+    examples, screens = expert_steps(range(4))
     settings = BehaviourCloningConfig(policy=PolicyConfig(vision=True, vocab_size=300), sft=SFTConfig(max_steps=2, batch_size=4))
     policy = build_initial_policy(examples, ProjectConfig(), settings, None)
     assert type(policy.model).__name__ == "ScreenQwen2ForCausalLM" and policy.vision is not None
     encoder = policy.model.screen_encoder.projection.weight.detach().clone()
-    policy, history = train_base_policy(policy, examples, ProjectConfig(), settings)
+    policy, history = train_base_policy(policy, examples, ProjectConfig(), settings, screens)
     assert history["step"].iloc[-1] == 2 and not torch.equal(encoder, policy.model.screen_encoder.projection.weight.detach())

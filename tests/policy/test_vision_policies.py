@@ -25,7 +25,7 @@ from hindsight.rollout.tasks import make_tasks
 from hindsight.training.sft import SFTConfig, train_sft
 
 from toy_gui_env import SPEC, SquareScreen
-from vision_policies import KINDS, PROMPT, expert_examples, make_policy
+from vision_policies import KINDS, PROMPT, expert_steps, make_policy
 
 ROLLOUT = RolloutConfig(
     sampling=SamplingConfig(temperature=1.0, max_length=512), group_size=2, max_parallel=8, progress=False, seed=3, prompt=PROMPT
@@ -48,9 +48,9 @@ def played(vision_policy):
 def test_behaviour_cloning_lowers_the_loss_and_moves_every_trainable_parameter(vision_policy):
     policy = copy.deepcopy(vision_policy)
     before = {name: p.detach().clone() for name, p in policy.model.named_parameters() if p.requires_grad}
-    examples = expert_examples(range(8))
-    assert len(examples) == 16 and all(shot.shape == (32, 32, 3) for shot in examples["screenshot"])
-    history = train_sft(policy, examples, BC)
+    examples, screens = expert_steps(range(8))
+    assert len(examples) == 16 and len(screens) == 16 and set(screens["width"]) == set(screens["height"]) == {32}
+    history = train_sft(policy, examples, BC, screens=screens)
     first, last = history["loss"].iloc[:3].mean(), history["loss"].iloc[-3:].mean()
     assert last < 0.5 * first, history["loss"].tolist()
     after = dict(policy.model.named_parameters())

@@ -1,6 +1,11 @@
 """Step samples rebuilt from a trajectory table (``samples_from_table``): the prompts from
 each episode's history, the responses re-tokenized, the allowed ids from each step's valid
-actions; what the scoring pipeline and the positive replay score (``encoding.StepSample``)."""
+actions; what the scoring pipeline and the positive replay score (``encoding.StepSample``).
+
+A trajectory table keeps no screenshots (they live in a table of their own, keyed by episode
+and step, and only for the steps ingestion wrote), so these samples are text only: a policy
+that sees would be scored on them without its screen. ``refuse_policy_that_sees`` is what
+every caller runs first; it names the place and what to change."""
 
 from __future__ import annotations
 
@@ -56,3 +61,22 @@ def samples_from_table(
                 )
             )
     return samples
+
+
+def refuse_policy_that_sees(policy, where: str, remedy: str) -> None:
+    """Stop before step samples are rebuilt from a trajectory table for a policy that sees
+    (``policy.vision`` set): they would carry no screen (module docstring).
+
+    Args:
+        policy: The policy that would score or train on the rebuilt samples.
+        where: What rebuilds them (a pipeline, a setting), first in the message.
+        remedy: What to change, last in the message.
+
+    Raises:
+        ValueError: ``policy`` sees.
+    """
+    if getattr(policy, "vision", None) is not None:
+        raise ValueError(
+            f"{where} rebuilds step samples from a trajectory table, which holds no screenshots: a policy that sees "
+            f"would be scored there without its screen; {remedy}"
+        )

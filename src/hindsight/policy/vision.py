@@ -16,8 +16,9 @@ policy, and then nothing here runs. Two kinds:
 - the embedded tiny policy with ``behaviour_cloning.policy.vision: true``
   (``policy.screen_model``): its own small screenshot encoder, read by ``TinyScreens``.
 
-``screen_image(policy, screenshot)`` is what the rollout and behaviour cloning call;
-``example_images`` reads the optional ``screenshot`` column of an SFT examples table.
+``screen_image(policy, screenshot)`` is what the rollout and behaviour cloning call (SFT
+finds each step's screenshot in the catalog's ``screenshots`` table by episode and step,
+``training.example_screens``: no examples table holds pixels).
 """
 
 from __future__ import annotations
@@ -33,11 +34,6 @@ import torch
 from hindsight.policy.screens import ScreenImage, check_screenshot, screenshot_key
 
 logger = logging.getLogger(__name__)
-
-SCREENSHOT_COLUMN = "screenshot"
-"""The optional column of an SFT examples table holding each step's screenshot (RGB uint8
-(H, W, 3) arrays, or None): behaviour cloning of a vision policy reads it."""
-
 
 class ScreenReader(Protocol):
     """What a vision policy's ``Policy.vision`` does (module docstring)."""
@@ -93,14 +89,6 @@ def screen_image(policy, screenshot: Any) -> ScreenImage | None:
     if policy.vision is None or screenshot is None:
         return None
     return policy.vision.image(screenshot, policy.model)
-
-
-def example_images(policy, examples) -> list[ScreenImage | None] | None:
-    """Per row of an SFT examples table, its screenshot for a vision policy (the
-    ``SCREENSHOT_COLUMN``); None for a text policy or a table without that column."""
-    if policy.vision is None or SCREENSHOT_COLUMN not in examples:
-        return None
-    return [screen_image(policy, shot) for shot in examples[SCREENSHOT_COLUMN]]
 
 
 def model_type(directory: Path) -> str | None:
@@ -192,6 +180,6 @@ def check_vision_rollout(policy, layout: str, imagination, backend_name: str) ->
 
 
 __all__: Sequence[str] = (
-    "SCREENSHOT_COLUMN", "ProcessorScreens", "ScreenReader", "check_vision_rollout", "example_images", "is_vision_directory",
+    "ProcessorScreens", "ScreenReader", "check_vision_rollout", "is_vision_directory",
     "load_vision_model", "screen_image",
 )

@@ -90,8 +90,12 @@ def teacher_fit_pairs(
 
 
 def fit_mixture(pairs: pd.DataFrame, stage1_mixture: pd.DataFrame, repeat: int) -> pd.DataFrame:
-    """``repeat`` copies of the fit pairs beside the Stage-1 mixture (step-wise rows only)."""
+    """``repeat`` copies of the fit pairs beside the Stage-1 mixture (step-wise rows only),
+    each row with its step's ``episode_id`` and ``step`` where the mixture keeps them (the
+    key of a step's screen for a policy that sees)."""
     columns = ["prompt", "response", "kind"]
+    if {"episode_id", "step"} <= set(stage1_mixture.columns):
+        columns += ["episode_id", "step"]
     if "header" in stage1_mixture and stage1_mixture["header"].notna().any():
         raise ValueError("stage1.teacher_fit: the Stage-1 mixture holds multi-turn rows; the fit is step-wise only")
     parts = [pairs.reindex(columns=columns)] * repeat + [stage1_mixture.reindex(columns=columns)]

@@ -27,7 +27,7 @@ import torch
 
 from hindsight.envs.infeasible import is_infeasible_group
 from hindsight.policy.encoding import StepSample
-from hindsight.policy.table_samples import samples_from_table
+from hindsight.policy.table_samples import refuse_policy_that_sees, samples_from_table
 from hindsight.rollout.config import RolloutConfig
 from hindsight.rollout.curriculum import curriculum_bucket
 from hindsight.rollout.pass_rates import PassRates
@@ -41,8 +41,22 @@ REPLAY_SOURCE = "replay"
 """The ``source`` of a replayed stored episode in the rollout table (episode ids ``replay/...``)."""
 
 
+def check_replayable(policy) -> None:
+    """Refuse a policy that sees: a replayed episode's samples are rebuilt from its stored
+    rows, which keep no screen (``table_samples.refuse_policy_that_sees``)."""
+    refuse_policy_that_sees(
+        policy, "replaying a stored episode (training.rl.schedulers.curriculum.positive_replay, WM-R1's replay)",
+        "set training.rl.schedulers.curriculum.positive_replay: false for a policy that sees",
+    )
+
+
 def rebuild_samples(policy, rows: pd.DataFrame, rollout: RolloutConfig) -> tuple[pd.DataFrame, list[StepSample]]:
-    """(the rows sorted by episode and step, their rebuilt step samples in that order)."""
+    """(the rows sorted by episode and step, their rebuilt step samples in that order).
+
+    Raises:
+        ValueError: ``policy`` sees (stored rows keep no screen: ``refuse_policy_that_sees``).
+    """
+    check_replayable(policy)
     samples = samples_from_table(
         rows, policy.tokenizer, rollout.prompt, constrained=rollout.sampling.constrained, max_length=rollout.sampling.max_length or 1024
     )

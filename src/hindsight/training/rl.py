@@ -49,6 +49,7 @@ from hindsight.training.batch import RolloutBatch
 from hindsight.training.checkpoint import ResumedRun, resume_rl, save_rl_checkpoint
 from hindsight.training.data_parallel import DataParallel
 from hindsight.training.method import Method
+from hindsight.training.positive_replay import check_replayable
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.rl_parallel import gather_update_batch, mean_over_ranks, shard_tasks
 from hindsight.training.rl_update import update_policy
@@ -181,6 +182,8 @@ def train_rl(
     """
     schedule = Schedule.from_settings(config)
     schedule.check(method, parallel=parallel is not None)
+    if schedule.replay is not None:
+        check_replayable(policy)  # before any update, not at the first replay
     method.check(config, parallel=parallel is not None)
     method.start(policy)
     state = start_loop(policy, train_tasks, config, schedule, seed, checkpoint_dir)

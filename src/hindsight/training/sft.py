@@ -35,9 +35,10 @@ from hindsight.policy import Policy
 from hindsight.policy.encoding import StepSample, collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.policy.model import has_native_bf16
-from hindsight.policy.vision import example_images
+from hindsight.policy.vision import screen_image
 from hindsight.training.data_parallel import DataParallel, micro_batch_plan
 from hindsight.training.episode_sft import EpisodeSequence, TurnBudget, encode_examples, sequence_nll
+from hindsight.training.example_screens import example_screens
 from hindsight.training.sft_config import SFTConfig
 
 logger = logging.getLogger(__name__)
@@ -110,15 +111,16 @@ def train_sft(
     seed: int = 0,
     parallel: DataParallel | None = None,
     turns: TurnBudget | None = None,
+    screens: pd.DataFrame | None = None,
+    screens_origin: str = "screenshots",
 ) -> pd.DataFrame:
     """Fine-tune ``policy.model`` in place on ``examples`` (columns ``prompt``, ``response``).
 
     Args:
         policy: A ``hindsight.policy.Policy`` (its model is trained in place).
         examples: One row per example; an optional ``kind`` column names its family
-            (bc / skill_bc / analyzer) and is reported in the history; for a vision policy an
-            optional ``screenshot`` column (``policy.vision.SCREENSHOT_COLUMN``) gives each
-            step's screen, read in every forward.
+            (bc / skill_bc / analyzer) and is reported in the history; for a vision policy
+            each step row's ``episode_id`` and ``step`` key its screen in ``screens``.
         config: Training settings.
         log_metrics: Called as ``log_metrics(metrics, step)`` every ``log_every`` steps.
         seed: Seed of the example order.
@@ -128,13 +130,18 @@ def train_sft(
         turns: The rollout's context budget (``TurnBudget.of(project.rollout.engine.sampling)``), needed
             when ``examples`` hold multi-turn rows (``episode_sft``; their context is built
             by the engine's rule, not cut to ``config.max_length``).
+        screens: The screenshot table of the examples' steps (the catalog's ``screenshots``,
+            ``hindsight.data.screenshots``), read for a vision policy only: each step example's
+            screen is joined in when its sample is built (``training.example_screens``); a
+            step without one is refused. A text policy ignores it.
+        screens_origin: The name of ``screens`` in the error messages.
 
     Returns:
         The history: one row per logged step (step, loss, lr, tokens_per_s, elapsed_s).
     """
     if examples.empty:
         raise ValueError("SFT got no examples")
-    run = _prepare_run(policy, examples, config, seed, parallel, turns)
+    run = _prepare_run(policy, examples, config, seed, parallel, turns, screens, screens_origin)
     run.model.train()
 
     history: list[dict] = []
@@ -197,13 +204,29 @@ class _LogWindow:
         self.tokens, self.start, self.loss, self.micro = 0, now, 0.0, 0
 
 
+def _example_images(policy: Policy, examples: pd.DataFrame, screens: pd.DataFrame | None, origin: str) -> list | None:
+    """Per example, its screen as the vision policy's model reads it (one ``ScreenImage`` per
+    step screen, shared by the rows of that step); None for a text policy."""
+    if policy.vision is None:
+        return None
+    images: dict[int, object] = {}
+    out = []
+    for array in example_screens(examples, screens, origin):
+        if array is not None and id(array) not in images:
+            images[id(array)] = screen_image(policy, array)
+        out.append(None if array is None else images[id(array)])
+    return out
+
+
 def _prepare_run(
-    policy: Policy, examples: pd.DataFrame, config: SFTConfig, seed: int, parallel: DataParallel | None, turns: TurnBudget | None
+    policy: Policy, examples: pd.DataFrame, config: SFTConfig, seed: int, parallel: DataParallel | None, turns: TurnBudget | None,
+    screens: pd.DataFrame | None = None, screens_origin: str = "screenshots",
 ) -> _SFTRun:
-    """Encode the examples, derive the step counts, build the optimizer and choose the
-    precision of the run."""
+    """Encode the examples (a vision policy's with their screens), derive the step counts,
+    build the optimizer and choose the precision of the run."""
     model, tokenizer = policy.model, policy.tokenizer
-    encoded = encode_examples(tokenizer, examples, config.max_length, turns, example_images(policy, examples))
+    images = _example_images(policy, examples, screens, screens_origin)
+    encoded = encode_examples(tokenizer, examples, config.max_length, turns, images)
     lengths = [len(sample.input_ids) for sample in encoded]
     micro_per_epoch = math.ceil(len(encoded) / config.batch_size)
     total_steps = config.max_steps or max(1, int(config.epochs * micro_per_epoch / config.grad_accum_steps))

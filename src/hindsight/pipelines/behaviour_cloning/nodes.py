@@ -155,10 +155,16 @@ def log_prefixed(prefix: str):
     return lambda metrics, step: tracking.log_metrics({f"{prefix}/{k}": v for k, v in metrics.items()}, step=step)
 
 
-def train_base_policy(policy: Policy, examples: pd.DataFrame, project: ProjectConfig, settings: BehaviourCloningConfig):
+def train_base_policy(
+    policy: Policy, examples: pd.DataFrame, project: ProjectConfig, settings: BehaviourCloningConfig,
+    screenshots: pd.DataFrame | None = None,
+):
     """Behaviour cloning: the base policy, and its loss history (multi-turn examples are
-    built into sequences by the rollout's context rule, ``TurnBudget``)."""
+    built into sequences by the rollout's context rule, ``TurnBudget``). A policy that sees
+    reads each expert step's screen from ``screenshots`` (the catalog's, keyed by episode and
+    step; a step without one is refused); a text policy ignores it."""
     history = train_sft(
-        policy, examples, settings.sft, log_prefixed("bc"), seed=project.seeds.examples, turns=TurnBudget.of(project.rollout.engine.sampling)
+        policy, examples, settings.sft, log_prefixed("bc"), seed=project.seeds.examples,
+        turns=TurnBudget.of(project.rollout.engine.sampling), screens=screenshots,
     )
     return policy, history.assign(phase="bc")

@@ -29,7 +29,7 @@ def create_pipeline(**kwargs) -> Pipeline:
             ),
             Node(
                 train_base_policy,
-                inputs=["initial_policy", "bc_examples", "project_settings", "behaviour_cloning_settings"],
+                inputs=["initial_policy", "bc_examples", "project_settings", "behaviour_cloning_settings", "screenshots"],
                 outputs=["base_policy", "bc_history"],
                 name="train_base_policy",
             ),

@@ -12,7 +12,7 @@ import pandas as pd  # noqa: E402
 from hindsight import tracking  # noqa: E402
 from hindsight.config import ProjectConfig, ScoringConfig  # noqa: E402
 from hindsight.policy import Policy  # noqa: E402
-from hindsight.policy.table_samples import samples_from_table  # noqa: E402
+from hindsight.policy.table_samples import refuse_policy_that_sees, samples_from_table  # noqa: E402
 from hindsight.training.distillation import response_logprobs, scores_table, skill_augmented_logprobs  # noqa: E402
 
 logger = logging.getLogger(__name__)
@@ -26,12 +26,16 @@ def score_distillation_signals(
     scoring: ScoringConfig,
 ) -> pd.DataFrame:
     """Token-level ``logp_plain``, ``logp_skill``, gap and gate of every step whose episode
-    has a parsed skill, under the same decoding rule the actor used.
+    has a parsed skill, under the same decoding rule the actor used. A policy that sees is
+    refused (the rollout table keeps no screens: ``table_samples.refuse_policy_that_sees``).
 
     Returns:
         The scores table (``hindsight.training.distillation.SCORES_COLUMNS``): episode_id, step,
         token_index, token, logp_plain, logp_skill, gap, gate.
     """
+    refuse_policy_that_sees(
+        policy, "the scoring pipeline (skill_rollouts)", "score a policy that sees inside the RL update, whose rollouts carry their screens"
+    )
     parsed = skills[skills["parse_ok"]]
     skill_of = dict(zip(parsed["episode_id"], parsed["skill"]))
     table = trajectories[trajectories["episode_id"].isin(skill_of)]

@@ -32,6 +32,7 @@ from hindsight.stage1.premise_pieces import PieceStore, PremisePlan, plan_key, r
 from hindsight.stage1.premise_report import premise_summary
 from hindsight.stage1.teacher_fit import fit_mixture, teacher_fit_pairs
 from hindsight.training.episode_sft import MULTITURN_COLUMNS, TurnBudget, skill_conditioned
+from hindsight.training.example_screens import screens_of_samples
 from hindsight.training.sft import SFT_HISTORY_COLUMNS, train_sft
 
 logger = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ def own_rollout_examples(skill_rollouts: pd.DataFrame, project: ProjectConfig, s
 
 def stage1_examples(
     bc_examples: pd.DataFrame, own_rollouts: pd.DataFrame, skills: pd.DataFrame, analyzer_sft_set: pd.DataFrame,
-    settings: Stage1Config,
+    settings: Stage1Config, screenshots: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The Stage-1 mixture: behaviour cloning, skill-conditioned behaviour cloning on every
     expert step whose episode has a skill (``episode_skills``, injected after the task line), and
@@ -84,7 +85,11 @@ def stage1_examples(
     In the multi-turn layout (``bc_examples`` with ``episode_sft.MULTITURN_COLUMNS``) the
     behaviour-cloning rows keep those columns (whole-episode sequences, the skill in the
     header of the skill-conditioned ones); analyzer pairs stay (prompt, response) rows with
-    them empty."""
+    them empty.
+
+    Where the steps have screens (``screenshots`` not empty: an environment that renders one)
+    the rows keep their step's ``episode_id`` and ``step``, the key a policy that sees finds
+    the screen by when it trains (no pixels in the table); a text run's mixture is as before."""
     skill_of = episode_skills(skills, analyzer_sft_set)
     conditioned = skill_conditioned(bc_examples, skill_of)
     own = skill_conditioned(own_rollouts, skill_of).assign(kind="own_skill_bc") if len(own_rollouts) else own_rollouts
@@ -102,6 +107,8 @@ def stage1_examples(
     behaviour_cloning = [bc_examples, conditioned] if settings.behaviour_cloning else []  # false: the release's Stage 1
     parts = behaviour_cloning + own_copies + counterfactual + reordered + unrelated + [analyzer] * settings.analyzer_repeat
     columns = ["prompt", "response", "kind"] + (list(MULTITURN_COLUMNS) if "header" in bc_examples else [])
+    if screenshots is not None and len(screenshots):
+        columns += [column for column in ("episode_id", "step") if column not in columns]
     mixture = pd.concat([part.reindex(columns=columns) for part in parts], ignore_index=True)
     counts = mixture["kind"].value_counts().to_dict()
     logger.info("Stage-1 mixture: %s", counts)
@@ -118,24 +125,34 @@ def _copy(examples: pd.DataFrame, label: str) -> pd.DataFrame:
     return examples.assign(sequence=keys)
 
 
-def train_stage1_policy(base_policy: Policy, examples: pd.DataFrame, project: ProjectConfig, settings: Stage1Config):
+def train_stage1_policy(
+    base_policy: Policy, examples: pd.DataFrame, project: ProjectConfig, settings: Stage1Config,
+    screenshots: pd.DataFrame | None = None,
+):
     """Stage 1 of SEED from the base policy: the SFT checkpoint (RL's start, unless the
-    teacher fit follows), and its loss history."""
+    teacher fit follows), and its loss history. A policy that sees reads each step example's
+    screen from ``screenshots`` (the analyzer pairs stay text; a step without a screen is
+    refused)."""
     history = train_sft(
         base_policy, examples, settings.sft, log_prefixed("stage1"), seed=project.seeds.examples,
-        turns=TurnBudget.of(project.rollout.engine.sampling),
+        turns=TurnBudget.of(project.rollout.engine.sampling), screens=screenshots,
     )
     return base_policy, history.assign(phase="stage1")
 
 
-def fit_stage1_teacher(stage1_sft_policy: Policy, examples: pd.DataFrame, project: ProjectConfig, settings: Stage1Config):
+def fit_stage1_teacher(
+    stage1_sft_policy: Policy, examples: pd.DataFrame, project: ProjectConfig, settings: Stage1Config,
+    screenshots: pd.DataFrame | None = None,
+):
     """The teacher fit (``stage1.teacher_fit``) after Stage 1's SFT, for
     ``stage1.teacher_fit.episodes_per_game`` > 0: the policy plays that many training tasks
     per game, writes its own skill for each won episode, and trains on their steps with and
     without the skill (and with ``teacher_fit.unrelated`` under another task type's skill)
     beside the Stage-1 mixture ``examples``; logs
     ``stage1/teacher_fit/{episodes,success_rate,own_skills,fit_steps}``. Returns the Stage-1
-    checkpoint (the SFT one unchanged when the fit is off) and the fit's loss history."""
+    checkpoint (the SFT one unchanged when the fit is off) and the fit's loss history. A
+    policy that sees trains on the screens it played on (its rollout's samples carry them)
+    and, for the mixture's steps, on ``screenshots``."""
     fit = settings.teacher_fit
     if fit.episodes_per_game == 0:
         return stage1_sft_policy, _no_fit_history()
@@ -156,9 +173,12 @@ def fit_stage1_teacher(stage1_sft_policy: Policy, examples: pd.DataFrame, projec
     if pairs.empty:
         logger.warning("stage1.teacher_fit: no won episode with a parsed own skill; the Stage-1 checkpoint is the SFT one")
         return stage1_sft_policy, _no_fit_history()
+    screens = None
+    if stage1_sft_policy.vision is not None:  # the played steps' screens beside the catalog's (in memory only)
+        screens = pd.concat([part for part in (screenshots, screens_of_samples(rollout.samples)) if part is not None], ignore_index=True)
     history = train_sft(
         stage1_sft_policy, fit_mixture(pairs, examples, fit.repeat), fit.sft, log_prefixed("stage1/teacher_fit"),
-        seed=project.seeds.examples,
+        seed=project.seeds.examples, screens=screens, screens_origin="screenshots and the teacher fit's rollouts",
     )
     return stage1_sft_policy, history.assign(phase="teacher_fit")
 

@@ -25,19 +25,19 @@ def create_pipeline(**kwargs) -> Pipeline:
             ),
             Node(
                 stage1_examples,
-                inputs=["bc_examples", "own_rollout_examples", "skills", "analyzer_sft_set", "stage1_settings"],
+                inputs=["bc_examples", "own_rollout_examples", "skills", "analyzer_sft_set", "stage1_settings", "screenshots"],
                 outputs="stage1_examples",
                 name="make_stage1_examples",
             ),
             Node(
                 train_stage1_policy,
-                inputs=["base_policy", "stage1_examples", "project_settings", "stage1_settings"],
+                inputs=["base_policy", "stage1_examples", "project_settings", "stage1_settings", "screenshots"],
                 outputs=["stage1_sft_policy", "stage1_history"],
                 name="stage1_training",
             ),
             Node(
                 fit_stage1_teacher,
-                inputs=["stage1_sft_policy", "stage1_examples", "project_settings", "stage1_settings"],
+                inputs=["stage1_sft_policy", "stage1_examples", "project_settings", "stage1_settings", "screenshots"],
                 outputs=["stage1_policy", "teacher_fit_history"],
                 name="fit_teacher",
             ),
