@@ -2,8 +2,10 @@
 gold solver wins every task of each fold, a random valid-action agent rarely does, the
 typed tool schema, identification before the account, the policy deciding outcomes (a
 solver that skips identification or breaks the policy loses exactly the tasks that need
-it), the user ending the conversation after checking, the action checks, the folds and the
-"seen" window that never repeats a trained task. The user's rules: test_dual_control_user.py."""
+it), transfers that need a diagnosis, unneeded changes that lose, the user ending the
+conversation after checking, the action checks, and nothing privileged in ``info``. The
+user's rules: test_dual_control_user.py; folds, identity and the exploit agents:
+test_dual_control_folds.py."""
 
 from __future__ import annotations
 
@@ -13,12 +15,10 @@ import pytest
 
 from hindsight.data.expert import play_gold_episode
 from hindsight.envs import EnvironmentConfigError, EnvironmentSpec, make_env
-from hindsight.envs.dual_control import DualControlEnvironment, listed_actions, make_task, parse_call, play
+from hindsight.envs.dual_control import DualControlEnvironment, analysis, listed_actions, make_task, parse_call, play
 from hindsight.envs.dual_control.policy import POLICY, REFUEL_LIMIT_GB
 from hindsight.envs.dual_control.session import FINAL_MESSAGE, TRANSFER, TelecomSession, final_check
-from hindsight.envs.dual_control.tasks import (
-    HELD_OUT_PAIRS, HELD_OUT_REQUESTS, INTENTS, PERSONAS, TOP_UP, UNSEEN_MODELS, fault_combinations,
-)
+from hindsight.envs.dual_control.tasks import INTENTS, PERSONAS, TOP_UP
 from hindsight.envs.dual_control.tools import Seen, ToolCallError
 
 SPEC = EnvironmentSpec("dual_control", "telecom", max_steps=20)
@@ -36,7 +36,7 @@ def run(env, actions):
     return [env.step(action) for action in actions][-1]
 
 
-def find_task(split, wanted, count=5000):
+def find_task(split, wanted, count=1000):
     """The first seed of ``split`` whose task satisfies ``wanted(task)``."""
     for seed in make_env(SPEC).seeds(split, count):
         if wanted(make_task(split, seed)):
@@ -44,19 +44,33 @@ def find_task(split, wanted, count=5000):
     raise AssertionError("no such task in the window")
 
 
+def act_all(task, actions):
+    session = TelecomSession(task)
+    session.opening()
+    for action in actions:
+        if session.finished:
+            break
+        session.act(parse_call(action))
+    return session
+
+
 @pytest.mark.parametrize("split", ["train", "dev", "test"])
 def test_the_gold_solver_wins_every_task_within_the_step_limit(env, split):
-    lengths, kinds = [], set()
+    lengths, kinds, issues = [], set(), set()
     for seed in env.seeds(split, SEEDS_PER_SPLIT):
         _, info = env.reset(seed, split)
         gold = env.gold_actions()
+        assert gold == analysis.gold_actions(split, seed)
         _, reward, terminated, truncated, info = run(env, gold)
         assert info["won"] and terminated and not truncated and reward == 10.0, (split, seed, gold)
         assert info["score"] == 1.0
+        labels = analysis.task_labels(split, seed)
         lengths.append(len(gold))
-        kinds.add((info["intent"], info["persona"]))
-    assert max(lengths) < 16  # the Gymnasium id's step limit
-    assert kinds == {(intent, persona) for intent in INTENTS for persona in PERSONAS}
+        kinds.add((labels["intent"][0], labels["persona"][0]))
+        issues.add(int(labels["issues"][0]))
+    assert max(lengths) < 20  # the Gymnasium id's step limit
+    assert {(intent, persona) for intent in INTENTS[:3] for persona in PERSONAS} <= kinds
+    assert issues == {1, 2, 3, 4}  # one to four simultaneous faults on every fold
 
 
 def test_a_random_valid_action_agent_is_a_low_floor(env):
@@ -75,11 +89,28 @@ def test_a_random_valid_action_agent_is_a_low_floor(env):
     assert rate < 0.05
 
 
+def test_info_holds_nothing_privileged_and_the_score_is_only_the_win(env):
+    seed = find_task("train", lambda t: len(t.faults) >= 2 and t.outcome == "fix" and not t.slips)
+    _, info = env.reset(seed, "train")
+    assert not {"faults", "intent", "persona", "gold_actions"} & set(info)
+    gold = env.gold_actions()
+    scores = [env.step(action)[4]["score"] for action in gold]
+    assert scores[:-1] == [0.0] * (len(gold) - 1) and scores[-1] == 1.0  # no partial credit to read
+    session = TelecomSession(make_task("train", seed))
+    session.opening()
+    progress = []
+    for action in gold:
+        session.act(parse_call(action))
+        progress.append(analysis.progress(session))
+    # the dense score is the analysis interface's: it grows with the fixes, the agent never sees it
+    assert progress[-1] == 1.0 and any(0.0 < value < 1.0 for value in progress) and sorted(progress) == progress
+
+
 # --- the tools: a typed schema, a finite list ------------------------------------------
 
 
 def test_the_policy_is_the_task_text_and_the_opening_reveals_no_identity(env):
-    seed = find_task("train", lambda t: t.persona == "easy" and t.intent == "mobile_data")
+    seed = find_task("train", lambda t: t.persona == "easy" and t.intent == "mobile_data" and t.framing is None)
     observation, info = env.reset(seed, "train")
     assert info["task"] == POLICY and f"refuel at most {REFUEL_LIMIT_GB} GB" in POLICY
     customer = env.session.world.customer
@@ -91,7 +122,7 @@ def test_the_list_is_finite_and_gains_only_what_the_user_said(env):
     seed = find_task("train", lambda t: t.persona == "easy")
     _, info = env.reset(seed, "train")
     before = info["valid_actions"]
-    assert len(before) == len(set(before)) == 37
+    assert len(before) == len(set(before)) == 44
     _, _, _, _, info = env.step("ask_user what is your phone number")
     number = env.session.world.customer.phone_number
     assert info["valid_actions"] == [f"identify_by_phone {number}"] + before
@@ -171,26 +202,108 @@ def test_breaking_the_policy_loses_exactly_the_tasks_it_decides(split):
     decided = []
     for seed in make_env(SPEC).seeds(split, 400):
         task = make_task(split, seed)
-        needs_policy = task.refuel_over_limit or task.intent == "out_of_scope"
+        needs_policy = task.refuel_over_limit or task.outcome == "transfer"
         session = play(task, follow_policy=False)
         assert session.won != needs_policy, (seed, task.faults, session.problems)
-        decided.append((task.refuel_over_limit, task.intent == "out_of_scope"))
+        decided.append((task.refuel_over_limit, task.outcome == "transfer"))
     assert any(over for over, _ in decided) and any(out for _, out in decided)
 
 
 def test_an_out_of_scope_request_is_won_only_by_a_transfer_after_identification(env):
     seed = find_task("train", lambda t: t.intent == "out_of_scope" and t.persona == "easy")
     env.reset(seed, "train")
-    observation, reward, terminated, _, info = env.step(TRANSFER)
+    observation, reward, terminated, _, info = env.step(f"{TRANSFER} request")
     assert terminated and not info["won"] and "transferred before identifying" in " ".join(env.session.problems)
     env.reset(seed, "train")
     gold = env.gold_actions()
-    assert gold[-1] == TRANSFER and gold[-2].startswith("identify_by_phone")
+    assert gold[-1] == f"{TRANSFER} request" and gold[-2].startswith("identify_by_phone")
     assert run(env, gold)[4]["won"]
-    fixable = find_task("train", lambda t: t.intent == "mobile_data" and t.persona == "easy")
+    fixable = find_task("train", lambda t: t.intent == "mobile_data" and t.outcome == "fix" and t.persona == "easy")
     env.reset(fixable, "train")
-    run(env, env.gold_actions()[:-1] + [TRANSFER])
+    run(env, env.gold_actions()[:-1] + [f"{TRANSFER} request"])
     assert not env.session.won and "transferred a problem support should fix" in env.session.problems
+
+
+# --- transfers that need a diagnosis, requests that only sound like transfers ---------------
+
+
+def test_a_suspension_only_a_human_may_lift_is_found_in_the_record_and_transferred_by_name():
+    task = make_task("train", find_task("train", lambda t: t.faults == ("contract_ended",) and t.persona == "easy"
+                                        and t.framing is None))
+    fixable = make_task("train", find_task("train", lambda t: t.faults == ("suspended",) and t.persona == "easy"
+                                           and t.framing is None))
+    assert TelecomSession(task).opening() == TelecomSession(fixable).opening()  # the opening tells them apart nowhere
+    gold = play(task).actions
+    assert gold[-2:] == ["get_details", f"{TRANSFER} contract_ended"] and play(task).won
+    session = act_all(task, gold[:-2])
+    assert "line suspended (contract ended)" in session.act(parse_call("get_details"))
+    identify = gold[:-2]
+    for actions, problem in [
+        (identify + [f"{TRANSFER} contract_ended"], "action check: 'get_details' missing"),
+        (identify + ["get_details", f"{TRANSFER} request"], "action check: 'transfer_to_human contract_ended' missing"),
+        (identify + ["get_details", "resume_line", FINAL_MESSAGE, FINAL_MESSAGE, FINAL_MESSAGE], "a transfer was needed and not made"),
+    ]:
+        lost = act_all(task, actions)
+        assert lost.finished and not lost.won and problem in lost.problems, lost.problems
+    refused = act_all(task, identify + ["get_details"])
+    assert refused.act(parse_call("resume_line")).startswith("Tool: Cannot resume the line: it is suspended (contract ended)")
+
+
+def test_a_sim_locked_with_a_puk_is_found_on_the_settings_screen_and_transferred():
+    task = make_task("train", find_task("train", lambda t: t.faults == ("sim_puk",) and t.persona == "easy"))
+    gold = play(task).actions
+    assert gold[-2:] == ["ask_user check network settings", f"{TRANSFER} sim_puk"] and play(task).won
+    session = act_all(task, gold[:-2])
+    assert "SIM locked (PUK required)" in session.act(parse_call("ask_user check network settings"))
+    assert "It still asks for a PUK code" in session.act(parse_call("ask_user reseat sim card"))
+    no_look = act_all(task, gold[:-2] + [f"{TRANSFER} sim_puk"])
+    assert not no_look.won and "action check: 'ask_user check network settings' missing" in no_look.problems
+
+
+def test_a_technical_problem_told_as_a_threat_is_fixed_not_transferred():
+    task = make_task("train", find_task("train", lambda t: t.framing == "cancel" and t.outcome == "fix" and t.persona == "easy"))
+    opening = TelecomSession(task).opening()
+    assert "I will cancel my contract if this is not fixed." in opening and "My problem is" in opening
+    gold = play(task).actions
+    assert not any(action.startswith(TRANSFER) for action in gold) and play(task).won
+    transferred = act_all(task, gold[:1] + [gold[1], f"{TRANSFER} request"])
+    assert not transferred.won and "transferred a problem support should fix" in transferred.problems
+
+
+# --- instructions that can hurt -------------------------------------------------------------
+
+
+def test_a_blind_toggle_undoes_a_setting_and_an_unneeded_change_loses():
+    task = make_task("train", find_task("train", lambda t: t.intent == "mobile_data" and t.outcome == "fix" and "vpn" in t.decoys
+                                        and "airplane" not in t.faults and not t.slips and t.persona == "easy"))
+    gold = play(task).actions
+    assert play(task).won and "ask_user toggle vpn" not in gold  # a VPN does not stop mobile data: the customer's choice
+    changed = act_all(task, gold[:-1] + ["ask_user toggle vpn", FINAL_MESSAGE])
+    assert changed.finished and not changed.won and "changed VPN, which the problem did not need" in changed.problems
+    toggled = act_all(task, gold[:-1])
+    assert toggled.act(parse_call("ask_user toggle airplane mode")) == "User: Okay. Airplane mode is now on."
+
+
+@pytest.mark.parametrize("persona, tolerated", [("easy", 1), ("hard", 0)])
+def test_pointless_instructions_try_the_customers_patience(persona, tolerated):
+    task = make_task("train", find_task("train", lambda t: t.faults == ("airplane",) and t.persona == persona and not t.slips
+                                        and t.world.phone.network_mode == "auto"))
+    gold = play(task).actions
+    session = act_all(task, gold[:-1])
+    for attempt in range(tolerated + 1):
+        reply = session.act(parse_call("ask_user set network mode to auto"))
+        assert reply.startswith("User: Network mode is already auto.")
+    assert session.finished and not session.won and reply.endswith("I give up. (conversation ended)")
+    assert session.problems == ["the customer gave up"]  # the state is right, the customer left
+
+
+def test_the_lumen_flip_applies_a_pushed_apn_at_once_and_the_orbit_x_after_a_restart():
+    lumen = make_task("test", find_task("test", lambda t: t.world.phone.model.name == "Lumen Flip" and "apn" in t.faults
+                                            and "sim" not in t.faults))
+    orbit = make_task("train", find_task("train", lambda t: t.world.phone.model.name == "Orbit X" and "apn" in t.faults))
+    assert "push_apn_settings" in play(lumen).actions and "push_apn_settings" in play(orbit).actions
+    assert "ask_user restart phone" not in play(lumen).actions[play(lumen).actions.index("push_apn_settings"):]
+    assert "ask_user restart phone" in play(orbit).actions[play(orbit).actions.index("push_apn_settings"):]
 
 
 # --- the end of a conversation, the final and the action checks --------------------------
@@ -198,7 +311,7 @@ def test_an_out_of_scope_request_is_won_only_by_a_transfer_after_identification(
 
 @pytest.mark.parametrize("persona, patience", [("easy", 3), ("hard", 2)])
 def test_a_premature_fixed_never_wins_and_the_user_gives_up(env, persona, patience):
-    seed = find_task("train", lambda t: t.intent == "mobile_data" and t.persona == persona)
+    seed = find_task("train", lambda t: t.intent == "mobile_data" and t.outcome == "fix" and t.persona == persona)
     env.reset(seed, "train")
     for claim in range(1, patience + 1):
         observation, reward, terminated, _, info = env.step(FINAL_MESSAGE)
@@ -208,10 +321,11 @@ def test_a_premature_fixed_never_wins_and_the_user_gives_up(env, persona, patien
 
 
 def test_the_user_ends_the_conversation_after_their_own_check(env):
-    seed = find_task("train", lambda t: t.intent == "slow_data" and t.faults == ("data_saver",) and not t.slips)
+    seed = find_task("train", lambda t: t.intent == "slow_data" and t.faults == ("data_saver",) and not t.slips
+                     and t.world.phone.network_mode == "auto")
     env.reset(seed, "train")
     gold = env.gold_actions()
-    assert gold[-2:] == ["ask_user turn off data saver", FINAL_MESSAGE]
+    assert gold[-2:] == ["ask_user toggle data saver", FINAL_MESSAGE]
     run(env, gold[:-1])
     observation, reward, terminated, _, info = env.step("ask_user run speed test")
     assert "48.0 Mbps download (fast)" in observation and observation.endswith("(conversation ended)")
@@ -219,7 +333,7 @@ def test_the_user_ends_the_conversation_after_their_own_check(env):
 
 
 def test_fixing_without_any_check_is_not_won(env):
-    seed = find_task("train", lambda t: t.intent == "mobile_data" and t.faults == ("airplane",) and not t.slips)
+    seed = find_task("train", lambda t: t.faults == ("airplane",) and not t.slips)
     env.reset(seed, "train")
     gold = env.gold_actions()
     run(env, gold[:-1])
@@ -231,7 +345,7 @@ def quota_task(preference, wanted_gb=None):
     def wanted(task):
         return task.faults == ("quota",) and (task.preference == TOP_UP) == (preference == TOP_UP) and (
             wanted_gb is None or task.refuel_wanted_gb == wanted_gb)
-    return make_task("train", find_task("train", wanted))
+    return make_task("train", find_task("train", wanted, count=3000))
 
 
 def test_the_action_checks_catch_what_the_final_state_cannot():
@@ -242,9 +356,7 @@ def test_the_action_checks_catch_what_the_final_state_cannot():
         ([a for a in gold if a != "ask_user refuel or plan upgrade"], "'ask_user refuel or plan upgrade' missing"),
         ([b for a in gold for b in (["refuel_data 1", "refuel_data 1"] if a == "refuel_data 2" else [a])], "'refuel_data 2' missing"),
     ]:
-        session = TelecomSession(task)
-        for action in bad:
-            session.act(parse_call(action))
+        session = act_all(task, bad)
         assert session.finished and not session.won and session.problems == [f"action check: {expected}"]
         assert session.world.account.refuel_gb == 2  # the final state alone would pass
 
@@ -259,12 +371,10 @@ def test_a_refuel_above_the_limit_loses_and_the_limit_wins():
 @pytest.mark.parametrize("extra, problem", [("refuel_data 1", "GB refuelled"), ("change_plan unlimited", "plan"),
                                             ("enable_roaming", "roaming add-on")])
 def test_an_unwanted_charge_loses_even_when_the_problem_is_solved(extra, problem):
-    task = make_task("train", find_task("train", lambda t: t.intent == "mobile_data" and not {"quota", "roaming"} & set(t.faults)
-                                        and t.initial_plan != "unlimited"))
+    task = make_task("train", find_task("train", lambda t: t.intent == "mobile_data" and t.outcome == "fix"
+                                        and not {"quota", "roaming"} & set(t.faults) and t.initial_plan != "unlimited"))
     gold = play(task).actions
-    session = TelecomSession(task)
-    for action in gold[:-1] + [extra, FINAL_MESSAGE]:
-        session.act(parse_call(action))
+    session = act_all(task, gold[:-1] + [extra, FINAL_MESSAGE])
     assert session.finished and not session.won and any(problem in p for p in session.problems)
 
 
@@ -273,44 +383,6 @@ def test_the_upgrade_must_be_the_named_plan():
     assert play(task).won and f"change_plan {task.preference}" in play(task).actions
     world = play(task).world
     assert final_check(task, world, ["ask_user refuel or plan upgrade", "refuel_data 1"], False) != []
-
-
-# --- folds, seeds and the "seen" window -------------------------------------------------------
-
-
-def test_every_seed_is_one_episode(env):
-    other = DualControlEnvironment(SPEC)
-    for seed in env.seeds("test", 20):
-        first, second = env.reset(seed, "test"), other.reset(seed, "test")
-        assert first == second and env.gold_actions() == other.gold_actions()
-        rng = random.Random(seed)
-        for _ in range(8):
-            action = rng.choice(first[1]["valid_actions"][:-2])
-            assert env.step(action) == other.step(action)
-
-
-def test_folds_hold_out_fault_pairs_a_request_and_a_phone_model(env):
-    for intent in INTENTS:
-        train, test = set(fault_combinations("train", intent)), set(fault_combinations("test", intent))
-        assert set(fault_combinations("dev", intent)) == train and train and test and not train & test
-    held = {frozenset(pair) for intent in INTENTS for pair in fault_combinations("test", intent) if len(pair) == 2}
-    assert held == HELD_OUT_PAIRS
-    assert {task[0] for task in fault_combinations("test", "out_of_scope")} == set(HELD_OUT_REQUESTS)
-    train_models = {make_task("train", seed).world.phone.model.name for seed in env.seeds("train", 300)}
-    test_models = {make_task("test", seed).world.phone.model.name for seed in env.seeds("test", 300)}
-    assert not train_models & set(UNSEEN_MODELS) and set(UNSEEN_MODELS) <= test_models
-    assert not set(env.seeds("train", 100)) & set(env.seeds("test", 100))
-    with pytest.raises(EnvironmentConfigError, match="not a test seed"):
-        env.reset(env.seeds("train", 1)[0], "test")
-
-
-def test_the_seen_window_never_repeats_a_task_below_it(env):
-    trained = {make_task("train", seed).signature() for seed in env.seeds("train", 500)}
-    seen = env.seeds("train", 25, 500)
-    signatures = [make_task("train", seed).signature() for seed in seen]
-    assert len(set(signatures)) == 25 and not set(signatures) & trained
-    assert seen[0] >= 500 and seen != list(range(500, 525))  # some identical tasks were skipped
-    assert env.seeds("train", 5) == [0, 1, 2, 3, 4] and env.seeds("dev", 2, 3) == [1_000_003, 1_000_004]
 
 
 def test_bad_settings_name_the_key():
@@ -338,11 +410,3 @@ def test_the_account_record_says_when_the_data_is_used_up():
     assert f"data {limit:.1f} of {limit:.1f} GB used (none left)" in session.act(parse_call("get_details"))
     session.act(parse_call("refuel_data 1"))
     assert f"of {limit + 1:.1f} GB used," in session.act(parse_call("get_details"))
-
-
-def test_a_window_far_up_the_train_fold_is_plain_and_quick(env):
-    import time
-
-    started = time.perf_counter()
-    assert env.seeds("train", 2, 50_000) == [50_000, 50_001]
-    assert time.perf_counter() - started < 1.0

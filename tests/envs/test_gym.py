@@ -140,10 +140,15 @@ def test_scienceworld_id_passes_check_env():
 
 
 def test_dual_control_id_passes_check_env_and_its_gold_episode_wins():
+    from hindsight.envs.dual_control import analysis
+
     env = checked("hindsight/dual-control-telecom-v0")
     observation, info = env.reset(seed=3, options={"split": "test"})
     assert observation in env.observation_space and "declare infeasible" not in info["valid_actions"]
-    for action in env.unwrapped.gold_actions():
+    assert "score" not in info  # the agent gets no dense score, and no gold (the analysis interface has it)
+    with pytest.raises(PermissionError, match="analysis interface"):
+        env.unwrapped.gold_actions()
+    for action in analysis.gold_actions("test", info["task_seed"]):
         observation, reward, terminated, truncated, info = env.step(action)
         assert observation in env.observation_space and not info["observation_replaced"]
     assert info["won"] and terminated and reward > 0

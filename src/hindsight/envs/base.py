@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from hindsight.envs.reward import RewardConfig
 
@@ -83,6 +83,13 @@ class TextEnvironment(ABC):
     """A text environment holding one task at a time (see the module docstring)."""
 
     spec: EnvironmentSpec
+    private_info_keys: ClassVar[tuple[str, ...]] = ()
+    """Info keys the project's own loop may read but an outside agent does not get: the
+    Gymnasium wrapper (``gym_wrapper``) drops them."""
+    gold_analysis: ClassVar[str | None] = None
+    """Where the gold sequence lives when it is an analysis interface an outside agent does
+    not get (the Gymnasium wrapper's ``gold_actions()`` refuses, naming it); None: the
+    wrapper hands ``gold_actions()`` out."""
 
     @abstractmethod
     def reset(self, seed: int, split: str = "train") -> tuple[str, dict[str, Any]]:

@@ -24,8 +24,11 @@ Tasks. ``reset(seed=..., options={"split": ..., "task_seed": ...})``:
 
 so ``reset(seed=k, options={"split": s})`` is the project's k-th task of fold s, the same
 mapping the other direction (``gym_adapter``) uses. The info dict is the project's (keys in
-``hindsight.envs.base``: ``task``, ``valid_actions``, ``won``, ...) plus ``split`` and
-``task_seed`` after reset. ``gold_actions()`` is the expert sequence of the current task.
+``hindsight.envs.base``: ``task``, ``valid_actions``, ``won``, ...) without the
+environment's ``private_info_keys``, plus ``split`` and ``task_seed`` after reset.
+``gold_actions()`` is the expert sequence of the current task, except where the environment
+keeps it for analysis (``gold_analysis``: the dual-control domain): there it refuses and
+names that interface.
 """
 
 from __future__ import annotations
@@ -92,7 +95,7 @@ class TextEnvironmentGym(gymnasium.Env):
         drop_info_keys: tuple[str, ...] = (),
     ) -> None:
         self.environment = environment
-        self.drop_info_keys = drop_info_keys
+        self.drop_info_keys = tuple(drop_info_keys) + tuple(getattr(environment, "private_info_keys", ()))
         self.observation_space = spaces.Text(max_observation_length, min_length=0, charset=TEXT_CHARSET)
         self.action_space = spaces.Text(ACTION_MAX_LENGTH, min_length=1, charset=TEXT_CHARSET)
         self._fold_sizes: dict[str, int] = {}
@@ -139,7 +142,18 @@ class TextEnvironmentGym(gymnasium.Env):
         return self._observation(observation, info), float(reward), bool(terminated), bool(truncated), info
 
     def gold_actions(self) -> list[str]:
-        """The expert action sequence of the current task (after ``reset``)."""
+        """The expert action sequence of the current task (after ``reset``).
+
+        Raises:
+            PermissionError: The environment keeps its gold sequence for analysis
+                (``gold_analysis``); the message names where it is.
+        """
+        analysis = getattr(self.environment, "gold_analysis", None)
+        if analysis:
+            raise PermissionError(
+                f"{type(self.environment).__name__} gives no gold actions to an agent; the evaluation reads them "
+                f"through its analysis interface: {analysis}."
+            )
         return list(self.environment.gold_actions())
 
     def close(self) -> None:
@@ -257,7 +271,7 @@ def builtin_gym_ids() -> dict[str, tuple[Callable[..., gymnasium.Env], dict[str,
         make_family_gym, {"env": "textworld", "game": "custom", "params": {"world_size": 1, "nb_objects": 3, "quest_length": 2}}
     )
     ids["hindsight/alfworld-v0"] = (make_family_gym, {"env": "alfworld", "game": "pick_and_place_simple", "max_steps": 50})
-    ids["hindsight/dual-control-telecom-v0"] = (make_family_gym, {"env": "dual_control", "game": "telecom", "max_steps": 16})
+    ids["hindsight/dual-control-telecom-v0"] = (make_family_gym, {"env": "dual_control", "game": "telecom", "max_steps": 20})
     ids["hindsight/miniwob-v0"] = (make_family_gym, {"env": "miniwob", "game": "click-test", "max_steps": 10})
     for task in MINIWOB_GYM_TASKS:
         ids[f"hindsight/miniwob-{task}-v0"] = (make_family_gym, {"env": "miniwob", "game": task, "max_steps": 10})

@@ -2,29 +2,35 @@
 
 Two parties act on one state. The agent (the support representative) changes the
 *account* through its tools; only the simulated user can change the *phone* (its switches,
-SIM card, restarts, app permissions). Mobile data works when nothing in ``blockers``
-stands in the way:
+settings, SIM card, restarts, app permissions). Mobile data works when nothing in
+``blockers`` stands in the way:
 
     airplane mode       the phone's airplane mode is on
     no sim              the SIM card is not detected (reseat it, then restart)
+    sim locked          the SIM asks for a PUK code (only a human agent can help: a new SIM)
     restart pending     a SIM reseat, APN reset or APN push waits for a restart
-    line suspended      the account's line is suspended (bill unpaid: pay, then resume)
+    line suspended      the account's line is suspended (for an overdue bill: pay, then
+                        resume; for an ended contract: only a human agent may lift it)
     mobile data off     the phone's mobile data switch is off
-    bad apn             the phone's APN profile is wrong (reset it on the phone, or push it
-                        from the network on phones without an APN menu; then restart)
+    bad apn             the phone's APN profile was edited wrong (reset it on the phone, or
+                        push it from the network on phones without an APN menu)
     quota exhausted     the plan's data (plus refuels) is used up
     roaming blocked     the phone is abroad and either the account's roaming or the phone's
                         data-roaming switch is off
 
-Data is *slow* (``slow_causes``) when data saver, a VPN or a network mode other than
-"auto" throttles it: the speed test (``speed_test``) shows under ``GOOD_SPEED_MBPS``.
+Data is *slow* (``slow_causes``) when data saver, battery saver, a VPN or a slow network
+mode (3g only, 2g only) throttles it: the speed test (``speed_test``) shows under ``GOOD_SPEED_MBPS``.
 An MMS goes out (``mms_blockers``) when mobile data works, the APN carries the MMS server
 and the messages app may use SMS and storage.
 
-The texts here (settings screen, speed test, account record) are the only way either party
-learns the state: the agent reads the account itself and the phone through the user. The
-settings screen names what differs from the phone's defaults (our simplification, so that a
-small policy can find the one setting that matters in it).
+The customer's own settings (``SETTINGS``: the switches, the network mode, the APN and the
+messages app's two permissions) may hold values the customer chose on purpose (data roaming
+on at home, a VPN, 4g only, a work APN, ...): the final check keeps every setting the
+problem does not need as it was (``session.final_check``).
+
+The texts here (settings screen, permissions screen, speed test, account record) are the
+only way either party learns the state: the agent reads the account itself and the phone
+through the user. The settings screen names what differs from the phone's defaults.
 """
 
 from __future__ import annotations
@@ -34,25 +40,45 @@ from dataclasses import dataclass, field
 PLAN_LIMITS_GB: dict[str, float | None] = {"basic": 2.0, "plus": 10.0, "unlimited": None}
 """Monthly data of each plan (None: unlimited)."""
 PLANS: tuple[str, ...] = tuple(PLAN_LIMITS_GB)
-NETWORK_MODES: dict[str, float] = {"auto": 48.0, "3g only": 6.0, "2g only": 0.3}
+NETWORK_MODES: dict[str, float] = {"auto": 48.0, "4g only": 40.0, "3g only": 6.0, "2g only": 0.3}
 """Network mode -> download speed (Mbps) with nothing else throttling."""
+SLOW_MODES: tuple[str, ...] = tuple(mode for mode, speed in NETWORK_MODES.items() if speed < 10.0)
 GOOD_SPEED_MBPS = 10.0
 """A speed test at or above this is what the customer calls fast."""
+APN_DEFAULT = "carrier"
+APN_VALUES: tuple[str, ...] = ("carrier", "carrier without mms", "edited", "work")
+"""The phone's APN profile: the carrier's (default, with the MMS server), the carrier's
+without the MMS server, one edited wrong (no data), the customer's employer's (works)."""
+SIM_STATES: tuple[str, ...] = ("ready", "not detected", "puk locked")
+SUSPENSIONS: tuple[str, ...] = ("overdue bill", "contract ended")
+"""Why a line is suspended; only the first is lifted by support (``resume_line``)."""
+SETTINGS: tuple[str, ...] = (
+    "airplane_mode", "mobile_data", "data_roaming", "data_saver", "battery_saver", "vpn", "network_mode", "apn",
+    "sms_permission", "storage_permission",
+)
+"""The customer's own phone settings (the final check keeps the unneeded ones unchanged)."""
+SETTING_LABELS: dict[str, str] = {
+    "airplane_mode": "airplane mode", "mobile_data": "mobile data", "data_roaming": "data roaming",
+    "data_saver": "data saver", "battery_saver": "battery saver", "vpn": "VPN", "network_mode": "network mode", "apn": "APN",
+    "sms_permission": "the messages app's SMS permission", "storage_permission": "the messages app's storage permission",
+}
 
 
 @dataclass(frozen=True)
 class PhoneModel:
-    """A phone model: whether its user can edit the APN."""
+    """A phone model: how its APN is fixed."""
 
     name: str
     apn_menu: bool
     """The user can reset the APN on the phone; without it only ``push_apn_settings`` fixes it."""
+    push_needs_restart: bool
+    """A pushed APN profile applies after a restart (False: at once)."""
 
 
 PHONE_MODELS: dict[str, PhoneModel] = {
-    "Nexa 5": PhoneModel("Nexa 5", apn_menu=True),
-    "Orbit X": PhoneModel("Orbit X", apn_menu=False),
-    "Lumen Flip": PhoneModel("Lumen Flip", apn_menu=False),
+    "Nexa 5": PhoneModel("Nexa 5", apn_menu=True, push_needs_restart=True),
+    "Orbit X": PhoneModel("Orbit X", apn_menu=False, push_needs_restart=True),
+    "Lumen Flip": PhoneModel("Lumen Flip", apn_menu=False, push_needs_restart=False),
 }
 
 
@@ -70,25 +96,26 @@ class Customer:
 
 @dataclass
 class Phone:
-    """The phone: only the user's actions change it."""
+    """The phone: only the user's actions change it (and an APN push from the network)."""
 
     model: PhoneModel
     airplane_mode: bool = False
     mobile_data: bool = True
     data_roaming: bool = False
-    apn_ok: bool = True
-    mms_apn_ok: bool = True
-    sim_seated: bool = True
-    restart_pending: bool = False
     data_saver: bool = False
+    battery_saver: bool = False
     vpn: bool = False
     network_mode: str = "auto"
-    messages_permissions: bool = True
+    apn: str = APN_DEFAULT
+    sms_permission: bool = True
+    storage_permission: bool = True
+    sim: str = "ready"
+    restart_pending: bool = False
 
 
 @dataclass
 class Account:
-    """The customer's account: only the agent's tools change it."""
+    """The customer's account: only the agent's tools change it (and the user paying the bill)."""
 
     plan: str = "plus"
     data_used_gb: float = 1.0
@@ -96,12 +123,17 @@ class Account:
     """Data added by refuels in this conversation (each refuel is billed)."""
     roaming_enabled: bool = False
     abroad: bool = False
-    line_suspended: bool = False
+    suspension: str | None = None
+    """Why the line is suspended (``SUSPENSIONS``); None: active."""
     bill_paid: bool = True
     plan_changes: int = 0
     """Plan changes made in this conversation (each one is billed)."""
     roaming_added_at_home: int = 0
     """Roaming add-ons enabled while the customer is at home (an unnecessary charge)."""
+
+    @property
+    def line_suspended(self) -> bool:
+        return self.suspension is not None
 
     def data_limit_gb(self) -> float | None:
         """The plan's data plus refuels (None: unlimited)."""
@@ -128,11 +160,12 @@ def blockers(world: World) -> list[str]:
     phone, account = world.phone, world.account
     checks = [
         ("airplane mode", phone.airplane_mode),
-        ("no sim", not phone.sim_seated),
+        ("no sim", phone.sim == "not detected"),
+        ("sim locked", phone.sim == "puk locked"),
         ("restart pending", phone.restart_pending),
         ("line suspended", account.line_suspended),
         ("mobile data off", not phone.mobile_data),
-        ("bad apn", not phone.apn_ok),
+        ("bad apn", phone.apn == "edited"),
         ("quota exhausted", account.quota_exhausted()),
         ("roaming blocked", account.abroad and not (account.roaming_enabled and phone.data_roaming)),
     ]
@@ -140,16 +173,21 @@ def blockers(world: World) -> list[str]:
 
 
 def slow_causes(world: World) -> list[str]:
-    """What throttles working mobile data (empty: full speed)."""
+    """What throttles working mobile data under ``GOOD_SPEED_MBPS`` (empty: fast, or no data)."""
     phone = world.phone
-    checks = [("data saver", phone.data_saver), ("vpn", phone.vpn), ("network mode", phone.network_mode != "auto")]
-    return [name for name, slow in checks if slow]
+    checks = [("data saver", phone.data_saver), ("battery saver", phone.battery_saver), ("vpn", phone.vpn),
+              ("network mode", phone.network_mode in SLOW_MODES)]
+    return [name for name, slow in checks if slow] if download_mbps(world) < GOOD_SPEED_MBPS else []
 
 
 def mms_blockers(world: World) -> list[str]:
     """What keeps an MMS from going out (empty: it is sent)."""
     phone = world.phone
-    extra = [("mms apn", not phone.mms_apn_ok), ("messages permissions", not phone.messages_permissions)]
+    extra = [
+        ("mms apn", phone.apn == "carrier without mms"),
+        ("sms permission", not phone.sms_permission),
+        ("storage permission", not phone.storage_permission),
+    ]
     return blockers(world) + [name for name, blocked in extra if blocked]
 
 
@@ -160,9 +198,11 @@ def download_mbps(world: World) -> float:
     speed = NETWORK_MODES[world.phone.network_mode]
     if world.phone.data_saver:
         speed /= 8.0
+    if world.phone.battery_saver:
+        speed /= 5.0
     if world.phone.vpn:
         speed /= 6.0
-    return round(speed, 1)
+    return max(round(speed, 1), 0.1)  # a working connection never reads as none
 
 
 def speed_test(world: World) -> str:
@@ -176,27 +216,33 @@ def speed_test(world: World) -> str:
 
 def settings_screen(world: World) -> str:
     """What the user reads on the network settings screen: what differs from the phone's
-    defaults (airplane mode off, mobile data on, data roaming off, data saver off, VPN off,
-    network mode auto, the carrier's APN, SIM ready, no restart), and the signal."""
+    defaults (airplane mode off, mobile data on, data roaming off, data saver and battery
+    saver off, VPN off,
+    network mode auto, the carrier's APN where the phone has an APN menu, SIM ready, no
+    restart), and the signal."""
     phone = world.phone
     if phone.airplane_mode:
         signal = "no signal"
-    elif not phone.sim_seated:
+    elif phone.sim == "not detected":
         signal = "No SIM"
+    elif phone.sim == "puk locked":
+        signal = "SIM locked"
     elif world.account.line_suspended:
         signal = "emergency calls only"
     else:
         signal = "signal 4 bars" + (", roaming" if world.account.abroad else "")
+    apn_text = {"edited": "APN custom (edited)", "carrier without mms": "APN without MMS server", "work": "APN work profile"}
     unusual = [
         (phone.airplane_mode, "airplane mode on"),
         (not phone.mobile_data, "mobile data off"),
         (phone.data_roaming, "data roaming on"),
         (phone.data_saver, "data saver on"),
+        (phone.battery_saver, "battery saver on"),
         (phone.vpn, "VPN on"),
         (phone.network_mode != "auto", f"network mode {phone.network_mode}"),
-        (phone.model.apn_menu and not phone.apn_ok, "APN custom (edited)"),
-        (phone.model.apn_menu and phone.apn_ok and not phone.mms_apn_ok, "APN without MMS server"),
-        (not phone.sim_seated, "SIM not detected"),
+        (phone.model.apn_menu and phone.apn != APN_DEFAULT, apn_text.get(phone.apn, "")),
+        (phone.sim == "not detected", "SIM not detected"),
+        (phone.sim == "puk locked", "SIM locked (PUK required)"),
         (phone.restart_pending, "restart required"),
     ]
     listed = [text for shown, text in unusual if shown]
@@ -205,8 +251,11 @@ def settings_screen(world: World) -> str:
 
 def permissions_screen(world: World) -> str:
     """What the user reads on the messages app's permission screen."""
-    state = "allowed" if world.phone.messages_permissions else "denied"
-    return f"The messages app permissions show: SMS {state}, storage {state}."
+    phone = world.phone
+    return (
+        f"The messages app permissions show: SMS {'allowed' if phone.sms_permission else 'denied'}, "
+        f"storage {'allowed' if phone.storage_permission else 'denied'}."
+    )
 
 
 def account_record(world: World) -> str:
@@ -215,12 +264,12 @@ def account_record(world: World) -> str:
     limit = account.data_limit_gb()
     quota = "unlimited" if limit is None else f"{account.data_used_gb:.1f} of {limit:.1f} GB used" + (
         " (none left)" if account.quota_exhausted() else "")
-    profile = "invalid" if not phone.apn_ok else ("valid" if phone.mms_apn_ok else "missing MMS server")
+    profile = {"carrier": "valid", "carrier without mms": "missing MMS server", "edited": "invalid", "work": "work profile"}[phone.apn]
+    line = f"suspended ({account.suspension})" if account.line_suspended else "active"
     return (
         f"Account of {world.customer.first_name} {world.customer.last_name}: plan {account.plan}, data {quota}, "
         f"roaming {_on(account.roaming_enabled)}, location {'abroad' if account.abroad else 'home'}, "
-        f"line {'suspended' if account.line_suspended else 'active'}, bill {'paid' if account.bill_paid else 'overdue'}, "
-        f"device APN profile {profile}."
+        f"line {line}, bill {'paid' if account.bill_paid else 'overdue'}, device APN profile {profile}."
     )
 
 

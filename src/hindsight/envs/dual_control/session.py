@@ -7,26 +7,32 @@ The agent's tools (``tools.TOOLS``; typed arguments, checked by ``tools.parse_ca
     get_details                            the account record (``domain.account_record``)
     change_plan <plan>                     switch plan (billed)
     refuel_data <gb>                       add data (billed; the policy allows 2 GB)
-    resume_line                            lift a suspension; refused while the bill is unpaid
+    resume_line                            lift a suspension for an overdue bill, once paid
     enable_roaming                         add roaming to the account (billed; wrong at home)
-    push_apn_settings                      send the APN profile (with MMS server) to the phone
+    push_apn_settings                      send the carrier's APN profile (with MMS server)
     ask_user <instruction>                 the user answers or acts (``user.RuleUser``)
     tell_user fixed                        the user checks; only a passing check ends it
-    transfer_to_human                      end: the conversation is handed over
+    transfer_to_human <reason>             end: the conversation is handed over, naming
+                                           why (``policy.TRANSFER_REASONS``)
 
 Every account tool needs an identified customer (policy 1): before that it answers with an
 error and changes nothing. The conversation ends when the user ends it (their check passed,
 or their patience ran out) or on a transfer; it is won iff ``final_check`` finds nothing:
 
-- state: the customer's problem is solved (mobile data flows; the speed test is fast; an
-  MMS goes out); the account shows exactly the wanted changes: with an exhausted quota, the
-  refuel the customer asked for, capped at the policy's limit, or the one plan change to
-  the plan they named; otherwise no refuel and no plan change; no roaming add-on at home.
-  An out-of-scope request: transferred once the customer was identified, with no account
-  change; any other task: not transferred.
+- state: a task to fix: the customer's problem is solved (mobile data flows; the speed test
+  is fast; an MMS goes out); every setting of the customer's that no fault touches holds its
+  starting value (``needed_settings``: a blind toggle, a reset APN or a pushed profile over
+  a work APN, a permission allowed that the customer denied, all lose); the account shows
+  exactly the wanted changes: with an exhausted quota, the refuel the customer asked for,
+  capped at the policy's limit, or the one plan change to the plan they named; otherwise no
+  refuel and no plan change; no roaming add-on at home; not transferred. A task to transfer
+  (``TelecomTask.outcome``): transferred once the customer was identified, with the phone
+  and the account as they were.
 - actions (``required_actions``, as tau2's evaluator checks some tasks' actions): the
   customer's preference was asked before a refuel or plan change; the refuel is one call of
-  the right amount; an out-of-scope request ends with ``transfer_to_human``.
+  the right amount; a request ends with ``transfer_to_human request``; a cause only a human
+  may resolve is transferred, naming it, after the look-up that shows it
+  (``policy.HUMAN_ONLY``): ``transfer_to_human contract_ended`` after ``get_details``.
 """
 
 from __future__ import annotations
@@ -35,9 +41,10 @@ import copy
 from typing import Callable
 
 from hindsight.envs.dual_control.domain import (
-    GOOD_SPEED_MBPS, World, account_record, blockers, download_mbps, mms_blockers, slow_causes,
+    APN_DEFAULT, GOOD_SPEED_MBPS, SETTING_LABELS, SETTINGS, World, account_record, blockers, download_mbps, mms_blockers,
+    slow_causes,
 )
-from hindsight.envs.dual_control.policy import REFUEL_LIMIT_GB
+from hindsight.envs.dual_control.policy import HUMAN_ONLY, REFUEL_LIMIT_GB
 from hindsight.envs.dual_control.tasks import TOP_UP, TelecomTask
 from hindsight.envs.dual_control.tools import ACCOUNT_TOOLS, Seen, ToolCall
 from hindsight.envs.dual_control.user import ENDED, RuleUser, UserModel
@@ -46,32 +53,70 @@ FINAL_MESSAGE = "tell_user fixed"
 TRANSFER = "transfer_to_human"
 ASK_PREFIX = "ask_user "
 ASK_PREFERENCE = ASK_PREFIX + "refuel or plan upgrade"
+FAULT_SETTINGS: dict[str, tuple[str, ...]] = {
+    "airplane": ("airplane_mode",), "data_off": ("mobile_data",), "roaming": ("data_roaming",),
+    "data_saver": ("data_saver",), "battery_saver": ("battery_saver",), "vpn": ("vpn",), "network_mode": ("network_mode",), "apn": ("apn",),
+    "mms_apn": ("apn",), "permissions": ("sms_permission", "storage_permission"),
+}
+"""Fault family -> the customer's settings it puts in a wrong state."""
+
+
+def needed_settings(task: TelecomTask) -> set[str]:
+    """The customer's settings the fix may change (those the task's faults touch; none when
+    the task is a transfer)."""
+    if task.outcome == "transfer":
+        return set()
+    return {name for fault in task.faults for name in FAULT_SETTINGS.get(fault, ())}
 
 
 def problem_left(task: TelecomTask, world: World) -> list[str]:
     """What still keeps the customer's own problem from being solved."""
+    if task.outcome == "transfer":
+        return []
     if task.intent == "mms":
         return mms_blockers(world)
     if task.intent == "slow_data":
         return blockers(world) + slow_causes(world) if download_mbps(world) < GOOD_SPEED_MBPS else []
-    return blockers(world) if task.intent == "mobile_data" else []
+    return blockers(world)
 
 
 def required_actions(task: TelecomTask) -> list[str]:
     """The calls the conversation must hold (in this order, where more than one)."""
-    if task.intent == "out_of_scope":
-        return [TRANSFER]
+    reason = transfer_reason(task)
+    if reason == "request":
+        return [f"{TRANSFER} {reason}"]
+    if reason is not None:
+        return [HUMAN_ONLY[reason], f"{TRANSFER} {reason}"]
     if "quota" not in task.faults:
         return []
     charge = f"refuel_data {min(task.refuel_wanted_gb, REFUEL_LIMIT_GB)}" if task.preference == TOP_UP else f"change_plan {task.preference}"
     return [ASK_PREFERENCE, charge]
 
 
+def transfer_reason(task: TelecomTask) -> str | None:
+    """The reason the task's transfer must name (None: a task to fix)."""
+    if task.intent == "out_of_scope":
+        return "request"
+    human = [fault for fault in task.faults if fault in HUMAN_ONLY]
+    return human[0] if human else None
+
+
+def unneeded_changes(task: TelecomTask, world: World) -> list[str]:
+    """The customer's settings changed although the problem did not need it (for a transfer:
+    anything changed on the phone)."""
+    start, now = task.world.phone, world.phone
+    changed = [name for name in SETTINGS if name not in needed_settings(task) and getattr(now, name) != getattr(start, name)]
+    problems = [f"changed {SETTING_LABELS[name]}, which the problem did not need" for name in changed]
+    if task.outcome == "transfer" and (now.sim, now.restart_pending) != (start.sim, start.restart_pending):
+        problems.append("changed the phone before a transfer")
+    return problems
+
+
 def final_check(task: TelecomTask, world: World, actions: list[str], transferred: bool, identified: bool = True) -> list[str]:
     """What is wrong at the end of ``task`` (empty: the task is won)."""
     account = world.account
-    problems = [f"still broken: {name}" for name in problem_left(task, world)]
-    quota_task, out_of_scope = "quota" in task.faults, task.intent == "out_of_scope"
+    problems = [f"still broken: {name}" for name in problem_left(task, world)] + unneeded_changes(task, world)
+    quota_task, transfer_task = "quota" in task.faults, task.outcome == "transfer"
     wanted_refuel = min(task.refuel_wanted_gb, REFUEL_LIMIT_GB) if quota_task and task.preference == TOP_UP else 0
     wanted_plan = task.preference if quota_task and task.preference != TOP_UP else task.initial_plan
     if account.refuel_gb != wanted_refuel:
@@ -80,8 +125,8 @@ def final_check(task: TelecomTask, world: World, actions: list[str], transferred
         problems.append(f"plan {account.plan} after {account.plan_changes} change(s), {wanted_plan} wanted")
     if account.roaming_added_at_home:
         problems.append("roaming add-on charged while at home")
-    if transferred != out_of_scope:
-        problems.append("transferred a problem support should fix" if transferred else "an out-of-scope request not transferred")
+    if transferred != transfer_task:
+        problems.append("transferred a problem support should fix" if transferred else "a transfer was needed and not made")
     elif transferred and not identified:
         problems.append("transferred before identifying the customer")
     position = 0
@@ -111,6 +156,8 @@ class TelecomSession:
         self.transferred = False
         self.finished = False
         self.won = False
+        self.gave_up = False
+        """The user gave up (patience spent): lost whatever the state."""
         self.actions: list[str] = []
         self.problems: list[str] = []
         """``final_check``'s findings once the conversation ended."""
@@ -130,18 +177,21 @@ class TelecomSession:
         if call.tool in ("ask_user", "tell_user"):
             turn = self.user.respond(call.args[0]) if call.tool == "ask_user" else self.user.told_fixed()
             self.seen.take_in(turn.text)
+            self.gave_up = self.gave_up or turn.gave_up
             if turn.ended:
                 self._end()
             return "User: " + turn.text
         if call.tool == TRANSFER:
             self.transferred = True
             self._end()
-            return "You transfer the customer to a human agent." + ENDED
+            return f"You transfer the customer to a human agent ({call.args[0].replace('_', ' ')})." + ENDED
         return "Tool: " + self._agent_tool(call)
 
     def _end(self) -> None:
         self.finished = True
         self.problems = final_check(self.task, self.world, self.actions, self.transferred, self.identified)
+        if self.gave_up:
+            self.problems.append("the customer gave up")
         self.won = not self.problems
 
     def remaining(self) -> int:
@@ -180,9 +230,11 @@ class TelecomSession:
         if call.tool == "resume_line":
             if not account.line_suspended:
                 return "The line is already active."
+            if account.suspension != "overdue bill":
+                return f"Cannot resume the line: it is suspended ({account.suspension}); support cannot lift that."
             if not account.bill_paid:
                 return "Cannot resume the line: the bill is overdue."
-            account.line_suspended = False
+            account.suspension = None
             return "The line is active again."
         if call.tool == "enable_roaming":
             if account.roaming_enabled:
@@ -192,7 +244,9 @@ class TelecomSession:
             return "Roaming enabled on the account (billed)."
         if call.tool == "push_apn_settings":
             phone = self.world.phone
-            phone.apn_ok = phone.mms_apn_ok = True
+            phone.apn = APN_DEFAULT
+            if not phone.model.push_needs_restart:
+                return "APN profile sent to the phone; it applied at once."
             phone.restart_pending = True
             return "APN profile sent to the phone; it applies after a restart."
         raise ValueError(f"unknown tool {call.tool!r}")

@@ -1,86 +1,70 @@
-"""Procedural telecom tasks: a seeded intent, faults, persona, customer, phone and account.
+"""Procedural telecom tasks: a seeded intent, faults, decoys, persona, customer, phone and account.
 
-A task is (split, seed) -> an intent (``INTENTS``: mobile data, slow data, MMS, or a
-request support must transfer), one to three faults of that intent (``INTENT_FAULTS``),
-a persona (``PERSONAS``: how the user answers, ``user``), the customer (name, date of
-birth, phone number), the phone model, the plan, and, when the quota is a fault, the
-customer's preference (a refuel of 1-3 GB, or an upgrade to a named plan; the user says it
-only when asked). The same (split, seed) always gives the same task (``random.Random``
-seeded with the string "split:seed").
+``draw_task(stream, index)`` draws one candidate task from ``random.Random("stream:index")``:
 
-Folds. "train" and "dev" draw from the same distribution (disjoint seeds): one fault, or
-two faults whose pair is not held out, on the seen phone models, the first two
-out-of-scope requests. "test" is the unseen fold: a held-out pair (``HELD_OUT_PAIRS``) or
-any three faults of an intent, on any phone model including ``UNSEEN_MODELS``, and the
-held-out request ``port_number``.
+- an intent (``INTENTS``: mobile data, slow data, MMS, or a request support must transfer);
+- its faults: one to four of the intent's fault families (``INTENT_FAULTS``, by
+  ``ISSUE_WEIGHTS``), or, for a share ``HUMAN_ONLY_SHARE`` of mobile-data tasks, one cause only a human
+  may resolve (``policy.HUMAN_ONLY``: a line suspended because the contract ended, a SIM
+  locked with a PUK), or for a request its one family;
+- decoys: one to three of the customer's own settings at a value they chose on purpose that
+  does not cause this intent's problem (``decoy_choices``: data roaming on at home, a VPN,
+  data saver, battery saver, 4g only or 3g only, an SMS or storage permission denied to the messages app, a
+  work APN); the final check keeps them as they were;
+- a persona (``PERSONAS``), a framing (``policy.FRAMINGS``: a share of the technical
+  problems are told as a threat to cancel, dispute or leave), the customer (name, date of
+  birth, phone number), the phone model, the plan and data used, and, when the quota is a
+  fault, the customer's preference (a refuel of 1-3 GB, or an upgrade to a named plan).
 
-``signature`` names what makes two tasks the same task (everything but the customer's
-identity and data use off the quota); ``DualControlEnvironment.seeds`` uses it so that the
-held-out "seen" window never repeats a task of the training window before it.
+Folds and task identity live in ``folds``: a task is what the agent can observe of it, and
+``heldout_component`` names what puts a task in the test fold (a held-out fault pair, the
+Lumen Flip's own APN behaviour, the held-out request).
 """
 
 from __future__ import annotations
 
-import itertools
 import random
 from dataclasses import dataclass
 
-from hindsight.envs.base import check_split
-from hindsight.envs.dual_control.domain import PHONE_MODELS, PLAN_LIMITS_GB, PLANS, Account, Customer, Phone, World
-from hindsight.envs.dual_control.policy import OUT_OF_SCOPE, POLICY
+from hindsight.envs.dual_control.domain import (
+    PHONE_MODELS, PLAN_LIMITS_GB, PLANS, SLOW_MODES, Account, Customer, Phone, World,
+)
+from hindsight.envs.dual_control.policy import FRAMINGS, HUMAN_ONLY, OUT_OF_SCOPE, POLICY, REFUEL_LIMIT_GB
 
 INTENT_FAULTS: dict[str, tuple[str, ...]] = {
-    "mobile_data": ("airplane", "data_off", "apn", "sim", "quota", "suspended", "roaming", "restart"),
-    "slow_data": ("data_saver", "vpn", "network_mode"),
-    "mms": ("mms_apn", "permissions", "data_off"),
+    "mobile_data": ("airplane", "data_off", "apn", "sim", "quota", "suspended", "roaming"),
+    "slow_data": ("data_saver", "battery_saver", "vpn", "network_mode"),
+    "mms": ("mms_apn", "permissions", "data_off", "airplane"),
     "out_of_scope": tuple(OUT_OF_SCOPE),
 }
 """Intent -> its fault families (for out_of_scope: the request)."""
 INTENTS: tuple[str, ...] = tuple(INTENT_FAULTS)
-INTENT_WEIGHTS: tuple[float, ...] = (0.4, 0.2, 0.2, 0.2)
-FAULTS: tuple[str, ...] = tuple(dict.fromkeys(f for faults in INTENT_FAULTS.values() for f in faults))
+INTENT_WEIGHTS: tuple[float, ...] = (0.45, 0.2, 0.3, 0.05)
+HUMAN_ONLY_SHARE = 0.06
+"""Share of mobile-data tasks whose one cause only a human may resolve (a transfer)."""
+ISSUE_WEIGHTS: tuple[float, ...] = (0.15, 0.35, 0.3, 0.2)
+"""Weights of one, two, three and four faults (an intent with fewer families takes the first ones)."""
+FRAMING_SHARE = 0.3
+"""Share of technical problems told inside a threat to cancel, dispute or leave."""
+DECOY_COUNTS: tuple[int, ...] = (1, 2, 3)
+FAULTS: tuple[str, ...] = tuple(dict.fromkeys([f for faults in INTENT_FAULTS.values() for f in faults] + list(HUMAN_ONLY)))
 PERSONAS: tuple[str, ...] = ("easy", "hard")
 HELD_OUT_PAIRS: frozenset[frozenset[str]] = frozenset(
     frozenset(pair)
     for pair in (
-        ("apn", "roaming"), ("sim", "quota"), ("airplane", "suspended"), ("data_off", "restart"),
+        ("apn", "roaming"), ("sim", "quota"), ("airplane", "suspended"), ("data_off", "airplane"),
         ("data_saver", "vpn"), ("mms_apn", "permissions"),
     )
 )
-"""Fault pairs only the test fold has."""
+"""Fault pairs only the test fold has (alone or inside a larger set of faults)."""
 HELD_OUT_REQUESTS: tuple[str, ...] = ("port_number",)
-SEEN_MODELS: tuple[str, ...] = ("Nexa 5", "Orbit X")
-UNSEEN_MODELS: tuple[str, ...] = ("Lumen Flip",)
-SPLIT_SEED_START: dict[str, int] = {"train": 0, "dev": 1_000_000, "test": 2_000_000}
-SEEDS_PER_SPLIT = 100_000
+HELD_OUT_MODEL = "Lumen Flip"
+"""The phone model whose own behaviour (a pushed APN profile applies without a restart) only
+the test fold shows; elsewhere it behaves, observably, as Orbit X."""
 TOP_UP = "refuel"
 DEFAULT_SLIP_PROBABILITY = 0.5
 FIRST_NAMES = ("Ana", "Ben", "Chloe", "David", "Elena", "Farid", "Grace", "Hugo", "Iris", "Jonas", "Keiko", "Liam")
 LAST_NAMES = ("Silva", "Novak", "Okafor", "Meyer", "Rossi", "Tanaka", "Dubois", "Larsen", "Costa", "Ahmed")
-
-
-def fault_combinations(split: str, intent: str) -> list[tuple[str, ...]]:
-    """Every fault combination of ``intent`` in fold ``split`` (sorted as in ``INTENT_FAULTS``)."""
-    check_split(split)
-    faults = INTENT_FAULTS[intent]
-    if intent == "out_of_scope":
-        return [(r,) for r in faults if (r in HELD_OUT_REQUESTS) == (split == "test")]
-    pairs = list(itertools.combinations(faults, 2))
-    if split != "test":
-        return [(fault,) for fault in faults] + [pair for pair in pairs if frozenset(pair) not in HELD_OUT_PAIRS]
-    return [pair for pair in pairs if frozenset(pair) in HELD_OUT_PAIRS] + list(itertools.combinations(faults, 3))
-
-
-def split_models(split: str) -> tuple[str, ...]:
-    """The phone models of fold ``split``."""
-    check_split(split)
-    return SEEN_MODELS + UNSEEN_MODELS if split == "test" else SEEN_MODELS
-
-
-def split_seeds(split: str) -> range:
-    """The task seeds of fold ``split``."""
-    check_split(split)
-    return range(SPLIT_SEED_START[split], SPLIT_SEED_START[split] + SEEDS_PER_SPLIT)
 
 
 @dataclass(frozen=True)
@@ -92,12 +76,16 @@ class TelecomTask:
     intent: str
     faults: tuple[str, ...]
     persona: str
+    framing: str | None
+    """A key of ``policy.FRAMINGS`` (the problem told inside a threat), or None."""
     initial_plan: str
     preference: str
     """``TOP_UP`` (then ``refuel_wanted_gb``) or the plan to upgrade to when more data is needed."""
     refuel_wanted_gb: int
     slips: bool
-    """The user toggles the wrong switch on the first switch instruction (hard persona only)."""
+    """The user toggles the wrong switch on the first toggle (hard persona only)."""
+    decoys: tuple[str, ...]
+    """The customer's settings held at a chosen value that does not cause the problem."""
     world: World
     """The starting state (copy it before playing)."""
 
@@ -107,38 +95,93 @@ class TelecomTask:
         return POLICY
 
     @property
+    def outcome(self) -> str:
+        """"transfer" (a request, or a cause only a human may resolve) or "fix"."""
+        return "transfer" if self.intent == "out_of_scope" or set(self.faults) & set(HUMAN_ONLY) else "fix"
+
+    @property
+    def issues(self) -> int:
+        """How many faults the task holds (a request counts one)."""
+        return len(self.faults)
+
+    @property
     def needs_account_change(self) -> bool:
         """Fixing it takes an account tool."""
         account_faults = {"quota", "suspended", "roaming"}
         apn_by_network = not self.world.phone.model.apn_menu and {"apn", "mms_apn"} & set(self.faults)
-        return bool(account_faults & set(self.faults) or apn_by_network)
+        return self.outcome == "fix" and bool(account_faults & set(self.faults) or apn_by_network)
 
     @property
     def needs_identification(self) -> bool:
         """Winning takes an identified customer (an account change, or a transfer)."""
-        return self.needs_account_change or self.intent == "out_of_scope"
+        return self.needs_account_change or self.outcome == "transfer"
 
     @property
     def refuel_over_limit(self) -> bool:
         """The customer asks for a refuel above the policy's limit."""
-        from hindsight.envs.dual_control.policy import REFUEL_LIMIT_GB
-
         return "quota" in self.faults and self.preference == TOP_UP and self.refuel_wanted_gb > REFUEL_LIMIT_GB
 
-    def signature(self) -> tuple:
-        """What makes two tasks the same task (see the module docstring)."""
-        wish = (self.preference, self.refuel_wanted_gb) if "quota" in self.faults else None
-        phone = self.world.phone
-        return (self.intent, self.faults, self.persona, self.slips, phone.model.name, phone.network_mode, self.initial_plan, wish)
+
+def heldout_component(task: TelecomTask) -> str | None:
+    """What only the test fold has, as the agent can observe it: a held-out fault pair, the
+    held-out phone model with an APN fault (its pushed profile applies without a restart),
+    the held-out request; None for a task of the train/dev distribution."""
+    faults = set(task.faults)
+    for pair in sorted(HELD_OUT_PAIRS, key=sorted):
+        if pair <= faults:
+            return "pair " + "+".join(sorted(pair))
+    if task.world.phone.model.name == HELD_OUT_MODEL and faults & {"apn", "mms_apn"}:
+        return "model " + HELD_OUT_MODEL
+    if faults & set(HELD_OUT_REQUESTS):
+        return "request " + "+".join(sorted(faults & set(HELD_OUT_REQUESTS)))
+    return None
 
 
-def make_task(split: str, seed: int, slip_probability: float = DEFAULT_SLIP_PROBABILITY) -> TelecomTask:
-    """Task ``seed`` of fold ``split`` (see the module docstring)."""
-    rng = random.Random(f"{split}:{int(seed)}")
+def decoy_choices(intent: str, faults: tuple[str, ...], phone: Phone, account: Account) -> dict[str, tuple]:
+    """Setting -> the chosen values a customer may hold that do not cause ``intent``'s problem
+    and that no fault touches."""
+    touched = {"data_roaming": "roaming", "vpn": "vpn", "data_saver": "data_saver", "battery_saver": "battery_saver",
+               "network_mode": "network_mode",
+               "apn": "apn", "sms_permission": "permissions", "storage_permission": "permissions"}
+    choices: dict[str, tuple] = {}
+    if not account.abroad:
+        choices["data_roaming"] = (True,)
+    if intent != "slow_data":
+        choices["vpn"] = (True,)
+        choices["data_saver"] = (True,)
+        choices["battery_saver"] = (True,)
+        choices["network_mode"] = ("4g only", "3g only")
+    else:
+        choices["network_mode"] = ("4g only",)
+    if intent != "mms":
+        choices["sms_permission"] = (False,)
+        choices["storage_permission"] = (False,)
+    if phone.model.apn_menu and not {"apn", "mms_apn"} & set(faults):
+        choices["apn"] = ("work",)
+    return {name: values for name, values in choices.items() if touched[name] not in faults}
+
+
+def _faults(rng: random.Random, intent: str) -> tuple[str, ...]:
+    families = INTENT_FAULTS[intent]
+    if intent == "out_of_scope":
+        return (rng.choice(families),)
+    if intent == "mobile_data" and rng.random() < HUMAN_ONLY_SHARE:
+        return (rng.choice(tuple(HUMAN_ONLY)),)
+    weights = ISSUE_WEIGHTS[: len(families)]
+    count = rng.choices(range(1, len(weights) + 1), weights=weights)[0]
+    chosen = set(rng.sample(families, count))
+    return tuple(family for family in families if family in chosen)
+
+
+def draw_task(stream: str, index: int, slip_probability: float = DEFAULT_SLIP_PROBABILITY) -> TelecomTask:
+    """Candidate ``index`` of ``stream`` (see the module docstring); its ``split`` is the
+    stream's name and its ``seed`` the index until ``folds`` places it."""
+    rng = random.Random(f"{stream}:{int(index)}")
     intent = rng.choices(INTENTS, weights=INTENT_WEIGHTS)[0]
-    faults = rng.choice(fault_combinations(split, intent))
+    faults = _faults(rng, intent)
     persona = rng.choice(PERSONAS)
-    model = PHONE_MODELS[rng.choice(split_models(split))]
+    framing = rng.choice(tuple(FRAMINGS)) if intent != "out_of_scope" and rng.random() < FRAMING_SHARE else None
+    model = PHONE_MODELS[rng.choice(tuple(PHONE_MODELS))]
     plan = rng.choice(PLANS[:2] if "quota" in faults else PLANS)
     bigger = [name for name in PLANS if PLANS.index(name) > PLANS.index(plan)]
     preference = rng.choice([TOP_UP, TOP_UP] + bigger)
@@ -153,22 +196,32 @@ def make_task(split: str, seed: int, slip_probability: float = DEFAULT_SLIP_PROB
     account = Account(plan=plan, data_used_gb=float(used), abroad="roaming" in faults)
     for fault in faults:
         _apply_fault(fault, phone, account, rng)
+    choices = decoy_choices(intent, faults, phone, account)
+    decoys = sorted(rng.sample(sorted(choices), min(rng.choice(DECOY_COUNTS), len(choices))))
+    for name in decoys:
+        setattr(phone, name, rng.choice(choices[name]))
     slips = persona == "hard" and rng.random() < slip_probability
-    return TelecomTask(split, int(seed), intent, tuple(faults), persona, plan, preference, refuel_wanted, slips,
-                       World(phone, customer, account))
+    return TelecomTask(stream, int(index), intent, faults, persona, framing, plan, preference, refuel_wanted, slips,
+                       tuple(decoys), World(phone, customer, account))
 
 
 def _apply_fault(fault: str, phone: Phone, account: Account, rng: random.Random) -> None:
-    switches = {"airplane": ("airplane_mode", True), "data_off": ("mobile_data", False), "apn": ("apn_ok", False),
-                "sim": ("sim_seated", False), "restart": ("restart_pending", True), "data_saver": ("data_saver", True),
-                "vpn": ("vpn", True), "mms_apn": ("mms_apn_ok", False), "permissions": ("messages_permissions", False)}
-    if fault in switches:
-        setattr(phone, *switches[fault])
+    values = {"airplane": ("airplane_mode", True), "data_off": ("mobile_data", False), "apn": ("apn", "edited"),
+              "mms_apn": ("apn", "carrier without mms"), "sim": ("sim", "not detected"), "sim_puk": ("sim", "puk locked"),
+              "data_saver": ("data_saver", True), "battery_saver": ("battery_saver", True), "vpn": ("vpn", True)}
+    if fault in values:
+        setattr(phone, *values[fault])
     elif fault == "network_mode":
-        phone.network_mode = rng.choice(("3g only", "2g only"))
+        phone.network_mode = rng.choice(SLOW_MODES)
+    elif fault == "permissions":
+        denied = rng.choice((("sms_permission",), ("storage_permission",), ("sms_permission", "storage_permission")))
+        for name in denied:
+            setattr(phone, name, False)
     elif fault == "suspended":
-        account.line_suspended, account.bill_paid = True, False
+        account.suspension, account.bill_paid = "overdue bill", False
+    elif fault == "contract_ended":
+        account.suspension = "contract ended"
     elif fault == "roaming":
         account.abroad, account.roaming_enabled, phone.data_roaming = True, False, False
-    elif fault not in ("quota", *OUT_OF_SCOPE):  # quota: the data used is set to the limit by make_task
+    elif fault not in ("quota", *OUT_OF_SCOPE):  # quota: the data used is set to the limit by draw_task
         raise ValueError(f"unknown fault {fault!r}")

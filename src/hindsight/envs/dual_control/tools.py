@@ -7,7 +7,8 @@ raises ``ToolCallError`` naming the tool, the argument and what it expects: the
 environment turns that into an invalid action whose observation is the message.
 
 ``listed_actions`` is the finite valid-action list of a state: every call without an open
-argument, the enumerable ones (plans, refuel amounts 1-3, the user instructions), and the
+argument, the enumerable ones (plans, refuel amounts 1-3, the user instructions, the transfer
+reasons), and the
 identification calls with the arguments the agent has *seen* (a phone number, a name and
 date of birth the user gave). A well-typed call off the list (a guessed number) is still
 played; the tool answers it.
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from hindsight.envs.dual_control.domain import PLANS
+from hindsight.envs.dual_control.policy import TRANSFER_REASONS
 from hindsight.envs.dual_control.user import INSTRUCTIONS
 
 REFUEL_CHOICES = (1, 2, 3)
@@ -43,6 +45,7 @@ ARG_TYPES: dict[str, tuple[str, Callable[[str], bool]]] = {
     "gb": ("a whole number of GB from 1 to 5", lambda t: t.isdigit() and 1 <= int(t) <= 5),
     "instruction": ("one of the user instructions (see the valid actions)", lambda t: t in INSTRUCTIONS),
     "message": _enum(("fixed",)),
+    "reason": _enum(TRANSFER_REASONS),
 }
 
 TOOLS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -56,7 +59,7 @@ TOOLS: dict[str, tuple[tuple[str, str], ...]] = {
     "push_apn_settings": (),
     "ask_user": (("instruction", "instruction"),),
     "tell_user": (("message", "message"),),
-    "transfer_to_human": (),
+    "transfer_to_human": (("reason", "reason"),),
 }
 """Tool -> its arguments (name, type); the last argument of ``ask_user`` takes the rest of the line."""
 ACCOUNT_TOOLS = ("get_details", "change_plan", "refuel_data", "resume_line", "enable_roaming", "push_apn_settings")
@@ -129,5 +132,5 @@ def listed_actions(seen: Seen) -> list[str]:
         "push_apn_settings",
         *(f"ask_user {instruction}" for instruction in INSTRUCTIONS),
         "tell_user fixed",
-        "transfer_to_human",
+        *(f"transfer_to_human {reason}" for reason in TRANSFER_REASONS),
     ]

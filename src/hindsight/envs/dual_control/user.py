@@ -2,9 +2,9 @@
 
 Two layers, so that another user can plug in (``UserModel``):
 
-- ``PhoneTools``: what the user can do to the phone and see on it (switches, restart, SIM
-  reseat, APN reset, app permissions, paying the bill in the app, the settings screen,
-  a speed test, a test MMS). Only these change the phone.
+- ``PhoneTools``: what the user can do to the phone and see on it: toggle a switch, set the
+  network mode or a messages-app permission to a value, restart, reseat the SIM, reset the
+  APN, pay the bill in the app. Only these change the phone.
 - ``RuleUser``: the rule-based user (the default). It reads the agent's instruction (one of
   ``INSTRUCTIONS``), and answers by the rules below, shaped by the task's persona.
 
@@ -13,23 +13,29 @@ Rules (tests hit every one):
     facts        the problem, the phone number, the name with date of birth, the preference
                  for more data: said only when asked (``what is ...``), never volunteered.
     reads        settings, messages app permissions: read out exactly (``domain``).
-    performs     a phone action is done and the reply says the result ("Airplane mode is
-                 now off."); a switch already where asked: "... is already off.".
+    toggles      "toggle <switch>" flips it, whatever it was, and the reply says the new
+                 state ("Airplane mode is now on."): a blind toggle can undo a setting.
+    sets         "set network mode to <mode>", "allow / deny messages <permission>", "reset
+                 apn" (to the carrier's profile) set a value; "... is already ..." when it
+                 held it.
+    pointless    an action that changes nothing (a value the setting already holds, a
+                 restart with none pending, reseating a SIM that was fine, paying a paid
+                 bill) tries the customer's patience: the easy persona gives up on the
+                 second, the hard one on the first (``POINTLESS_PATIENCE``; lost).
     checks       "run speed test" / "send test mms" read the result; when it shows the
                  customer's problem solved (a connection for mobile data, a fast speed for
                  slow data, a sent MMS), the user ends the conversation themselves.
     told fixed   ``tell_user fixed``: the user checks the same way; solved -> ends; not
-                 solved -> says so and goes on, until their patience runs out (then ends,
-                 lost). A premature "fixed" never wins.
+                 solved -> says so and goes on, until their patience runs out (then gives
+                 up: lost). A premature "fixed" never wins.
     one at once  two instructions joined by "and" are refused, nothing done.
-    ambiguous    "toggle ...": asks whether on or off is meant; nothing done.
     refuses      "factory reset phone"; "reset apn" on a phone without an APN menu.
 
 Personas: ``easy`` opens with the problem, knows their number, tolerates two premature
 "fixed" (ends on the third) and never slips; ``hard`` opens vaguely ("something is wrong"),
 does not know their number (identify by name and date of birth), ends on the second
-premature "fixed", and in a task with ``slips`` flips the wrong switch once on the first
-switch instruction it carries out (and says so).
+premature "fixed", and in a task with ``slips`` toggles the wrong switch once, on the first
+toggle it carries out (and says so).
 
 The LLM seam: a ``UserModel`` built around one of the project's inference backends
 (``hindsight.policy.backends``) would prompt a model with the persona, the task's hidden
@@ -44,13 +50,29 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from hindsight.envs.dual_control.domain import (
-    GOOD_SPEED_MBPS, World, download_mbps, mms_blockers, permissions_screen, settings_screen, speed_test,
+    APN_DEFAULT, GOOD_SPEED_MBPS, NETWORK_MODES, World, download_mbps, mms_blockers, permissions_screen,
+    settings_screen, speed_test,
 )
-from hindsight.envs.dual_control.policy import OUT_OF_SCOPE
+from hindsight.envs.dual_control.policy import FRAMINGS, OUT_OF_SCOPE
 
 if TYPE_CHECKING:
     from hindsight.envs.dual_control.tasks import TelecomTask
 
+TOGGLES: dict[str, tuple[str, str]] = {
+    "toggle airplane mode": ("airplane mode", "airplane_mode"),
+    "toggle mobile data": ("mobile data", "mobile_data"),
+    "toggle data roaming": ("data roaming", "data_roaming"),
+    "toggle data saver": ("data saver", "data_saver"),
+    "toggle battery saver": ("battery saver", "battery_saver"),
+    "toggle vpn": ("VPN", "vpn"),
+}
+"""Toggle instruction -> (label, phone attribute)."""
+NETWORK_MODE_SETS: dict[str, str] = {f"set network mode to {mode}": mode for mode in NETWORK_MODES}
+PERMISSION_SETS: dict[str, tuple[str, str, bool]] = {
+    f"{verb} messages {name}": (label, f"{name}_permission", verb == "allow")
+    for verb in ("allow", "deny") for name, label in (("sms", "SMS"), ("storage", "storage"))
+}
+"""Permission instruction -> (label, phone attribute, value)."""
 INSTRUCTIONS: tuple[str, ...] = (
     "what is the problem",
     "what is your phone number",
@@ -60,23 +82,17 @@ INSTRUCTIONS: tuple[str, ...] = (
     "check messages app permissions",
     "run speed test",
     "send test mms",
-    "turn off airplane mode",
-    "turn on mobile data",
-    "turn on data roaming",
-    "turn off data saver",
-    "turn off vpn",
-    "set network mode to auto",
-    "grant messages permissions",
+    *TOGGLES,
+    *NETWORK_MODE_SETS,
+    *PERMISSION_SETS,
     "restart phone",
     "reseat sim card",
     "reset apn",
     "pay the bill",
-    "toggle airplane mode",
-    "toggle mobile data",
     "factory reset phone",
     "reseat sim card and restart phone",
     "reset apn and restart phone",
-    "turn off data saver and turn off vpn",
+    "toggle data saver and toggle vpn",
 )
 """What the agent may ask the user (``ask_user <instruction>``)."""
 
@@ -85,33 +101,39 @@ PROBLEMS: dict[str, str] = {
     "slow_data": "My problem is that mobile data is very slow.",
     "mms": "My problem is that I cannot send picture messages (MMS).",
 }
-SWITCH_ACTIONS: dict[str, tuple[str, str, bool]] = {
-    "turn off airplane mode": ("airplane mode", "airplane_mode", False),
-    "turn on mobile data": ("mobile data", "mobile_data", True),
-    "turn on data roaming": ("data roaming", "data_roaming", True),
-    "turn off data saver": ("data saver", "data_saver", False),
-    "turn off vpn": ("VPN", "vpn", False),
-}
 CONFUSED_WITH: dict[str, tuple[str, str]] = {
     "airplane_mode": ("mobile data", "mobile_data"), "mobile_data": ("airplane mode", "airplane_mode"),
     "data_roaming": ("mobile data", "mobile_data"), "data_saver": ("VPN", "vpn"), "vpn": ("data saver", "data_saver"),
+    "battery_saver": ("data saver", "data_saver"),
 }
-"""The switch a slipping user flips instead of the one asked for."""
+"""The switch a slipping user toggles instead of the one asked for."""
 PATIENCE = {"easy": 3, "hard": 2}
-"""Premature "fixed" claims after which the user ends the conversation."""
+"""Premature "fixed" claims after which the user gives up."""
+POINTLESS_PATIENCE = {"easy": 2, "hard": 1}
+"""Actions that changed nothing after which the user gives up."""
+POINTLESS_REPLY = " That changed nothing; please ask only for what is needed."
+GIVE_UP_POINTLESS = " You keep asking for things that change nothing. I give up."
 ONE_AT_A_TIME_REPLY = "One thing at a time, please. What should I do first?"
-AMBIGUOUS_REPLY = "Sorry, do you want it on or off? Please tell me exactly what to do."
 FACTORY_RESET_REPLY = "No, I won't factory reset my phone: I would lose everything on it."
 NO_APN_MENU_REPLY = "I can't find any APN setting on this phone."
 ENDED = " (conversation ended)"
 
 
+def problem_statement(task: "TelecomTask") -> str:
+    """What the customer says their problem is (with the task's framing, if any)."""
+    if task.intent == "out_of_scope":
+        return OUT_OF_SCOPE[task.faults[0]]
+    return FRAMINGS.get(task.framing or "", "") + PROBLEMS[task.intent]
+
+
 @dataclass(frozen=True)
 class UserTurn:
-    """A user message; ``ended``: the user ended the conversation with it."""
+    """A user message; ``ended``: the user ended the conversation with it; ``gave_up``: by
+    giving up (the task is lost whatever the state)."""
 
     text: str
     ended: bool = False
+    gave_up: bool = False
 
 
 class UserModel(Protocol):
@@ -130,27 +152,42 @@ class PhoneTools:
     def __init__(self, world: World) -> None:
         self.world = world
 
-    def set_switch(self, attribute: str, value: bool) -> None:
+    def toggle(self, attribute: str) -> bool:
+        """Flip a switch; return its new state."""
+        value = not getattr(self.world.phone, attribute)
         setattr(self.world.phone, attribute, value)
+        return value
 
-    def restart(self) -> None:
+    def set_value(self, attribute: str, value: object) -> bool:
+        """Set a setting; return whether it changed."""
+        changed = getattr(self.world.phone, attribute) != value
+        setattr(self.world.phone, attribute, value)
+        return changed
+
+    def restart(self) -> bool:
+        """Restart the phone; return whether a restart was pending."""
+        pending = self.world.phone.restart_pending
         self.world.phone.restart_pending = False
+        return pending
 
-    def reseat_sim(self) -> None:
-        self.world.phone.sim_seated, self.world.phone.restart_pending = True, True
-
-    def reset_apn(self) -> bool:
-        if not self.world.phone.model.apn_menu:
+    def reseat_sim(self) -> bool:
+        """Take the SIM out and put it back; return whether that changed anything (a SIM
+        that was not detected is, and asks for a restart)."""
+        phone = self.world.phone
+        if phone.sim != "not detected":
             return False
-        self.world.phone.apn_ok = self.world.phone.mms_apn_ok = True
-        self.world.phone.restart_pending = True
+        phone.sim, phone.restart_pending = "ready", True
         return True
 
-    def set_network_mode_auto(self) -> None:
-        self.world.phone.network_mode = "auto"
-
-    def grant_messages_permissions(self) -> None:
-        self.world.phone.messages_permissions = True
+    def reset_apn(self) -> bool | None:
+        """Reset the APN to the carrier's; None without an APN menu, else whether it changed."""
+        if not self.world.phone.model.apn_menu:
+            return None
+        if self.world.phone.apn == APN_DEFAULT:
+            return False
+        self.world.phone.apn = APN_DEFAULT
+        self.world.phone.restart_pending = True
+        return True
 
     def pay_bill(self) -> bool:
         paid_before = self.world.account.bill_paid
@@ -165,12 +202,12 @@ class RuleUser:
         self.task, self.world, self.phone = task, world, PhoneTools(world)
         self.slip_pending = bool(task.slips)
         self.premature = 0
+        self.pointless = 0
 
     def opening(self) -> str:
         if self.task.persona == "hard":
             return "Customer: Hi, something is wrong with my phone."
-        problem = OUT_OF_SCOPE.get(self.task.faults[0]) if self.task.intent == "out_of_scope" else PROBLEMS[self.task.intent]
-        return "Customer: Hi. " + problem
+        return "Customer: Hi. " + problem_statement(self.task)
 
     def solved(self) -> bool:
         """The customer's own check passes."""
@@ -195,7 +232,7 @@ class RuleUser:
             text = f"I checked: {self._check_text()} It still doesn't work."
         self.premature += 1
         if self.premature >= PATIENCE[self.task.persona]:
-            return UserTurn(text + " I give up." + ENDED, True)
+            return UserTurn(text + " I give up." + ENDED, True, True)
         return UserTurn(text)
 
     def respond(self, instruction: str) -> UserTurn:
@@ -207,12 +244,21 @@ class RuleUser:
             if self.solved() and (instruction == "send test mms") == (self.task.intent == "mms"):
                 return UserTurn(reading + " It works now, thank you!" + ENDED, True)
             return UserTurn(reading)
-        return UserTurn(self._answer(instruction))
+        text = self._answer(instruction)
+        if not self._changed_nothing:
+            return UserTurn(text)
+        self.pointless += 1
+        if self.pointless >= POINTLESS_PATIENCE[self.task.persona]:
+            return UserTurn(text + GIVE_UP_POINTLESS + ENDED, True, True)
+        return UserTurn(text + POINTLESS_REPLY)
 
     def _answer(self, instruction: str) -> str:
+        """The reply; sets ``_changed_nothing`` when the instruction was a phone action that
+        changed nothing."""
+        self._changed_nothing = False
         task, customer = self.task, self.world.customer
         if instruction == "what is the problem":
-            return OUT_OF_SCOPE[task.faults[0]] if task.intent == "out_of_scope" else PROBLEMS[task.intent]
+            return problem_statement(task)
         if instruction == "what is your phone number":
             return "I don't know my number by heart." if task.persona == "hard" else f"My number is {customer.phone_number}."
         if instruction == "what is your name and date of birth":
@@ -225,41 +271,49 @@ class RuleUser:
             return settings_screen(self.world)
         if instruction == "check messages app permissions":
             return permissions_screen(self.world)
-        if instruction in SWITCH_ACTIONS:
-            return self._switch(*SWITCH_ACTIONS[instruction])
-        if instruction.startswith("toggle "):
-            return AMBIGUOUS_REPLY
+        if instruction in TOGGLES:
+            return self._toggle(*TOGGLES[instruction])
+        if instruction in NETWORK_MODE_SETS:
+            mode = NETWORK_MODE_SETS[instruction]
+            return self._did(self.phone.set_value("network_mode", mode), f"Okay. Network mode is now {mode}.",
+                             f"Network mode is already {mode}.")
+        if instruction in PERMISSION_SETS:
+            label, attribute, value = PERMISSION_SETS[instruction]
+            state = "allowed" if value else "denied"
+            return self._did(self.phone.set_value(attribute, value), f"Okay, {label} is now {state} for the messages app.",
+                             f"{label[0].upper() + label[1:]} is already {state} for the messages app.")
+        return self._phone_action(instruction)
+
+    def _did(self, changed: bool, done: str, nothing: str) -> str:
+        self._changed_nothing = not changed
+        return done if changed else nothing
+
+    def _phone_action(self, instruction: str) -> str:
         if instruction == "factory reset phone":
             return FACTORY_RESET_REPLY
         if instruction == "restart phone":
-            self.phone.restart()
-            return "Okay, the phone restarted."
+            return self._did(self.phone.restart(), "Okay, the phone restarted.", "Okay, the phone restarted; nothing was pending.")
         if instruction == "reseat sim card":
-            self.phone.reseat_sim()
-            return "Okay, I took the SIM card out and put it back. The phone asks for a restart."
+            return self._did(
+                self.phone.reseat_sim(), "Okay, I took the SIM card out and put it back. The phone asks for a restart.",
+                "Okay, I took the SIM card out and put it back. Nothing changed." + (
+                    " It still asks for a PUK code." if self.world.phone.sim == "puk locked" else ""),
+            )
         if instruction == "reset apn":
-            if not self.phone.reset_apn():
+            changed = self.phone.reset_apn()
+            if changed is None:
                 return NO_APN_MENU_REPLY
-            return "Okay, I reset the APN to default. The phone asks for a restart."
-        if instruction == "set network mode to auto":
-            self.phone.set_network_mode_auto()
-            return "Okay. Network mode is now auto."
-        if instruction == "grant messages permissions":
-            self.phone.grant_messages_permissions()
-            return "Okay, the messages app may now use SMS and storage."
+            return self._did(changed, "Okay, I reset the APN to the carrier's default. The phone asks for a restart.",
+                             "The APN already is the carrier's default.")
         if instruction == "pay the bill":
-            return "Okay, I paid the bill in the app." if self.phone.pay_bill() else "My bill is already paid."
+            return self._did(self.phone.pay_bill(), "Okay, I paid the bill in the app.", "My bill is already paid.")
         raise ValueError(f"unknown instruction {instruction!r}")
 
-    def _switch(self, label: str, attribute: str, value: bool) -> str:
-        phone = self.world.phone
-        if getattr(phone, attribute) == value:
-            return f"{label[0].upper() + label[1:]} is already {'on' if value else 'off'}."
+    def _toggle(self, label: str, attribute: str) -> str:
         if self.slip_pending:
             self.slip_pending = False
             wrong_label, wrong = CONFUSED_WITH[attribute]
-            flipped = not getattr(phone, wrong)
-            self.phone.set_switch(wrong, flipped)
+            flipped = self.phone.toggle(wrong)
             return f"Oops, I tapped {wrong_label} instead. {wrong_label[0].upper() + wrong_label[1:]} is now {'on' if flipped else 'off'}."
-        self.phone.set_switch(attribute, value)
+        value = self.phone.toggle(attribute)
         return f"Okay. {label[0].upper() + label[1:]} is now {'on' if value else 'off'}."
