@@ -4,7 +4,6 @@ is unbiased (the mean over every k-subset of the trials of "all succeeded")."""
 from __future__ import annotations
 
 import itertools
-import math
 
 import pytest
 
@@ -32,11 +31,16 @@ def test_always_and_never_solved_tasks_and_pass_1_is_the_success_rate():
     assert pass_hat_k(3, 7, 1) == pytest.approx(3 / 7)
 
 
-def test_the_benchmark_mean_skips_tasks_with_too_few_trials():
-    counts = [(2, 4), (4, 4), (1, 1)]
-    assert mean_pass_hat_k(counts, 1) == pytest.approx((0.5 + 1.0 + 1.0) / 3)
-    assert mean_pass_hat_k(counts, 2) == pytest.approx((1 / 6 + 1.0) / 2)
-    assert math.isnan(mean_pass_hat_k(counts, 5))
+def test_the_benchmark_mean_is_over_every_task_and_refuses_unequal_trials():
+    counts = [(2, 4), (4, 4), (1, 4)]
+    assert mean_pass_hat_k(counts, 1) == pytest.approx((0.5 + 1.0 + 0.25) / 3)
+    assert mean_pass_hat_k(counts, 2) == pytest.approx((1 / 6 + 1.0 + 0.0) / 3)
+    with pytest.raises(ValueError, match="same number of trials for every task, got trial counts \\[1, 4\\]"):
+        mean_pass_hat_k([(2, 4), (1, 1)], 1)  # tau2-bench refuses a task set that shrinks with k
+    with pytest.raises(ValueError, match="1 <= k <= trials"):
+        mean_pass_hat_k(counts, 5)
+    with pytest.raises(ValueError, match="at least one task"):
+        mean_pass_hat_k([], 1)
 
 
 @pytest.mark.parametrize(("successes", "trials", "k"), [(1, 4, 0), (1, 4, 5), (5, 4, 1), (-1, 4, 1), (0, 0, 1)])

@@ -1,7 +1,9 @@
 """pass^k of evaluation episodes (``evaluation.pass_k``): per task from its trials, averaged
-over tasks with a bootstrap interval, by task type and by the dual-control fault families;
-the markdown and the MLflow keys; and the dual-control gold solver at pass^4 = 1.0 on every
-fold (played 4 times per task through the environment, scored by the evaluation code)."""
+over tasks with a bootstrap interval, by task type and by the dual-control labels (intent,
+outcome, number of issues, persona, fault family, read from the domain's analysis
+interface); a table whose tasks have unequal trial counts is refused; the markdown and the
+MLflow keys; and the dual-control gold solver at pass^4 = 1.0 on every fold (played 4 times
+per task through the environment, scored by the evaluation code)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import pytest
 from hindsight.data.expert import play_gold_episode
 from hindsight.envs import make_env
 from hindsight.envs.base import EnvironmentSpec
-from hindsight.envs.dual_control.tasks import make_task
+from hindsight.envs.dual_control import make_task
 from hindsight.evaluation.heldout import HeldoutConfig, HeldoutPlay, heldout_tasks
 from hindsight.evaluation.pass_k import PASS_K_COLUMNS, pass_k_markdown, pass_k_metrics, pass_k_summary
 
@@ -70,10 +72,14 @@ def test_intervals_resample_tasks(steps):
     assert (constant["ci_low"], constant["ci_high"]) == (0.0, 0.0)
 
 
-def test_a_task_with_a_lost_trial_leaves_the_larger_k(steps):
+def test_a_task_with_a_lost_trial_is_refused_by_name(steps):
     lost = steps[~((steps["seed"] == 2) & (steps["trial"] == 3))]  # an episode the environment failed
-    summary = pass_k_summary(lost, resamples=50)
-    assert value(summary, "policy", "twc", 4)["tasks"] == 1 and value(summary, "policy", "twc", 3)["tasks"] == 2
+    with pytest.raises(ValueError, match="same number of trials for every task: 1 of 4 task.* fewer than 4, e.g. "
+                                         "agent 'policy', split 'unseen', task 'textworldexpress/twc/test/2' with 3"):
+        pass_k_summary(lost, resamples=50)
+    with pytest.raises(ValueError, match="max_k <= the trials per task"):
+        pass_k_summary(steps, max_k=5, resamples=10)
+    assert set(pass_k_summary(steps, max_k=2, resamples=10)["k"]) == {1, 2}
 
 
 def test_markdown_and_metrics(steps):
@@ -98,6 +104,18 @@ def test_dual_control_rows_are_broken_down_by_fault_family():
         assert value(summary, "policy", fault, 2, "fault")["pass_k"] == 0.0
 
 
+def test_dual_control_rows_are_broken_down_by_the_number_of_issues():
+    seeds = [2_000_000 + i for i in range(30)]
+    rows = [row for seed in seeds for trial in range(2)
+            for row in episode("policy", "telecom", seed, trial, won=make_task("test", seed).issues <= 2, env="dual_control")]
+    summary = pass_k_summary(pd.DataFrame(rows), resamples=50)
+    counts = pd.Series([make_task("test", seed).issues for seed in seeds]).value_counts()
+    assert set(summary.loc[summary["breakdown"] == "issues", "group"]) == {str(n) for n in counts.index}
+    for issues, members in counts.items():
+        row = value(summary, "policy", str(issues), 2, "issues")
+        assert row["tasks"] == members and row["pass_k"] == (1.0 if issues <= 2 else 0.0)
+
+
 def test_dual_control_rows_are_broken_down_by_intent_and_persona():
     seeds = [2_000_000 + i for i in range(40)]
     rows = [row for seed in seeds for trial in range(4)
@@ -117,7 +135,8 @@ def test_dual_control_rows_are_broken_down_by_intent_and_persona():
         assert value(summary, "policy", intent, 4, "intent")["tasks"] == len(members)
     text = pass_k_markdown(summary)
     breakdowns = [line.split(" | ")[2] for line in text.splitlines()[2:]]
-    assert breakdowns.index("intent") < breakdowns.index("persona") < breakdowns.index("fault")
+    order = ["intent", "outcome", "issues", "persona", "fault"]
+    assert [breakdowns.index(name) for name in order] == sorted(breakdowns.index(name) for name in order)
     assert pass_k_metrics(summary)["eval/policy/unseen/persona_easy/pass_hat_4"] == 1.0
 
 
@@ -140,7 +159,7 @@ def test_the_dual_control_gold_solver_has_pass_4_of_one_on_every_fold():
         env.close()
     summary = pass_k_summary(pd.DataFrame(rows), resamples=50)
     assert set(summary["eval_split"]) == {"seen", "unseen", "dev"}
-    assert set(summary["breakdown"]) == {"task_type", "intent", "persona", "fault"}
+    assert set(summary["breakdown"]) == {"task_type", "intent", "outcome", "issues", "persona", "fault"}
     fourth = summary[summary["k"] == 4]
     assert (fourth["pass_k"] == 1.0).all()
     assert fourth.loc[fourth["group"] == "all", "tasks"].tolist() == [6, 6, 6]

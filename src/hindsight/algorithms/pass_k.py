@@ -39,6 +39,16 @@ def pass_hat_curve(successes: int, trials: int, max_k: int | None = None) -> lis
 
 def mean_pass_hat_k(counts: Sequence[tuple[int, int]], k: int) -> float:
     """The benchmark's pass^k: the mean over tasks ``(successes, trials)`` of their
-    estimates, over the tasks with at least k trials (NaN when none has)."""
-    values = [pass_hat_k(c, n, k) for c, n in counts if n >= k]
-    return sum(values) / len(values) if values else float("nan")
+    estimates. Every task must have the same number of trials (as tau2-bench asks): a task
+    set whose counts differ would give each k its own subset of tasks.
+
+    Raises:
+        ValueError: No task, unequal trial counts, or k outside [1, trials].
+    """
+    if not counts:
+        raise ValueError("pass^k needs at least one task")
+    trials = sorted({int(n) for _, n in counts})
+    if len(trials) > 1:
+        raise ValueError(f"pass^k needs the same number of trials for every task, got trial counts {trials}")
+    values = [pass_hat_k(c, n, k) for c, n in counts]
+    return sum(values) / len(values)

@@ -7,6 +7,14 @@ the conversation has shown, and MiniWoB++, whose solvers read only the page the 
 intent and persona, what a perfect agent scores under the same checks (pass^k 1.0 when the
 domain is sound) next to the random floor and the trained agents. Other families play no
 gold agent (their gold paths read the simulator's internals).
+
+A family with scripted reference agents (``scripted.SCRIPTED_AGENT_FAMILIES``: the
+dual-control domain's exploit strategies) also plays each of them on the same tasks, as
+agent ``exploit-<name>``, the same number of trials: what a script that never diagnoses
+scores under the same checks. The gold agent reads the project environment's
+``gold_actions()`` (the expert collection's interface; the dual-control domain's Gymnasium
+id refuses it to an outside agent, and its ``info`` holds no gold, fault, intent or dense
+score); the scripted agents read only the observations.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import pandas as pd
 from hindsight.data.expert import play_gold_episode
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.evaluation.heldout import HeldoutConfig, heldout_tasks
+from hindsight.evaluation.scripted import EXPLOIT_PREFIX, play_scripted_episode, scripted_agents
 
 GOLD_REFERENCE_FAMILIES: tuple[str, ...] = ("dual_control", "miniwob")
 """Environment families whose evaluation adds the gold agent."""
@@ -54,13 +63,42 @@ def gold_reference_episodes(
     return pd.DataFrame(rows)
 
 
+def scripted_reference_episodes(
+    specs: Sequence[EnvironmentSpec], env_factory: Callable, config: HeldoutConfig
+) -> pd.DataFrame:
+    """Every scripted agent's held-out episodes (``scripted``; empty when no spec's family
+    has one), labelled like the gold agent's (agent ``exploit-<name>``)."""
+    chosen = [spec for spec in specs if scripted_agents(spec.env)]
+    config = dataclasses.replace(
+        config, unseen_type_specs=[spec for spec in config.unseen_type_specs if scripted_agents(spec.env)]
+    )
+    rows: list[dict] = []
+    for split, tasks in heldout_tasks(chosen, config).items() if chosen else ():
+        for task in tasks:
+            env = env_factory(task.spec)
+            try:
+                for name, factory in scripted_agents(task.spec.env).items():
+                    agent = EXPLOIT_PREFIX + name
+                    for trial in range(config.play.trials_per_task):
+                        rows += [
+                            {**row, "agent": agent, "eval_split": split, "trial": trial,
+                             "episode_id": f"{agent}:{row['episode_id']}/t{trial}"}
+                            for row in play_scripted_episode(env, task.spec, task.split, task.seed, factory(), name)
+                        ]
+            finally:
+                env.close()
+    return pd.DataFrame(rows)
+
+
 def with_gold_reference(
     episodes: pd.DataFrame, specs: Sequence[EnvironmentSpec], env_factory: Callable, config: HeldoutConfig
 ) -> pd.DataFrame:
-    """``episodes`` with the gold agent's episodes appended (their ``attrs`` kept)."""
-    gold = gold_reference_episodes(specs, env_factory, config)
-    if gold.empty:
+    """``episodes`` with the gold agent's and the scripted agents' episodes appended (their
+    ``attrs`` kept)."""
+    references = [table for table in (gold_reference_episodes(specs, env_factory, config),
+                                      scripted_reference_episodes(specs, env_factory, config)) if not table.empty]
+    if not references:
         return episodes
-    combined = pd.concat([episodes, gold], ignore_index=True)
+    combined = pd.concat([episodes, *references], ignore_index=True)
     combined.attrs = dict(episodes.attrs)
     return combined

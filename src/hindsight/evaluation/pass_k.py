@@ -3,15 +3,18 @@
 Input is the evaluation step table (``heldout.evaluate_agents``: ``agent``, ``eval_split``,
 ``group_id`` naming the task, ``trial``). A task's trials are its episodes of one agent on
 one split; from its n trials with c successes, pass^k = C(c, k) / C(n, k)
-(``algorithms.pass_k``), for k = 1..K, K the most trials any task has. The benchmark's
-pass^k is the mean over the tasks with at least k trials (an episode lost to an environment
-crash leaves its task with fewer), with a 95% percentile bootstrap interval over tasks
-(``algorithms.intervals``, every task weight 1).
+(``algorithms.pass_k``), for k = 1..n. Every task of the table must have the same number of
+trials n, as in tau2-bench: a table where one has fewer (an episode lost to an environment
+failure) is refused with an error naming it, rather than averaging pass^k over a task set
+that shrinks with k. The benchmark's pass^k is the mean over the tasks, with a 95%
+percentile bootstrap interval over tasks (``algorithms.intervals``, every task weight 1).
 
 Breakdowns (column ``breakdown``): ``task_type`` (each task type / game, and ``all``), and
-whatever labels the environment gives a task (``task_labels``): the dual-control domain
-names its ``intent`` (mobile data, slow data, MMS, out of scope), its user's ``persona``
-(easy, hard) and its ``fault`` families (a task counts under each of its faults).
+whatever labels the environment's analysis interface gives a task (``task_labels``): the
+dual-control domain (``hindsight.envs.dual_control.analysis``) names its ``intent`` (mobile
+data, slow data, MMS, out of scope), its ``outcome`` (fix or transfer), its number of
+``issues`` (faults, 1-4), its user's ``persona`` (easy, hard) and its ``fault`` families (a
+task counts under each of its faults).
 """
 
 from __future__ import annotations
@@ -30,15 +33,14 @@ PASS_K_COLUMNS = ["agent", "eval_split", "breakdown", "group", "k", "tasks", "pa
 TASK_KEYS = ["agent", "eval_split", "env", "task_type", "split", "seed", "group_id"]
 
 
-BREAKDOWNS: tuple[str, ...] = ("task_type", "intent", "persona", "fault")
+BREAKDOWNS: tuple[str, ...] = ("task_type", "intent", "outcome", "issues", "persona", "fault")
 """The breakdowns in report order."""
 
 
 def _dual_control_labels(split: str, seed: int) -> dict[str, tuple[str, ...]]:
-    from hindsight.envs.dual_control.tasks import make_task
+    from hindsight.envs.dual_control.analysis import task_labels as dual_control_labels
 
-    task = make_task(split, int(seed))
-    return {"intent": (task.intent,), "persona": (task.persona,), "fault": tuple(task.faults)}
+    return dual_control_labels(split, int(seed))
 
 
 TASK_LABELS: dict[str, Callable[[str, int], dict[str, tuple[str, ...]]]] = {"dual_control": _dual_control_labels}
@@ -63,11 +65,31 @@ def task_trials(steps: pd.DataFrame) -> pd.DataFrame:
     return grouped.agg(trials="size", successes="sum").reset_index()
 
 
+def check_equal_trials(tasks: pd.DataFrame) -> int:
+    """The number of trials every task of ``task_trials`` has.
+
+    Raises:
+        ValueError: Two tasks have different numbers of trials; the message names the first
+            task with fewer trials than the most any task has.
+    """
+    counts = tasks["trials"].astype(int)
+    most = int(counts.max())
+    short = tasks[counts < most]
+    if not short.empty:
+        row = short.iloc[0]
+        raise ValueError(
+            f"pass^k needs the same number of trials for every task: {len(short)} of {len(tasks)} task(s) have fewer "
+            f"than {most}, e.g. agent {row['agent']!r}, split {row['eval_split']!r}, task {row['group_id']!r} with "
+            f"{int(row['trials'])} (an episode missing from the table, e.g. lost to an environment failure). "
+            "Re-run the evaluation, or compute pass^k on a table where every task has all its trials."
+        )
+    return most
+
+
 def _rows(tasks: pd.DataFrame, labels: dict, max_k: int, resamples: int, seed: int) -> list[dict]:
     rows = []
     for k in range(1, max_k + 1):
-        eligible = tasks[tasks["trials"] >= k]
-        values = [pass_hat_k(int(c), int(n), k) for c, n in zip(eligible["successes"], eligible["trials"])]
+        values = [pass_hat_k(int(c), int(n), k) for c, n in zip(tasks["successes"], tasks["trials"])]
         if not values:
             continue
         low, high = bootstrap_weighted_mean_interval(values, [1.0] * len(values), resamples=resamples, seed=seed)
@@ -80,17 +102,24 @@ def pass_k_summary(steps: pd.DataFrame, max_k: int | None = None, *, resamples: 
 
     Args:
         steps: Evaluation step rows (see the module docstring).
-        max_k: Largest k (None: the most trials any task has).
+        max_k: Largest k (None: the trials every task has).
         resamples: Bootstrap resamples of each interval.
         seed: Seed of the resampling.
 
     Returns:
         A table with the ``PASS_K_COLUMNS`` (empty when there is no episode).
+
+    Raises:
+        ValueError: The tasks have unequal numbers of trials (``check_equal_trials``), or
+            ``max_k`` exceeds the trials.
     """
     if steps.empty:
         return pd.DataFrame(columns=PASS_K_COLUMNS)
     tasks = task_trials(steps)
-    max_k = int(tasks["trials"].max()) if max_k is None else int(max_k)
+    trials = check_equal_trials(tasks)
+    max_k = trials if max_k is None else int(max_k)
+    if not 1 <= max_k <= trials:
+        raise ValueError(f"pass^k needs 1 <= max_k <= the trials per task ({trials}), got max_k={max_k}.")
     labels_of = {
         (env, split, int(seed)): task_labels(env, split, int(seed))
         for env, split, seed in set(zip(tasks["env"], tasks["split"], tasks["seed"]))
