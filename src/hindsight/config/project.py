@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hindsight.envs.base import EnvironmentSpec
+from hindsight.envs.miniwob.browser import BrowserSettings
 from hindsight.envs.reward import RewardConfig
 from hindsight.evaluation.heldout import HeldoutConfig, HeldoutPlay
 from hindsight.policy.prompts import PromptConfig
@@ -74,6 +75,11 @@ class EnvironmentConfig:
     """Longest one simulator call of a reset or step may take (TextWorldExpress,
     ScienceWorld): past it the JVM is killed ("step timeout") and the episode is replayed on a
     fresh JVM (``rollout.episode_replays``). null: no limit."""
+    browsers: BrowserSettings = field(default_factory=BrowserSettings)
+    """The MiniWoB++ web tasks' Chromium browsers per Python process (``env: miniwob`` only;
+    ``hindsight.envs.miniwob.BrowserSettings``): a Kedro run on miniwob sets them for its
+    process at its start, ends the idle ones at its end and puts the earlier ones back (a
+    separate worker process reads ``HINDSIGHT_MAX_BROWSERS``, ... instead)."""
 
     def __post_init__(self) -> None:
         if not self.games:

@@ -27,6 +27,7 @@ import pandas as pd
 from hindsight.data.expert import play_gold_episode
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.evaluation.heldout import HeldoutConfig, heldout_tasks
+from hindsight.rollout.tasks import spec_key
 from hindsight.evaluation.scripted import EXPLOIT_PREFIX, play_scripted_episode, scripted_agents
 
 GOLD_REFERENCE_FAMILIES: tuple[str, ...] = ("dual_control", "miniwob")
@@ -48,18 +49,23 @@ def gold_reference_episodes(
         config, unseen_type_specs=[spec for spec in config.unseen_type_specs if spec.env in GOLD_REFERENCE_FAMILIES]
     )
     rows: list[dict] = []
-    for split, tasks in heldout_tasks(chosen, config).items() if chosen else ():
-        for task in tasks:
-            env = env_factory(task.spec)
-            try:
+    envs: dict[str, object] = {}  # one environment per task type (spec), for all its tasks
+    try:
+        for split, tasks in heldout_tasks(chosen, config).items() if chosen else ():
+            for task in tasks:
+                key = spec_key(task.spec)
+                if key not in envs:
+                    envs[key] = env_factory(task.spec)
+                env = envs[key]
                 for trial in range(config.play.trials_per_task):
                     rows += [
                         {**row, "agent": GOLD_AGENT, "eval_split": split, "trial": trial,
                          "episode_id": f"{GOLD_AGENT}:{row['episode_id']}/t{trial}"}
                         for row in play_gold_episode(env, task.spec, task.split, task.seed)
                     ]
-            finally:
-                env.close()
+    finally:
+        for env in envs.values():
+            env.close()
     return pd.DataFrame(rows)
 
 

@@ -44,13 +44,20 @@ def _environments_in_use(params: dict) -> set[str]:
 class EnvironmentCheckHooks:
     """Fail fast, with a clear message, when a parameter key is unknown (a misspelt key in a
     parameters file or a ``--params`` override: ``hindsight.config.check_parameters`` names
-    it and its file) or a system need of the run is missing."""
+    it and its file) or a system need of the run is missing.
+
+    A run on the MiniWoB++ web tasks also sets this process's browser limits from
+    ``environment.browsers`` at its start, and at its end (or failure) ends the browsers
+    kept idle and puts the limits back as they were."""
+
+    def __init__(self) -> None:
+        self._browsers_before = None
 
     @hook_impl
     def after_context_created(self, context) -> None:
         from hindsight.config import check_parameters
 
-        check_parameters(context.params)
+        settings = check_parameters(context.params)
         os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -65,9 +72,30 @@ class EnvironmentCheckHooks:
 
             check_java()
         if "miniwob" in _environments_in_use(context.params):
-            from hindsight.envs.miniwob.system import check_chromium
+            from hindsight.envs.miniwob import browser_pool, check_chromium, configure_browsers
 
             check_chromium()
+            self._browsers_before = self._browsers_before or browser_pool().settings
+            configure_browsers(settings["project"].environment.browsers)
+
+    @hook_impl
+    def after_pipeline_run(self) -> None:
+        self._end_browsers()
+
+    @hook_impl
+    def on_pipeline_error(self) -> None:
+        self._end_browsers()
+
+    def _end_browsers(self) -> None:
+        if self._browsers_before is None:
+            return
+        from hindsight.envs.miniwob import close_idle_browsers, configure_browsers
+
+        closed = close_idle_browsers()
+        if closed:
+            logger.info("Ended %d idle Chromium browser(s) (environment.browsers.idle_browsers)", closed)
+        configure_browsers(self._browsers_before)
+        self._browsers_before = None
 
 
 class SettingsHooks:

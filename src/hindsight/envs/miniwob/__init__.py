@@ -14,7 +14,7 @@ Importing this package starts no browser and imports no Selenium.
 
 from hindsight.envs.miniwob.actions import GuiAction, InvalidAction, parse_action, valid_actions
 from hindsight.envs.miniwob.browser import BrowserSettings
-from hindsight.envs.miniwob.pool import browser_pool, configure_browsers, kill_all_browsers
+from hindsight.envs.miniwob.pool import browser_pool, close_idle_browsers, configure_browsers, kill_all_browsers
 from hindsight.envs.miniwob.solvers import SOLVERS, by_coordinates
 from hindsight.envs.miniwob.system import check_chromium
 from hindsight.envs.miniwob.view import Element, ViewSettings, elements_from_dom, render_view
@@ -29,6 +29,7 @@ __all__ = [
     "browser_pool",
     "by_coordinates",
     "check_chromium",
+    "close_idle_browsers",
     "configure_browsers",
     "elements_from_dom",
     "kill_all_browsers",

@@ -86,12 +86,21 @@ class BrowserSettings:
     ``max_browsers * windows_per_browser`` raises ``EnvironmentConfigError``."""
     start_timeout_s: float = 60.0
     """Longest a browser start (chromedriver, Chromium, the first window) may take."""
+    idle_browsers: int = 0
+    """Browsers kept running after their last window closed, at most this many (counted in
+    ``max_browsers``): the next environment opens its window in one at once instead of
+    starting a browser (1-2 s; an evaluation builds environments afresh for every task
+    type, split and trial). 0: a browser ends with its last window. A kept browser ends
+    at ``close_idle_browsers`` (the end of a Kedro run) or at exit."""
 
     def __post_init__(self) -> None:
         for name in ("max_browsers", "windows_per_browser"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"BrowserSettings.{name} must be a positive integer, got {value!r}.")
+        idle = self.idle_browsers
+        if isinstance(idle, bool) or not isinstance(idle, int) or not 0 <= idle <= self.max_browsers:
+            raise ValueError(f"BrowserSettings.idle_browsers must be an integer from 0 to max_browsers, got {idle!r}.")
         if not self.start_timeout_s > 0:
             raise ValueError(f"BrowserSettings.start_timeout_s must be positive, got {self.start_timeout_s!r}.")
 
@@ -256,6 +265,14 @@ class Browser:
             except EnvironmentCrashedError as error:
                 logger.debug("Closing a window of browser %d failed: %s", self.id, error)
             self._current = None
+
+    def keep_window(self, handle: str) -> None:
+        """Give window ``handle`` back without closing it: its browser stays up with no
+        environment in it (``BrowserSettings.idle_browsers``), and the next ``open_window``
+        takes this window (its page is loaded afresh by the next environment)."""
+        with self.lock:
+            self.windows.discard(handle)
+            self._spare_handle = handle
 
     def kill(self, reason: str = "closed") -> None:
         """Quit and kill every process of this browser (idempotent)."""

@@ -8,8 +8,11 @@ window; closing it closes the window, and closing a browser's last window ends t
 
 ``browser_pool()`` is the pool of this process (a forked child gets a new, empty one: the
 parent's browsers are the parent's). ``configure_browsers`` sets its limits; the
-defaults come from ``BrowserSettings``, or from the variables ``HINDSIGHT_MAX_BROWSERS`` and
-``HINDSIGHT_WINDOWS_PER_BROWSER`` when set (rollout worker processes inherit them).
+defaults come from ``BrowserSettings``, or from the variables ``HINDSIGHT_MAX_BROWSERS``,
+``HINDSIGHT_WINDOWS_PER_BROWSER`` and ``HINDSIGHT_IDLE_BROWSERS`` when set (rollout worker
+processes inherit them; a Kedro run sets them from ``environment.browsers``).
+With ``idle_browsers`` > 0 a browser whose last window closes stays up for the next
+environment until ``close_idle_browsers`` (the end of a Kedro run) or exit.
 
 No browser outlives the process: the first browser start registers ``kill_all_browsers``
 with ``atexit`` (a normal exit, an exception, Ctrl-C: Python's KeyboardInterrupt unwinds to
@@ -63,9 +66,17 @@ class Window:
             self.pool.release(self)
 
 
+ENVIRONMENT_VARIABLES = {
+    "max_browsers": "HINDSIGHT_MAX_BROWSERS",
+    "windows_per_browser": "HINDSIGHT_WINDOWS_PER_BROWSER",
+    "idle_browsers": "HINDSIGHT_IDLE_BROWSERS",
+}
+"""The ``BrowserSettings`` fields a new pool reads from the environment (when set)."""
+
+
 def _settings_from_environment() -> BrowserSettings:
     values = {}
-    for name, variable in (("max_browsers", "HINDSIGHT_MAX_BROWSERS"), ("windows_per_browser", "HINDSIGHT_WINDOWS_PER_BROWSER")):
+    for name, variable in ENVIRONMENT_VARIABLES.items():
         raw = os.environ.get(variable)
         if raw:
             try:
@@ -144,11 +155,15 @@ class BrowserPool:
             self.browsers.remove(browser)
 
     def release(self, window: Window) -> None:
-        """Close ``window``; a browser left without windows is ended."""
+        """Close ``window``; a browser left without windows is ended, or kept for the next
+        environment while fewer than ``settings.idle_browsers`` others are kept."""
         with self._lock:
             browser = window.browser
             if not browser.dead and len(browser.windows) > 1:
                 browser.close_window(window.handle, self.settings.start_timeout_s)
+            elif not browser.dead and browser in self.browsers and len(self._idle(browser)) < self.settings.idle_browsers:
+                browser.keep_window(window.handle)  # its last window stays open, empty of environments
+                return
             else:
                 browser.windows.discard(window.handle)
             if not browser.windows:
@@ -156,6 +171,21 @@ class BrowserPool:
                 if browser in self.browsers:
                     self.browsers.remove(browser)
             self._drop_dead()
+
+    def _idle(self, *besides: Browser) -> list[Browser]:
+        """The living browsers that hold no window, ``besides`` left out."""
+        return [b for b in self.browsers if not b.dead and not b.windows and b not in besides]
+
+    def close_idle(self) -> int:
+        """End every browser that holds no window (kept by ``settings.idle_browsers``);
+        returns how many."""
+        with self._lock:
+            idle = self._idle()
+            for browser in idle:
+                browser.quit()
+                self.browsers.remove(browser)
+            self._drop_dead()
+            return len(idle)
 
     def kill_all(self) -> None:
         """Kill every browser of this pool (at exit; also after a test)."""
@@ -203,6 +233,14 @@ def kill_all_browsers() -> None:
     """Kill every browser this process started (registered with ``atexit``)."""
     if _pool is not None and _pool.pid == os.getpid():
         _pool.kill_all()
+
+
+def close_idle_browsers() -> int:
+    """End this process's browsers that hold no window (``BrowserSettings.idle_browsers``
+    keeps them between environments; the run hook calls this at the end of a run)."""
+    if _pool is not None and _pool.pid == os.getpid():
+        return _pool.close_idle()
+    return 0
 
 
 _handlers_installed = False
