@@ -19,9 +19,9 @@ one seed per task. The "seen" held-out window (train positions from 500) therefo
 repeats a task of the positions below it, and a Gymnasium reset's position is its own task.
 
 The lists are built lazily, in this process, up to the highest position asked for: a
-candidate of the fold costs about a millisecond (its gold conversation is played for the
-key), and the later positions need more candidates (more keys are taken): building the
-whole train fold takes about 20 s on one core, its first 600 positions well under one.
+candidate costs about a millisecond (its gold conversation is played for the key), and the
+later positions need more candidates (more keys are taken): on a shared 2-core machine the
+first 600 train positions took 1.5 s, the whole train fold 38 s.
 """
 
 from __future__ import annotations
