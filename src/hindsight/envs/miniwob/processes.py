@@ -65,27 +65,29 @@ def is_browser_process(process: psutil.Process) -> bool:
     return any(name.startswith(known[:15]) for known in PROCESS_NAMES) and _alive(process)
 
 
-def marked_processes(python_pid: int | None = None) -> list[psutil.Process]:
-    """Living browser processes whose command line carries a marker of ``python_pid`` (any
-    Python process when None), by pid."""
+def _marked(python_pid: int | None = None) -> list[tuple[psutil.Process, int]]:
+    """(process, owner pid) of every living browser process whose command line carries a
+    marker of ``python_pid`` (any Python process when None), by pid. The command line is read
+    once: a process may exit between two reads."""
     found = []
     for process in psutil.process_iter():
         if not is_browser_process(process):
             continue
         match = _MARKER_PATTERN.search(_command_line(process))
         if match and (python_pid is None or int(match.group(1)) == python_pid):
-            found.append(process)
-    return sorted(found, key=lambda process: process.pid)
+            found.append((process, int(match.group(1))))
+    return sorted(found, key=lambda pair: pair[0].pid)
+
+
+def marked_processes(python_pid: int | None = None) -> list[psutil.Process]:
+    """Living browser processes whose command line carries a marker of ``python_pid`` (any
+    Python process when None), by pid."""
+    return [process for process, _ in _marked(python_pid)]
 
 
 def orphans_of_dead_runs() -> list[psutil.Process]:
     """Marked browser processes whose Python process no longer runs."""
-    orphans = []
-    for process in marked_processes():
-        owner = int(_MARKER_PATTERN.search(_command_line(process)).group(1))
-        if not psutil.pid_exists(owner) or owner == process.pid:
-            orphans.append(process)
-    return orphans
+    return [process for process, owner in _marked() if not psutil.pid_exists(owner) or owner == process.pid]
 
 
 def kill_processes(processes: list[psutil.Process], timeout_s: float = 10.0) -> list[int]:
