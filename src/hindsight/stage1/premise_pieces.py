@@ -167,11 +167,14 @@ def _piece(store: PieceStore | None, name: str, compute: Callable[[], Any], labe
     if kept is not None:
         logger.info("Premise check: %s loaded from '%s' (done by an earlier run).", label, store.path(name))
         return kept
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     value = compute()
     if store is not None:
         store.save(name, value)
-        logger.info("Premise check: %s done in %.1f min, kept in '%s'.", label, (time.perf_counter() - started) / 60, store.path(name))
+        logger.info(
+            "Premise check: %s done in %.1f min (%.1f CPU-min: this process's threads), kept in '%s'.", label,
+            (time.perf_counter() - started) / 60, (time.process_time() - cpu) / 60, store.path(name),
+        )
     return value
 
 
