@@ -1,7 +1,9 @@
 """Idle browsers (``BrowserSettings.idle_browsers``, the project's ``environment.browsers``): a
-browser whose last environment closed stays up for the next environment, which then starts
-no browser; ``close_idle_browsers`` ends it and leaves no process (counted by pid); the
-setting is bounded by ``max_browsers``; the default ends a browser with its last window."""
+closed environment's window stays open (blank) and the browser whose last environment closed
+stays up, for the next environments, which then start no browser and open no window;
+``close_idle_browsers`` ends the browser and leaves no process (counted by pid); the
+setting is bounded by ``max_browsers``; the default closes the window and ends a browser
+with its last one."""
 
 from __future__ import annotations
 
@@ -39,8 +41,18 @@ def test_a_kept_browser_serves_the_next_environment_and_ends_when_told(one_idle_
     assert pool.live_browsers == 1 and pool.started == started + 1  # kept after its last window closed
     pids = set(pool.browsers[0].pids)
     assert living(pids) == pids
-    assert _play_gold("enter-text", 4) and _play_gold("click-test", 5)  # other tasks, the same browser
-    assert pool.started == started + 1
+    browser = pool.browsers[0]
+    assert len(browser.spares) == 1 and browser.driver.window_handles == browser.spares
+    assert browser.driver.current_url == "about:blank"  # the task page left: its scripts stopped
+    assert _play_gold("enter-text", 4) and _play_gold("click-test", 5)  # other tasks, the same browser and window
+    assert pool.started == started + 1 and len(browser.driver.window_handles) == 1
+    envs = [make_env(EnvironmentSpec("miniwob", "click-test", max_steps=2)) for _ in range(3)]
+    for seed, env in enumerate(envs):
+        env.reset(seed, "train")
+    assert len(browser.windows) == 3 and browser.spares == []  # the spare taken, two windows opened
+    for env in envs:
+        env.close()
+    assert browser.windows == set() and len(browser.spares) == 3 and pool.started == started + 1
     assert close_idle_browsers() == 1
     assert pool.browsers == [] and living(pids | pool.seen_pids()) == set()
     assert close_idle_browsers() == 0

@@ -87,11 +87,13 @@ class BrowserSettings:
     start_timeout_s: float = 60.0
     """Longest a browser start (chromedriver, Chromium, the first window) may take."""
     idle_browsers: int = 0
-    """Browsers kept running after their last window closed, at most this many (counted in
-    ``max_browsers``): the next environment opens its window in one at once instead of
-    starting a browser (1-2 s; an evaluation builds environments afresh for every task
-    type, split and trial). 0: a browser ends with its last window. A kept browser ends
-    at ``close_idle_browsers`` (the end of a Kedro run) or at exit."""
+    """Above 0, a closed environment's window stays open (blank) for the next environment,
+    and up to this many browsers (counted in ``max_browsers``) keep running after their last
+    environment closed: an evaluation, which builds environments afresh for every task
+    type, split, trial and agent, then starts no browser (1-2 s each) and opens no window
+    (0.25 s) each time. 0: a closed environment's window closes and a browser ends with its
+    last one. A kept browser ends at ``close_idle_browsers`` (the end of a Kedro run) or
+    at exit."""
 
     def __post_init__(self) -> None:
         for name in ("max_browsers", "windows_per_browser"):
@@ -124,7 +126,9 @@ class Browser:
         self.windows: set[str] = set()
         self.dead = False
         self.death: str = ""
-        self._spare_handle: str | None = None
+        self.spares: list[str] = []
+        """Open windows no environment holds, taken first by ``open_window`` (the first
+        window of the start; with ``idle_browsers``, the windows environments gave back)."""
         self._current: str | None = None
         self.processes: BrowserProcesses | None = None
         self._start(chrome_binary, chromedriver, start_timeout_s)
@@ -174,7 +178,8 @@ class Browser:
             timer.cancel()
         self.processes = BrowserProcesses(psutil.Process(service.process.pid), marker)
         self.processes.members()
-        self._spare_handle = self._current = self.driver.current_window_handle
+        self._current = self.driver.current_window_handle
+        self.spares = [self._current]
 
     @property
     def pids(self) -> list[int]:
@@ -239,8 +244,8 @@ class Browser:
             return driver.current_window_handle
 
         with self.lock:
-            if self._spare_handle is not None:
-                handle, self._spare_handle = self._spare_handle, None
+            if self.spares:
+                handle = self.spares.pop()
             else:
                 self.check_alive()
                 deadline = self.watchdog.arm(timeout_s, self.id)
@@ -266,13 +271,21 @@ class Browser:
                 logger.debug("Closing a window of browser %d failed: %s", self.id, error)
             self._current = None
 
-    def keep_window(self, handle: str) -> None:
-        """Give window ``handle`` back without closing it: its browser stays up with no
-        environment in it (``BrowserSettings.idle_browsers``), and the next ``open_window``
-        takes this window (its page is loaded afresh by the next environment)."""
+    def keep_window(self, handle: str, timeout_s: float) -> None:
+        """Give window ``handle`` back without closing it (``BrowserSettings.idle_browsers``):
+        it shows a blank page (the task's scripts stop) and is a spare the next
+        ``open_window`` takes (opening a window costs about 0.25 s; the next environment
+        loads its task page anyway). A window that fails to blank is dropped."""
         with self.lock:
             self.windows.discard(handle)
-            self._spare_handle = handle
+            if self.dead:
+                return
+            try:
+                self.call(handle, lambda driver: driver.get("about:blank"), timeout_s)
+            except EnvironmentCrashedError as error:
+                logger.debug("Keeping a window of browser %d failed: %s", self.id, error)
+                return
+            self.spares.append(handle)
 
     def kill(self, reason: str = "closed") -> None:
         """Quit and kill every process of this browser (idempotent)."""
@@ -282,6 +295,7 @@ class Browser:
             self.dead, self.death = True, reason
             logger.debug("Browser %d: %s", self.id, reason)
         self.windows.clear()
+        self.spares.clear()
         self.processes.kill()
         process = getattr(self.service, "process", None)
         if process is not None:

@@ -121,8 +121,8 @@ class BrowserPool:
         timeout = timeout_s or self.settings.start_timeout_s
         with self._lock:
             self._drop_dead()
-            for browser in self.browsers:
-                if len(browser.windows) < self.settings.windows_per_browser:
+            for browser in sorted(self.browsers, key=lambda b: not b.spares):  # a spare window first
+                if browser.spares or len(browser.windows) < self.settings.windows_per_browser:
                     return Window(self, browser, browser.open_window(timeout))
             if len(self.browsers) >= self.settings.max_browsers:
                 raise EnvironmentConfigError(
@@ -155,15 +155,18 @@ class BrowserPool:
             self.browsers.remove(browser)
 
     def release(self, window: Window) -> None:
-        """Close ``window``; a browser left without windows is ended, or kept for the next
-        environment while fewer than ``settings.idle_browsers`` others are kept."""
+        """Close ``window`` and end a browser left without windows; with
+        ``settings.idle_browsers``, keep the window as a spare instead, and the browser too
+        while fewer than ``idle_browsers`` others hold no window."""
         with self._lock:
             browser = window.browser
-            if not browser.dead and len(browser.windows) > 1:
+            keep = self.settings.idle_browsers > 0 and not browser.dead and browser in self.browsers
+            if keep and (len(browser.windows) > 1 or len(self._idle(browser)) < self.settings.idle_browsers):
+                browser.keep_window(window.handle, self.settings.start_timeout_s)  # a spare for the next environment
+                if browser.spares and not browser.dead:
+                    return
+            elif not browser.dead and len(browser.windows) > 1:
                 browser.close_window(window.handle, self.settings.start_timeout_s)
-            elif not browser.dead and browser in self.browsers and len(self._idle(browser)) < self.settings.idle_browsers:
-                browser.keep_window(window.handle)  # its last window stays open, empty of environments
-                return
             else:
                 browser.windows.discard(window.handle)
             if not browser.windows:
