@@ -14,6 +14,7 @@ from hindsight.envs import make_env
 from hindsight.evaluation.filmstrip import write_filmstrips
 from hindsight.evaluation.gold_floor import with_gold_reference
 from hindsight.evaluation.heldout import MISSING_ATTR, evaluate_agents
+from hindsight.evaluation.mechanism import mechanism_markdown
 from hindsight.evaluation.metrics import success_summary
 from hindsight.evaluation.pass_k import pass_k_markdown, pass_k_metrics, pass_k_summary
 from hindsight.evaluation.report import markdown_table, success_plot
@@ -79,11 +80,13 @@ def missing_episodes_line(missing: dict[str, int]) -> str:
     )
 
 
-def report_evaluation(stage1_episodes: pd.DataFrame, rl_episodes: pd.DataFrame):
+def report_evaluation(stage1_episodes: pd.DataFrame, rl_episodes: pd.DataFrame, training_history: pd.DataFrame | None = None):
     """Success table (markdown), summary (csv), pass^k table (csv) and plot; metrics to
     MLflow; a summary printed at the end of the run. With more than one trial per task
     (``evaluation.heldout.trials_per_task``) the markdown, the metrics and the summary also
-    carry pass^1..pass^k (``evaluation.pass_k``).
+    carry pass^1..pass^k (``evaluation.pass_k``). The markdown ends with the RL run's
+    mechanism per update from ``training_history`` (``evaluation.mechanism``: SEED's parse
+    rate, distillation loss and gate).
 
     Returns:
         (episodes of all agents, summary table, pass^k table, markdown text, matplotlib figure).
@@ -99,6 +102,9 @@ def report_evaluation(stage1_episodes: pd.DataFrame, rl_episodes: pd.DataFrame):
         text += "\n" + pass_k_markdown(pass_k, title="Held-out pass^k (all k trials of a task succeed; 95% bootstrap over tasks)")
     if missing:  # given up after their replays (rollout.replay): the rates above stand on fewer episodes
         text += "\n" + missing_episodes_line(missing) + "\n"
+    if training_history is not None and not training_history.empty:
+        mechanism = mechanism_markdown(training_history)
+        text += "\n" + mechanism if mechanism else ""
     figure = success_plot(summary)
     metrics = {
         f"eval/{row.agent}/{row.eval_split}/{row.task_type}/success_rate": row.success_rate

@@ -17,7 +17,7 @@ def create_pipeline(**kwargs) -> Pipeline:
             Node(evaluate_rl_policy, inputs=["rl_policy", *SETTINGS], outputs="rl_evaluation_episodes", name="evaluate_rl_policy"),
             Node(
                 report_evaluation,
-                inputs=["stage1_evaluation_episodes", "rl_evaluation_episodes"],
+                inputs=["stage1_evaluation_episodes", "rl_evaluation_episodes", "training_history"],
                 outputs=["evaluation_episodes", "evaluation_summary", "evaluation_pass_k", "evaluation_table", "evaluation_plot"],
                 name="report_evaluation",
             ),
