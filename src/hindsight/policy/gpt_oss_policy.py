@@ -9,9 +9,9 @@ refuses "sdpa", and transformers' own "flex_attention" cannot run sinks on CPU).
 
 from __future__ import annotations
 
-import torch
 from transformers import GptOssConfig, GptOssForCausalLM
 
+from hindsight.policy.fresh_model import seeded_model, token_config_kwargs
 from hindsight.policy.sink_attention import SINK_FLEX_ATTENTION
 
 GPT_OSS_PRESETS: dict[str, dict[str, int]] = {
@@ -34,13 +34,7 @@ def build_gpt_oss_model(preset: str, tokenizer, seed: int, max_position_embeddin
         raise ValueError(f"Unknown model preset {preset!r}; choose one of {sorted(GPT_OSS_PRESETS)}.")
     sizes = GPT_OSS_PRESETS[preset]
     config = GptOssConfig(
-        vocab_size=len(tokenizer),
-        max_position_embeddings=max_position_embeddings,
-        tie_word_embeddings=True,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=tokenizer.eos_token_id,
-        use_cache=True,
+        **token_config_kwargs(tokenizer, max_position_embeddings),
         sliding_window=SLIDING_WINDOW,
         layer_types=[("sliding_attention", "full_attention")[i % 2] for i in range(sizes["num_hidden_layers"])],
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
@@ -48,7 +42,4 @@ def build_gpt_oss_model(preset: str, tokenizer, seed: int, max_position_embeddin
         **sizes,
     )
     config._attn_implementation = SINK_FLEX_ATTENTION
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = GptOssForCausalLM(config)
-    return model
+    return seeded_model(GptOssForCausalLM, config, seed)

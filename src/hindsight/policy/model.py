@@ -35,6 +35,7 @@ from transformers import (
     Qwen2ForCausalLM,
 )
 
+from hindsight.policy.fresh_model import seeded_model, token_config_kwargs
 from hindsight.policy.lora import ADAPTER_CONFIG_FILE, LoraSettings, add_lora, adapter_base, base_relative_to_adapter
 
 logger = logging.getLogger(__name__)
@@ -152,19 +153,8 @@ def build_policy(
         raise ValueError(f"Unknown model preset {preset!r}; choose one of {sorted(MODEL_PRESETS)}.")
     if tokenizer.pad_token_id is None or tokenizer.eos_token_id is None:
         raise ValueError("build_policy: the tokenizer needs a pad and an eos token.")
-    config = Qwen2Config(
-        vocab_size=len(tokenizer),
-        max_position_embeddings=max_position_embeddings,
-        tie_word_embeddings=True,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=tokenizer.eos_token_id,
-        use_cache=True,
-        **MODEL_PRESETS[preset],
-    )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = Qwen2ForCausalLM(config)
+    config = Qwen2Config(**token_config_kwargs(tokenizer, max_position_embeddings), **MODEL_PRESETS[preset])
+    model = seeded_model(Qwen2ForCausalLM, config, seed)
     model.to(resolve_device(device))
     model.eval()
     logger.info("Built a %r Qwen2 policy with %d parameters.", preset, count_parameters(model))

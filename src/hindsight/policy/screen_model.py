@@ -23,6 +23,7 @@ import torch
 from torch import nn
 from transformers import AutoConfig, AutoModelForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
+from hindsight.policy.fresh_model import seeded_model, token_config_kwargs
 from hindsight.policy.model import MODEL_PRESETS, Policy, count_parameters, resolve_device
 from hindsight.policy.screens import ScreenImage, check_screenshot, screenshot_key
 
@@ -147,18 +148,10 @@ def build_screen_policy(preset: str, tokenizer, seed: int, max_position_embeddin
         tokenizer.add_special_tokens({"additional_special_tokens": [IMAGE_TOKEN]}, replace_extra_special_tokens=False)
     config = ScreenQwen2Config(
         image_token_id=tokenizer.convert_tokens_to_ids(IMAGE_TOKEN),
-        vocab_size=len(tokenizer),
-        max_position_embeddings=max_position_embeddings,
-        tie_word_embeddings=True,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=tokenizer.eos_token_id,
-        use_cache=True,
+        **token_config_kwargs(tokenizer, max_position_embeddings),
         **MODEL_PRESETS[preset],
     )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = ScreenQwen2ForCausalLM(config)
+    model = seeded_model(ScreenQwen2ForCausalLM, config, seed)
     model.to(resolve_device(device))
     model.eval()
     logger.info("Built a %r Qwen2 screen policy with %d parameters.", preset, count_parameters(model))
