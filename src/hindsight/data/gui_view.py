@@ -32,7 +32,7 @@ from hindsight.envs.miniwob.view import (
     SCREEN_WIDTH,
     Element,
     ViewSettings,
-    element_line,
+    render_shown,
     render_view,
 )
 
@@ -88,19 +88,7 @@ def page_view(goal: str, elements: Sequence[Element], width: int, height: int, s
     settings = settings or ViewSettings()
     if is_miniwob_screen(width, height):
         return render_view(goal, elements, settings)
-    shown = [element for element in elements if _meets(element, width, height)]
-    lines = [f"Instruction: {' '.join(goal.split())}"]
-    length = len(lines[0])
-    for count, element in enumerate(shown):
-        line = element_line(element, settings)
-        if count >= settings.max_elements or length + 1 + len(line) > settings.max_view_chars - 40:
-            lines.append(f"({len(shown) - count} more elements not shown)")
-            break
-        lines.append(line)
-        length += 1 + len(line)
-    if not shown:
-        lines.append("(no element on the screen)")
-    return "\n".join(lines)
+    return render_shown(goal, [element for element in elements if _meets(element, width, height)], settings)
 
 
 def is_miniwob_screen(width: int, height: int) -> bool:

@@ -28,7 +28,7 @@ elements were left out), each text cut to ``max_text_chars``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 SCREEN_WIDTH = 160
 """Width of the MiniWoB task area, in pixels (the screenshot's width)."""
@@ -195,8 +195,14 @@ def element_line(element: Element, settings: ViewSettings) -> str:
 def render_view(utterance: str, elements: Iterable[Element], settings: ViewSettings | None = None) -> str:
     """The text view of a page: the instruction, then one line per shown element, capped
     (see the module docstring)."""
+    return render_shown(utterance, shown_elements(elements), settings)
+
+
+def render_shown(utterance: str, shown: Sequence[Element], settings: ViewSettings | None = None) -> str:
+    """The view's text for elements already chosen to be shown (``shown_elements`` on
+    MiniWoB's screen; ingested GUI files of another screen size choose their own): the
+    instruction, one line per element, capped."""
     settings = settings or ViewSettings()
-    shown = shown_elements(elements)
     lines = [f"Instruction: {_clean(utterance)}"]
     length = len(lines[0])
     for count, element in enumerate(shown):
