@@ -27,7 +27,7 @@ import pandas as pd
 import pytest
 
 from hindsight.config import SkillsConfig
-from hindsight.config.stages import OpenAIEndpointConfig
+from hindsight.config.skill_stages import OpenAIEndpointConfig
 from hindsight.pipelines.skills.nodes import make_teacher, write_hindsight_skills
 from hindsight.skills import RuleMinerTeacher, episodes_from_table
 from hindsight.skills.http_teacher import OpenAICompatibleTeacher, TeacherUnavailableError, redacted_url

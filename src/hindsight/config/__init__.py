@@ -2,7 +2,8 @@
 
 - ``project``: ``parameters.yml``, what every stage shares (seed, environment, rollout,
   analyzer) and the seeds derived from the one run seed;
-- ``stages``: ``parameters_<stage>.yml``, one block per stage, in run order;
+- ``stages``: ``parameters_<stage>.yml``, one block per stage, in run order, except the
+  skills stage and Stage 1 (``skill_stages``);
 - ``experiments``: ``parameters_experiments.yml``, the experiment grid and its presets;
 - ``files``: which file holds which block, and the check that runs before every run;
 - ``rl``: an RL run's games, task pool and rollout settings from the above;
@@ -26,19 +27,21 @@ from hindsight.config.files import STAGE_FILES, check_parameters, file_of_key, f
 from hindsight.config.pretrained import PretrainedModelConfig
 from hindsight.config.project import EnvironmentConfig, GameConfig, ProjectConfig, RolloutSettings, Seeds
 from hindsight.config.rl import rl_setup
+from hindsight.config.skill_stages import (
+    OpenAIEndpointConfig,
+    SkillsConfig,
+    Stage1Config,
+    TeacherFitConfig,
+    ValidationConfig,
+)
 from hindsight.config.stages import (
     BehaviourCloningConfig,
     EvaluationConfig,
     HeldoutPlay,
     IngestionConfig,
-    OpenAIEndpointConfig,
     PolicyConfig,
     ScoringConfig,
-    SkillsConfig,
-    Stage1Config,
-    TeacherFitConfig,
     TrainingConfig,
-    ValidationConfig,
 )
 from hindsight.config.state2state import State2StateConfig
 from hindsight.config.world_model import WorldModelConfig

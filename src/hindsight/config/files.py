@@ -16,13 +16,12 @@ from hindsight.config.experiments import ExperimentsConfig, GridSettings
 from hindsight.config.pretrained import PretrainedModelConfig
 from hindsight.config.project import ProjectConfig
 from hindsight.config.state2state import State2StateConfig
+from hindsight.config.skill_stages import SkillsConfig, Stage1Config
 from hindsight.config.stages import (
     BehaviourCloningConfig,
     EvaluationConfig,
     IngestionConfig,
     ScoringConfig,
-    SkillsConfig,
-    Stage1Config,
     TrainingConfig,
 )
 from hindsight.config.world_model import WorldModelConfig
