@@ -184,6 +184,22 @@ def test_the_evaluation_report_adds_pass_k_only_with_several_trials(steps, monke
     assert set(pass_one["k"]) == {1}  # the table is still written, with pass^1 and its interval over tasks
 
 
+def test_the_report_names_the_refusal_when_failed_episodes_left_trials_unequal(steps, monkeypatch):
+    from hindsight.evaluation.heldout import MISSING_ATTR
+    from hindsight.pipelines.evaluation import nodes
+
+    monkeypatch.setattr(nodes.tracking, "log_metrics", lambda metrics, step=None: None)
+    policy = steps[(steps["agent"] == "policy") & ~((steps["seed"] == 2) & (steps["trial"] == 3))].copy()
+    random = steps[steps["agent"] == "random"].copy()
+    with pytest.raises(ValueError, match="same number of trials"):  # unequal, and nothing recorded missing: a bug
+        nodes.report_evaluation(policy, random)
+    policy.attrs[MISSING_ATTR] = {"policy/unseen": 1}
+    _, summary, pass_k, text, _ = nodes.report_evaluation(policy, random)
+    assert pass_k.empty and list(pass_k.columns) == PASS_K_COLUMNS and "## Held-out pass^k" not in text
+    assert "No pass^k: pass^k needs the same number of trials for every task" in text
+    assert "textworldexpress/twc/test/2' with 3" in text and len(summary)
+
+
 def test_a_trial_count_below_one_is_refused_by_name():
     with pytest.raises(ValueError, match="trials_per_task must be a positive integer, got 0"):
         HeldoutPlay(trials_per_task=0)

@@ -16,7 +16,7 @@ from hindsight.evaluation.gold_floor import with_gold_reference
 from hindsight.evaluation.heldout import MISSING_ATTR, evaluate_agents
 from hindsight.evaluation.mechanism import mechanism_markdown
 from hindsight.evaluation.metrics import success_summary
-from hindsight.evaluation.pass_k import pass_k_markdown, pass_k_metrics, pass_k_summary
+from hindsight.evaluation.pass_k import PASS_K_COLUMNS, pass_k_markdown, pass_k_metrics, pass_k_summary
 from hindsight.evaluation.report import markdown_table, success_plot
 from hindsight.policy import Policy
 
@@ -80,6 +80,20 @@ def missing_episodes_line(missing: dict[str, int]) -> str:
     )
 
 
+def pass_k_or_refusal(episodes: pd.DataFrame, missing: dict[str, int]) -> tuple[pd.DataFrame, str]:
+    """The pass^k table and "", or, where episodes given up after their replays left tasks
+    with fewer trials than the others (``missing``), an empty table and the refusal: pass^k is
+    not reported over a task set that shrinks with k (``evaluation.pass_k``). Unequal trial
+    counts with no episode recorded missing raise."""
+    try:
+        return pass_k_summary(episodes), ""
+    except ValueError as error:
+        if not missing or "same number of trials" not in str(error):
+            raise
+        logger.warning("No pass^k for this evaluation: %s", error)
+        return pd.DataFrame(columns=PASS_K_COLUMNS), f"No pass^k: {error}"
+
+
 def report_evaluation(stage1_episodes: pd.DataFrame, rl_episodes: pd.DataFrame, training_history: pd.DataFrame | None = None):
     """Success table (markdown), summary (csv), pass^k table (csv) and plot; metrics to
     MLflow; a summary printed at the end of the run. With more than one trial per task
@@ -94,7 +108,7 @@ def report_evaluation(stage1_episodes: pd.DataFrame, rl_episodes: pd.DataFrame, 
     missing = {**stage1_episodes.attrs.get(MISSING_ATTR, {}), **rl_episodes.attrs.get(MISSING_ATTR, {})}
     episodes = pd.concat([stage1_episodes, rl_episodes], ignore_index=True)
     summary = success_summary(episodes)
-    pass_k = pass_k_summary(episodes)
+    pass_k, refusal = pass_k_or_refusal(episodes, missing)
     several_trials = len(pass_k) > 0 and int(pass_k["k"].max()) > 1
     families = sorted(episodes["env"].dropna().unique()) if "env" in episodes else []
     text = markdown_table(summary, title=f"Held-out success ({', '.join(families) or 'no episodes'})")
@@ -102,6 +116,8 @@ def report_evaluation(stage1_episodes: pd.DataFrame, rl_episodes: pd.DataFrame, 
         text += "\n" + pass_k_markdown(pass_k, title="Held-out pass^k (all k trials of a task succeed; 95% bootstrap over tasks)")
     if missing:  # given up after their replays (rollout.replay): the rates above stand on fewer episodes
         text += "\n" + missing_episodes_line(missing) + "\n"
+    if refusal:
+        text += "\n" + refusal + "\n"
     if training_history is not None and not training_history.empty:
         mechanism = mechanism_markdown(training_history)
         text += "\n" + mechanism if mechanism else ""
