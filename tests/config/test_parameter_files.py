@@ -250,6 +250,25 @@ def test_the_dual_control_configuration_builds_on_the_telecom_domain():
     assert evaluation.heldout.decodings == base.heldout.decodings
 
 
+def test_the_miniwob_configuration_builds_on_trained_and_held_out_web_task_types():
+    """conf/miniwob: 8 trained MiniWoB++ task types and 2-4 never trained on, every one with a
+    gold solver; the held-out evaluation on seen seeds, unseen seeds and unseen task types,
+    each task played several times (pass^k); one browser kept idle (docs/gui.md, "The job")."""
+    from hindsight.envs.miniwob import SOLVERS
+
+    settings = check_parameters(_merged_parameters("miniwob"))
+    environment = settings["project"].environment
+    trained, held_out = [g.game for g in environment.games], [g.game for g in environment.heldout_games]
+    assert environment.env == "miniwob" and len(trained) == 8 and 2 <= len(held_out) <= 4
+    assert set(trained + held_out) <= set(SOLVERS) and not set(trained) & set(held_out)
+    assert environment.browsers.idle_browsers == 1 and check_parameters(_merged_parameters("base"))["project"].environment.browsers.idle_browsers == 0
+    evaluation = settings["evaluation"]
+    assert evaluation.heldout.splits == ["seen", "unseen", "unseen_types"] and evaluation.heldout.trials_per_task > 1
+    assert evaluation.random_floor and evaluation.filmstrips > 0
+    assert settings["training"].rl.algorithm == "seed" and settings["stage1"].premise_tasks_per_game > 0
+    assert not settings["behaviour_cloning"].policy.vision  # the text view; vision: true is the documented variant
+
+
 def test_rollout_backend_is_chosen_by_configuration():
     """``rollout.backend`` builds the engine every stage's rollouts use: the torch engine by
     default and in conf/pretrained (measured fastest on 2 cores), CTranslate2 when named."""

@@ -1,0 +1,107 @@
+"""``kedro run --env miniwob`` at a tiny size: the whole default pipeline (gold episodes with
+their screens, behaviour cloning, skills, Stage 1 with the premise check, SEED, held-out
+evaluation) on the job's MiniWoB++ task types and held-out task types in a real Chromium,
+with conf/test's step budgets and one task per game and split, each played twice.
+
+Marked slow (about 90-100 s on 2 cores under load; ``-m slow``, which CI runs); the job's
+configuration itself is checked in ``tests/config/test_parameter_files.py``. It checks
+what the job promises: every planned evaluation episode is in the table (per
+agent, split and task type), the gold agent wins all of them, the report gives pass^1..2
+by task type for random, gold, Stage-1 and SEED and SEED's mechanism figures, and no
+browser process is left after the run."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from hindsight.envs.miniwob.processes import marked_processes
+from kedro_project import KedroProject
+
+ROOT = Path(__file__).resolve().parents[2]
+JOB = yaml.safe_load((ROOT / "conf" / "miniwob" / "parameters.yml").read_text())
+TRIALS = 2
+TINY = {
+    "environment": JOB["environment"],
+    "rollout": {**yaml.safe_load((ROOT / "conf" / "test" / "parameters.yml").read_text())["rollout"], "prompt": JOB["rollout"]["prompt"]},
+    "ingestion": {"expert_episodes": {"train": 2, "dev": 0, "test": 0}},
+    "skills": {"tasks_per_game": 1, "rollouts_per_task": 2, "temperature": 0.4, "teacher": "rule_miner",
+               "validation": {"enabled": True, "rollouts": 2, "min_success_gain": 1, "min_rate_gain": 0.125},
+               "analyzer_sft_from": "every_episode"},
+    "evaluation": {
+        "heldout": {"episodes_per_game": 1, "splits": ["seen", "unseen", "unseen_types"], "decodings": {"sampled": 0.4},
+                    "trials_per_task": TRIALS},
+        "random_floor": True,
+        "filmstrips": 1,
+    },
+}
+"""conf/test with these blocks replaced whole: the job's task types, held-out task types, prompt
+and browsers; conf/test's step budgets; one task per game and split, played TRIALS times."""
+TRAINED = [game["game"] for game in JOB["environment"]["games"]]
+HELD_OUT = [game["game"] for game in JOB["environment"]["heldout_games"]]
+AGENTS = {"random", "gold", "stage1-sampled", "rl-sampled"}
+
+
+@pytest.fixture(scope="module")
+def miniwob_run(tmp_path_factory):
+    project = KedroProject(tmp_path_factory.mktemp("miniwob_project"))
+    test_parameters = project.path / "conf" / "test" / "parameters.yml"
+    test_parameters.write_text(yaml.safe_dump({**yaml.safe_load(test_parameters.read_text()), **TINY}, sort_keys=False))
+    return project.run(), project
+
+
+@pytest.mark.slow  # the whole pipeline on 12 task types in Chromium: 90-100 s at load 4 (`-m slow`, CI runs it)
+def test_every_planned_episode_is_played_and_gold_wins_them_all(miniwob_run):
+    record, _ = miniwob_run
+    episodes = pd.read_parquet(record.outputs["07_model_output/evaluation_episodes.parquet"])
+    ends = episodes.groupby("episode_id").agg(agent=("agent", "first"), split=("eval_split", "first"),
+                                              task_type=("task_type", "first"), trial=("trial", "first"), won=("won", "any"))
+    assert set(ends["agent"]) == AGENTS
+    planned = {("seen", t) for t in TRAINED} | {("unseen", t) for t in TRAINED} | {("unseen_types", t) for t in HELD_OUT}
+    for agent in AGENTS:
+        mine = ends[ends["agent"] == agent]
+        counts = mine.groupby(["split", "task_type"]).size().to_dict()
+        assert counts == {key: TRIALS for key in planned}, agent  # one task per game and split, TRIALS times
+    gold = ends[ends["agent"] == "gold"]
+    assert gold["won"].all(), gold[~gold["won"]]
+
+
+@pytest.mark.slow
+def test_the_report_gives_pass_k_by_task_type_for_every_agent_and_seeds_mechanism(miniwob_run):
+    record, _ = miniwob_run
+    pass_k = pd.read_csv(record.outputs["08_reporting/evaluation_pass_k.csv"])
+    by_type = pass_k[pass_k["breakdown"] == "task_type"]
+    for agent in AGENTS:
+        rows = by_type[by_type["agent"] == agent]
+        assert set(rows["k"]) == {1, 2}, agent
+        assert set(rows["group"]) == {*TRAINED, *HELD_OUT, "all"}, agent
+    gold = by_type[by_type["agent"] == "gold"]
+    assert (gold["pass_k"] == 1.0).all()
+    report = record.outputs["08_reporting/evaluation.md"].read_text()
+    assert "## Held-out pass^k" in report and "| gold | unseen_types | task_type |" in report
+    mechanism = report[report.index("mechanism (per update)"):]
+    assert "skills parsed" in mechanism and "distillation loss" in mechanism and "gate mean" in mechanism
+    premise = pd.read_csv(record.outputs["08_reporting/skill_premise_summary.csv"])
+    assert len(premise) > 0
+
+
+@pytest.mark.slow
+def test_gold_episodes_keep_their_screens_and_every_agent_gets_a_filmstrip(miniwob_run):
+    record, project = miniwob_run
+    trajectories = pd.read_parquet(record.outputs["03_primary/trajectories.parquet"])
+    screens = pd.read_parquet(record.outputs["03_primary/screenshots.parquet"])
+    steps = set(zip(trajectories["episode_id"], trajectories["step"]))
+    assert set(trajectories["task_type"]) == set(TRAINED) and len(steps) == len(trajectories)
+    assert set(zip(screens["episode_id"], screens["step"])) == steps  # one screen per gold step
+    client = project.mlflow_client()
+    folders = {item.path for item in client.list_artifacts(record.mlflow_run.info.run_id, "filmstrips")}
+    assert {f"filmstrips/{agent}" for agent in AGENTS} <= folders
+
+
+@pytest.mark.slow
+def test_no_browser_is_left_after_the_run(miniwob_run):
+    assert [process.pid for process in marked_processes(os.getpid())] == []
