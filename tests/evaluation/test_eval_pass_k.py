@@ -165,7 +165,7 @@ def test_the_dual_control_gold_solver_has_pass_4_of_one_on_every_fold():
     assert fourth.loc[fourth["group"] == "all", "tasks"].tolist() == [6, 6, 6]
 
 
-def test_the_evaluation_report_adds_pass_k_only_with_several_trials(steps, monkeypatch):
+def test_the_evaluation_report_shows_pass_k_for_any_number_of_trials(steps, monkeypatch):
     from hindsight.pipelines.evaluation import nodes
 
     logged: dict[str, float] = {}
@@ -180,8 +180,10 @@ def test_the_evaluation_report_adds_pass_k_only_with_several_trials(steps, monke
     logged.clear()
     one = steps[steps["trial"] == 0]
     _, _, pass_one, text, _ = nodes.report_evaluation(one[one["agent"] == "policy"], one[one["agent"] == "random"])
-    assert "pass^" not in text and not any("pass_hat" in key for key in logged)
-    assert set(pass_one["k"]) == {1}  # the table is still written, with pass^1 and its interval over tasks
+    # one trial per task (the default run): the same table, with pass^1 and its interval over tasks
+    assert "## Held-out pass^k" in text and "| policy | unseen | task_type | all | 3 |" in text
+    assert set(pass_one["k"]) == {1} and "eval/policy/unseen/all/pass_hat_1" in logged
+    assert not any(key.endswith("pass_hat_2") for key in logged)
 
 
 def test_the_report_names_the_refusal_when_failed_episodes_left_trials_unequal(steps, monkeypatch):

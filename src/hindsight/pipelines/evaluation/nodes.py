@@ -96,9 +96,9 @@ def pass_k_or_refusal(episodes: pd.DataFrame, missing: dict[str, int]) -> tuple[
 
 def report_evaluation(stage1_episodes: pd.DataFrame, rl_episodes: pd.DataFrame, training_history: pd.DataFrame | None = None):
     """Success table (markdown), summary (csv), pass^k table (csv) and plot; metrics to
-    MLflow; a summary printed at the end of the run. With more than one trial per task
-    (``evaluation.heldout.trials_per_task``) the markdown, the metrics and the summary also
-    carry pass^1..pass^k (``evaluation.pass_k``). The markdown ends with the RL run's
+    MLflow; a summary printed at the end of the run. The markdown, the metrics and the summary
+    also carry pass^1..pass^k by task type, k up to ``evaluation.heldout.trials_per_task``
+    (``evaluation.pass_k``; with one trial per task, pass^1), the same way on every environment. The markdown ends with the RL run's
     mechanism per update from ``training_history`` (``evaluation.mechanism``: SEED's parse
     rate, distillation loss and gate).
 
@@ -109,10 +109,10 @@ def report_evaluation(stage1_episodes: pd.DataFrame, rl_episodes: pd.DataFrame, 
     episodes = pd.concat([stage1_episodes, rl_episodes], ignore_index=True)
     summary = success_summary(episodes)
     pass_k, refusal = pass_k_or_refusal(episodes, missing)
-    several_trials = len(pass_k) > 0 and int(pass_k["k"].max()) > 1
+    has_pass_k = len(pass_k) > 0
     families = sorted(episodes["env"].dropna().unique()) if "env" in episodes else []
     text = markdown_table(summary, title=f"Held-out success ({', '.join(families) or 'no episodes'})")
-    if several_trials:
+    if has_pass_k:
         text += "\n" + pass_k_markdown(pass_k, title="Held-out pass^k (all k trials of a task succeed; 95% bootstrap over tasks)")
     if missing:  # given up after their replays (rollout.replay): the rates above stand on fewer episodes
         text += "\n" + missing_episodes_line(missing) + "\n"
@@ -127,11 +127,11 @@ def report_evaluation(stage1_episodes: pd.DataFrame, rl_episodes: pd.DataFrame, 
         for row in summary.itertuples(index=False)
     }
     metrics["eval/missing_episodes"] = float(sum(missing.values()))
-    if several_trials:
+    if has_pass_k:
         metrics.update(pass_k_metrics(pass_k))
     tracking.log_metrics(metrics)
     headline = headline_summary(summary)
-    if several_trials:
+    if has_pass_k:
         headline += "\n" + pass_k_headline(pass_k)
     logger.info("\n%s\n%s", text, headline)
     print("\n" + text + "\n" + headline, flush=True)
