@@ -235,8 +235,9 @@ def run_premise_check(
     premise = _source_major([part["premise"] for part in scored], list(sources))
     metrics = premise_metrics(premise, prefix, seed=plan.seed)
     metrics.update({f"{prefix}/{key}": value for key, value in control_metrics.items()})
-    if pairs:
-        copies = pd.concat([part["copy"] for part in scored], ignore_index=True) if len(scored) > 1 else scored[0]["copy"]
+    if plan.copy_pairs:  # the copy test's figures whenever it is on, its counts 0 where no won step gave a pair
+        parts = [part["copy"] for part in scored if part["copy"] is not None]
+        copies = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(COPY_COLUMNS))
         metrics.update(copy_metrics(copies.reindex(columns=list(COPY_COLUMNS)), prefix, plan.seed))
     metrics[f"{prefix}/own_parse_rate"] = parse_rate(own_records)
     metrics[f"{prefix}/own_equals_rule"] = sum(own.get(key) == value for key, value in rule.items()) / len(rule) if rule else 0.0
