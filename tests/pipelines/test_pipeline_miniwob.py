@@ -3,7 +3,7 @@ their screens, behaviour cloning, skills, Stage 1 with the premise check, SEED, 
 evaluation) on the job's MiniWoB++ task types and held-out task types in a real Chromium,
 with conf/test's step budgets and one task per game and split, each played twice.
 
-Marked slow (100-130 s on 2 shared cores at load 4-7; ``-m slow``, which CI runs); the job's
+Marked slow (100-145 s on 2 shared cores at load 4-7; ``-m slow``, which CI runs); the job's
 configuration itself is checked in ``tests/config/test_parameter_files.py``. It checks
 what the job promises: every planned evaluation episode is in the table (per
 agent, split and task type), the gold agent wins all of them, the report gives pass^1..2
@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from hindsight.envs.miniwob import browser_pool
 from hindsight.envs.miniwob.processes import marked_processes
 from kedro_project import KedroProject
 
@@ -51,10 +52,13 @@ def miniwob_run(tmp_path_factory):
     project = KedroProject(tmp_path_factory.mktemp("miniwob_project"))
     test_parameters = project.path / "conf" / "test" / "parameters.yml"
     test_parameters.write_text(yaml.safe_dump({**yaml.safe_load(test_parameters.read_text()), **TINY}, sort_keys=False))
-    return project.run(), project
+    before = browser_pool().settings
+    record = project.run()
+    assert browser_pool().settings == before  # idle_browsers: 1 held for the run only
+    return record, project
 
 
-@pytest.mark.slow  # the whole pipeline on 12 task types in Chromium: 100-130 s at load 4-7 (`-m slow`, CI runs it)
+@pytest.mark.slow  # the whole pipeline on 12 task types in Chromium: 100-145 s at load 4-7 (`-m slow`, CI runs it)
 def test_every_planned_episode_is_played_and_gold_wins_them_all(miniwob_run):
     record, _ = miniwob_run
     episodes = pd.read_parquet(record.outputs["07_model_output/evaluation_episodes.parquet"])
@@ -103,5 +107,6 @@ def test_gold_episodes_keep_their_screens_and_every_agent_gets_a_filmstrip(miniw
 
 
 @pytest.mark.slow
-def test_no_browser_is_left_after_the_run(miniwob_run):
+def test_no_browser_is_left_after_the_run_and_the_limits_are_put_back(miniwob_run):
     assert [process.pid for process in marked_processes(os.getpid())] == []
+    assert browser_pool().browsers == [] and browser_pool().settings.idle_browsers == 0
