@@ -72,6 +72,7 @@ UNIT_TIER = (
     "tests/algorithms/",
     "tests/methods/",
     "tests/config/",
+    "tests/tools/",
     "tests/data/",
     "tests/skills/",
     "tests/examples/",

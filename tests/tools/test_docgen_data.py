@@ -1,5 +1,5 @@
 """docs/data.md is what the code says: the tables' columns and the catalog's datasets with
-the pipelines that write and read them (``hindsight.pipelines.data_reference``)."""
+the pipelines that write and read them (``tools.docgen.data``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hindsight.data.schema import TRAJECTORY_COLUMNS
 from hindsight.pipeline_registry import register_pipelines
-from hindsight.pipelines.data_reference import render
+from tools.docgen.data import render
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_committed_data_reference_is_current():
     expected = render(ROOT, register_pipelines())
     committed = (ROOT / "docs" / "data.md").read_text()
-    assert committed == expected, "docs/data.md is stale: python -m hindsight.pipelines.data_reference docs/data.md"
+    assert committed == expected, "docs/data.md is stale: python -m tools.docgen.data docs/data.md"
 
 
 def test_every_trajectory_column_and_the_producers_are_listed():

@@ -7,7 +7,8 @@ import dataclasses
 from pathlib import Path
 
 from hindsight.config import file_settings
-from hindsight.config.reference import field_docs, render
+from tools.docgen.configuration import render
+from tools.docgen.fields import field_docs
 from hindsight.params import block_keys
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
@@ -32,7 +33,7 @@ def test_field_docs_reads_the_string_after_each_field():
 def test_the_committed_reference_is_what_the_code_generates():
     assert REFERENCE.read_text() == render(), (
         "docs/configuration.md is out of date with the settings dataclasses; regenerate it with "
-        "`python -m hindsight.config.reference > docs/configuration.md`"
+        "`python -m tools.docgen.configuration > docs/configuration.md`"
     )
 
 

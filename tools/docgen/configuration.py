@@ -7,34 +7,32 @@ it (an attribute docstring). ``render()`` walks ``file_settings()`` (one datacla
 built-in RL method's settings (``training.rl.methods.<name>``), and writes one entry per key
 (a nested dataclass held flat, ``params.flat_field``, under its block's own keys); a last
 section lists the setting names still declared by more than one class
-(``config.duplicates``).
-``docs/configuration.md`` is this output, committed; ``tests/config/test_reference.py``
-regenerates it and fails when the two differ, so the reference cannot drift from the code::
+(``tools.docgen.duplicates``).
+``docs/configuration.md`` is this output, committed; ``tests/tools/test_docgen_configuration.py``
+regenerates it and fails when the two differ, so the reference cannot drift from the code.
+From the project root::
 
-    python -m hindsight.config.reference > docs/configuration.md
+    python -m tools.docgen.configuration > docs/configuration.md
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import inspect
-import json
-import re
-import textwrap
-from functools import lru_cache
 from typing import Any
 
 from hindsight.config.files import file_settings
 from hindsight.methods import method_class, method_names
 from hindsight.params import as_dict, flat_skip
 from hindsight.training.rl_config import RLConfig
+from tools.docgen.duplicates import markdown
+from tools.docgen.fields import field_default, field_docs, prose_text, value_text
 
 HEADER = """# Configuration reference
 
 <!-- Generated from the settings dataclasses of `src/hindsight/config/` and the modules they
-compose: do not edit. Regenerate with `python -m hindsight.config.reference > docs/configuration.md`;
-`tests/config/test_reference.py` fails when this file and the code differ. -->
+compose: do not edit. Regenerate with `python -m tools.docgen.configuration > docs/configuration.md`;
+`tests/tools/test_docgen_configuration.py` fails when this file and the code differ. -->
 
 Every key of every parameters file, with its type, its default and what it does. The
 defaults live in the settings dataclasses (`hindsight.config`); `conf/base/` restates them
@@ -47,31 +45,6 @@ and its file.
 """
 
 
-@lru_cache(maxsize=None)
-def field_docs(cls: type) -> dict[str, str]:
-    """Each field of dataclass ``cls`` (its bases included) -> the string literal written
-    right after it in the class body ("" for a field without one)."""
-    docs: dict[str, str] = {}
-    for klass in reversed(cls.__mro__):
-        if not dataclasses.is_dataclass(klass):
-            continue
-        try:
-            source = textwrap.dedent(inspect.getsource(klass))
-        except (OSError, TypeError):
-            continue
-        body = ast.parse(source).body[0].body  # type: ignore[attr-defined]
-        for statement, following in zip(body, body[1:] + [None]):
-            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
-                doc = ""
-                if (
-                    isinstance(following, ast.Expr)
-                    and isinstance(following.value, ast.Constant)
-                    and isinstance(following.value.value, str)
-                ):
-                    doc = inspect.cleandoc(following.value.value)
-                docs[statement.target.id] = doc
-    return docs
-
 
 def _summary(cls: type) -> str:
     """The first paragraph of a class docstring, on one line."""
@@ -81,37 +54,12 @@ def _summary(cls: type) -> str:
     return prose_text(doc.split("\n\n")[0])
 
 
-def prose_text(text: str) -> str:
-    """A docstring as one markdown line: reST ``code`` becomes `code`; outside code spans
-    ``<`` and ``*`` are escaped so that markdown keeps them as text."""
-    text = " ".join(text.split())
-    text = text.replace("``", "`")
-    parts = re.split(r"(`[^`]*`)", text)
-    for i, part in enumerate(parts):
-        if not part.startswith("`"):
-            parts[i] = part.replace("&", "&amp;").replace("<", "&lt;").replace("*", r"\*")
-    return "".join(parts)
-
 
 def _type_name(field: dataclasses.Field) -> str:
     hint = field.type
     name = hint if isinstance(hint, str) else getattr(hint, "__name__", str(hint))
     return name.replace("typing.", "")
 
-
-def value_text(value: Any) -> str:
-    """A default as YAML would write it (JSON flow style for lists and mappings)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        value = as_dict(value)
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value) if value == "" or value != value.strip() else value
-    if isinstance(value, (list, tuple, dict)):
-        return json.dumps(as_dict(value), ensure_ascii=False)
-    return repr(value)
 
 
 def _code(text: str) -> str:
@@ -120,14 +68,6 @@ def _code(text: str) -> str:
     pad = " " if "`" in text else ""
     return f"{fence}{pad}{text}{pad}{fence}"
 
-
-def field_default(field: dataclasses.Field) -> Any:
-    """A dataclass field's default (its factory called), or ``dataclasses.MISSING``."""
-    if field.default is not dataclasses.MISSING:
-        return field.default
-    if field.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-        return field.default_factory()  # type: ignore[misc]
-    return dataclasses.MISSING
 
 
 def _differences(value: Any, reference: Any, prefix: str = "") -> list[tuple[str, Any]]:
@@ -221,8 +161,6 @@ def render() -> str:
         if summary:
             out.append(summary + "\n")
         out.append("\n".join(renderer.lines) + "\n")
-    from hindsight.config.duplicates import markdown  # it reads this module's field_docs
-
     out.append(markdown())
     return "\n".join(out)
 

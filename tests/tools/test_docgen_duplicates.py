@@ -1,5 +1,5 @@
 """Every setting name declared by more than one settings dataclass says why in a field
-docstring (``hindsight.config.duplicates``), and the library settings the blocks hold
+docstring (``tools.docgen.duplicates``), and the library settings the blocks hold
 (``SamplingConfig``, ``RolloutConfig``, ``HeldoutPlay``, ``WorldModelSettings``) are held,
 not copied field by field."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 import dataclasses
 
 from hindsight.config import ProjectConfig, RolloutSettings, WorldModelConfig
-from hindsight.config.duplicates import declarations, duplicates, markdown, reason, settings_classes
-from hindsight.config.reference import render
+from tools.docgen.duplicates import declarations, duplicates, markdown, reason, settings_classes
+from tools.docgen.configuration import render
 from hindsight.evaluation.heldout import HeldoutConfig, HeldoutPlay
 from hindsight.policy.generation import SamplingConfig
 from hindsight.rollout.config import RolloutConfig

@@ -4,10 +4,10 @@ with the pipelines that write and read it, rendered as markdown from the code.
 The columns come from ``hindsight.data.schema`` (the one place that names them) and the
 scores table of ``hindsight.training.distillation``; the datasets from
 ``conf/base/catalog.yml`` and the pipeline registry. ``docs/data.md`` is this output,
-committed; ``tests/pipelines/test_data_reference.py`` regenerates it and fails when the two
-differ, so the reference cannot drift from the code::
+committed; ``tests/tools/test_docgen_data.py`` regenerates it and fails when the two
+differ, so the reference cannot drift from the code. From the project root::
 
-    python -m hindsight.pipelines.data_reference docs/data.md
+    python -m tools.docgen.data docs/data.md
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from hindsight.training.distillation import SCORES_COLUMNS
 HEADER = """# Data: the tables and the catalog
 
 <!-- Generated from `src/hindsight/data/schema.py`, `conf/base/catalog.yml` and the pipeline
-registry: do not edit. Regenerate with `python -m hindsight.pipelines.data_reference docs/data.md`;
-`tests/pipelines/test_data_reference.py` fails when this file and the code differ. -->
+registry: do not edit. Regenerate with `python -m tools.docgen.data docs/data.md`;
+`tests/tools/test_docgen_data.py` fails when this file and the code differ. -->
 
 Every stage reads and writes datasets of the Kedro catalog (`conf/base/catalog.yml`); a
 versioned one keeps every run's output under `data/<layer>/<name>/<version>/`, and a stage

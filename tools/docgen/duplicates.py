@@ -8,7 +8,7 @@ still appear in several classes when the fields mean different things (an SFT ru
 ``max_steps`` are optimizer steps, the environment's are episode steps). ``duplicates()``
 finds every such name; each must say why in a field docstring: one of its declarations names
 every other declaring class (``SFTConfig``, ...) in its docstring, which is then the reason. ``markdown()`` is the section of ``docs/configuration.md`` that lists them
-(``reference.render``), and ``tests/config/test_duplicates.py`` fails on a name declared
+(``configuration.render``), and ``tests/tools/test_docgen_duplicates.py`` fails on a name declared
 twice without that reason.
 
 The scanned classes are the settings dataclasses: each parameters file's
@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from hindsight.config.files import file_settings
-from hindsight.config.reference import field_default, field_docs, prose_text, value_text
 from hindsight.methods import method_class, method_names
+from tools.docgen.fields import field_default, field_docs, prose_text, value_text
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,7 @@ def markdown() -> str:
         "`SamplingConfig`; `HeldoutConfig` holds a stage's `HeldoutPlay`; `WorldModelConfig` "
         "holds `WorldModelSettings`). The names below are declared by several classes because "
         "they mean different things there; the reason is the docstring of the declaration that "
-        f"names the others (`hindsight.config.duplicates`). {len(found)} names.\n",
+        f"names the others (`tools.docgen.duplicates`). {len(found)} names.\n",
     ]
     for name, group in found.items():
         given = reason(group)
