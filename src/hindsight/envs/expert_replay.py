@@ -31,7 +31,15 @@ How the rollout engine learns what goes into the history: ``step`` returns
 when present, and sends the raw response along through ``step_with_response`` (the
 format term reads it); real environments have neither hook.
 
-Action matching (``hindsight.algorithms.rewards``): free-text actions of external sets
+GUI trajectories (MiniWoB gold episodes, ingested GUI trajectory files: every observation a
+page's text view, every expert action one of the GUI grammar's, ``ExpertTrajectory.gui``) are
+matched as UI-S1's released reward code matches GUI actions
+(``envs.miniwob.action_match``): a click, by ref or by coordinates, matches when it lands
+on the expert's target element (its box enlarged 1.2 times, or within 0.04 of its point),
+typed text when one text contains the other (case aside) in the expert's field, a key when
+it is the same key; 0.5 for the right action type on another target.
+
+Text action matching (``hindsight.algorithms.rewards``): free-text actions of external sets
 differ in wording, so both sides are normalised first: lower case, punctuation removed,
 articles ("a", "an", "the") dropped, "on"/"into"/"onto"/"inside" read as "in", whitespace
 collapsed; the action type is the first word (the verb).
@@ -57,6 +65,7 @@ import pandas as pd
 
 from hindsight.algorithms.rewards import empo_action_score, empo_format_ok, normalize_action
 from hindsight.envs.base import EnvironmentConfigError, EnvironmentSpec, StepResult, TextEnvironment, check_split
+from hindsight.envs.miniwob.action_match import gui_action_score, is_page_view, page_elements, read_action
 
 REPLAY_ENV = "expert_replay"
 """``EnvironmentSpec.env`` (and the table's ``env``) of replayed episodes."""
@@ -79,9 +88,26 @@ class ExpertTrajectory:
     """The text before the ``Action:`` line of each response ("" where none)."""
     valid_actions: tuple[tuple[str, ...], ...]
     """What the decoder may choose from at each step (see the module docstring)."""
+    gui: bool = False
+    """A GUI trajectory (``is_gui_trajectory``): actions matched by ``envs.miniwob.action_match``."""
 
     def __len__(self) -> int:
         return len(self.actions)
+
+    def action_score(self, step: int, action: str | None) -> float:
+        """EMPO's action score of ``action`` against the expert's at ``step``: the GUI match
+        on the expert's page for a GUI trajectory, else the text match."""
+        if self.gui:
+            return gui_action_score(action, self.actions[step], page_elements(self.observations[step]))
+        return empo_action_score(action, self.actions[step])
+
+
+def is_gui_trajectory(observations: Sequence[str], actions: Sequence[str]) -> bool:
+    """Whether every observation is a GUI page view and every action reads on its page."""
+    return all(
+        is_page_view(observation) and read_action(action, page_elements(observation))[1] is not None
+        for observation, action in zip(observations, actions)
+    )
 
 
 def _thought(response: str, action: str) -> str:
@@ -143,6 +169,7 @@ def expert_trajectories(table: pd.DataFrame, *, successful_only: bool = True, ma
                 episode_id=str(episode_id), task=str(first["task"]), task_type=str(first["task_type"]),
                 split=str(first["split"]), observations=tuple(str(o) for o in rows["observation"]),
                 actions=tuple(actions),
+                gui=is_gui_trajectory([str(o) for o in rows["observation"]], actions),
                 thoughts=tuple(_thought(r, a) for r, a in zip(rows["response"].astype(str), actions)),
                 valid_actions=tuple(valid),
             )
@@ -232,7 +259,7 @@ class ExpertReplayEnvironment(TextEnvironment):
         if trajectory is None or self._step >= len(trajectory):
             raise EnvironmentConfigError("expert replay: step() before reset() or after the trajectory ended")
         expert = trajectory.actions[self._step]
-        score = empo_action_score(action, expert)
+        score = trajectory.action_score(self._step, action)
         reward = FORMAT_WEIGHT * float(empo_format_ok(response, action)) + ACTION_WEIGHT * score
         matched = score == 1.0
         if matched:
