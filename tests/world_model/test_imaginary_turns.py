@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import gymnasium
 import pytest
 
 from hindsight.envs.base import EnvironmentSpec
@@ -16,7 +17,9 @@ from hindsight.methods.wmr1 import imagined_turns, wmr1_scores, world_model_call
 from hindsight.rollout.engine import RolloutConfig, run_rollouts
 from hindsight.rollout.tasks import make_tasks
 from hindsight.training.rl_config import RLConfig
+from hindsight.envs.base import EnvironmentConfigError
 from hindsight.world_model.environment import IMAGINARY_LAYOUT, IMAGINE_PREFIX, RecordedTasks, WorldModelSimulator
+from hindsight.world_model.transitions import SOLVED_MARKER
 from toy_env import ToyEnvironment
 from hindsight.policy.generation import SamplingConfig
 
@@ -107,3 +110,57 @@ def test_imaginary_turns_are_left_out_of_the_step_limit_and_their_predictions_ou
     assert scores.nunique() > 1  # same outcome and length: only the calls tell episodes apart
     metrics = world_model_metrics(table, 0, simulator.calls)
     assert metrics["world_model/calls_per_step"] == pytest.approx(imagined.sum() / (~imagined).sum())
+
+
+class WinningSimulator(WorldModelSimulator):
+    """A world model that says every action solves the task."""
+
+    def predict(self, prompt: str) -> str:
+        self.calls += 1
+        return SOLVED_MARKER
+
+
+def test_an_imaginary_turn_never_ends_the_episode(tiny_policy, simulator):
+    winning = WinningSimulator(tiny_policy, simulator.tasks)
+    env = winning.make_env(SPEC, imaginary_turns=2)
+    observation, _ = env.reset(0, "train")
+    shown, reward, won, truncated, info = env.step(IMAGINE_PREFIX + "open box")
+    assert shown == IMAGINARY_LAYOUT.format(SOLVED_MARKER) and info["imaginary"]  # the prediction, shown
+    assert not won and not truncated and not info["won"] and reward == 0.0  # ... is no win
+    assert env.observation == observation and env.history == [] and env.valid == VALID  # a win is not stepped into
+    _, reward, won, _, info = env.step("open box")  # only a committed action is judged
+    assert won and info["won"] and reward == SPEC.reward.success_reward
+    # played by the method's rollout: every episode ends on a committed action, none won with 0 of them
+    method = build_method(RLConfig(algorithm="wmr1", methods={"wmr1": {"n_wm_max": 3}}), MethodContext(world_model=winning))
+    table = run_rollouts(tiny_policy, method.transitions(None), make_tasks(SPEC, "train", [0, 1]), ROLLOUT).table
+    assert imagined_turns(table).any(), "the policy never chose an offered imaginary turn"
+    for _, episode in table.sort_values("step").groupby("episode_id"):
+        committed = ~imagined_turns(episode)
+        assert committed.sum() == 1 and committed.iloc[-1] and episode["won"].iloc[-1]
+        assert not episode["won"][~committed].any()
+
+
+def test_the_gymnasium_id_takes_the_thinking_mode_and_the_imaginary_turn_budget(simulator):
+    env = gymnasium.make("hindsight/world-model-v0", simulator=simulator, env="toy", game="box", max_steps=2,
+                         thinking="imaginary_turn", imaginary_turns=1)
+    _, info = env.reset(seed=0)
+    assert IMAGINE_PREFIX + "look" in info["valid_actions"]
+    calls = simulator.calls
+    shown, _, terminated, truncated, info = env.step(IMAGINE_PREFIX + "look")
+    assert shown.startswith("[imagined] state ") and info["imaginary"] and simulator.calls == calls + 1
+    assert not terminated and not truncated
+    assert info["valid_actions"] == VALID  # the budget of 1 is spent
+    env.close()
+    default = gymnasium.make("hindsight/world-model-v0", simulator=simulator, env="toy", game="box", thinking="imaginary_turn")
+    assert default.unwrapped.environment.imaginary_turns == 5  # n_wm_max's default
+    for thinking, turns in (("none", (0, 0)), ("imagined_turns", (1, 0))):
+        built = gymnasium.make("hindsight/world-model-v0", simulator=simulator, env="toy", game="box", thinking=thinking).unwrapped.environment
+        assert (built.imagined_turns, built.imaginary_turns) == turns
+    for kwargs, error in (
+        ({"thinking": "in_response"}, "not one of"),
+        ({"thinking": "imaginary_turn", "imagined_turns": 2}, "takes no imagined_turns=2"),
+        ({"thinking": "none", "imaginary_turns": 2}, "takes no imaginary_turns=2"),
+        ({"thinking": "imaginary_turn", "imaginary_turns": 0}, "needs imaginary_turns >= 1"),
+    ):
+        with pytest.raises(EnvironmentConfigError, match=error):
+            gymnasium.make("hindsight/world-model-v0", simulator=simulator, env="toy", game="box", **kwargs)

@@ -92,3 +92,41 @@ def test_a_group_whose_successes_made_no_call_has_a_call_budget_of_one():
     for episode, length in (("a", 3), ("b", 5)):
         r_len = max(0.5 - 0.5 * (length - length_budget) / length_budget, 0.1)
         assert scores[episode] == pytest.approx(1 + 0.5 * r_len + 0.1 * 1.0, abs=1e-5)
+
+
+def official_no_think_reward(success: bool, length: int, max_steps: int, p: float, length_ref: float) -> float:
+    """The official reward with gamma = 0 (``compute_wm_r1_reward`` of WM-R1's reward module,
+    written out here from its formula): ``1.0 R_succ + 0.5 R_L``, ``R_L`` over the budget
+    ``p L_ref + (1 - p) max_steps``; R_wm is skipped when gamma is 0."""
+    budget = p * length_ref + (1 - p) * max_steps or 1.0
+    lam = (length - budget) / budget
+    r_l = max(-0.5 * lam + 0.5, 0.1) if success else min(0.9 * lam - 0.1, -0.1)
+    return 1.0 * float(success) + 0.5 * r_l
+
+
+def test_thinking_none_with_gamma_0_gives_the_official_no_think_ablation():
+    """The official no-think ablation (``env.n_wm_max=0``, ``reward.gamma`` left at the config's
+    0, ``env.max_steps=15``) on a hand-made group: committed steps [3, 5, 15, 8], two wins."""
+    rows = []
+    for episode, length, won in (("a", 3, True), ("b", 5, True), ("c", 15, False), ("d", 8, False)):
+        for step in range(length):
+            rows.append({"episode_id": episode, "group_id": "g", "step": step, "won": won and step == length - 1, "reward": 0.0,
+                         "action_valid": True, "source": "world_model", "action": "open box"})
+    table = pd.DataFrame(rows)
+    rl = RLConfig(algorithm="wmr1", methods={"wmr1": {"thinking": "none", "world_model_weight": 0.0}})
+    method = build_method(rl)
+    batch = RolloutBatch(table=table, samples=[], played=table)
+    per_row = pd.Series(method.episode_scores(batch, rl, 15).tolist(), index=table["episode_id"])
+    ours = [per_row[e].iloc[0] for e in "abcd"]
+    # p = 2/4, L_ref = (3 + 5) / 2: budget 0.5 * 4 + 0.5 * 15 = 9.5
+    official = [official_no_think_reward(s, n, 15, 0.5, 4.0) for s, n in ((True, 3), (True, 5), (False, 15), (False, 8))]
+    assert official == pytest.approx([1.42105, 1.36842, -0.05, -0.12105], abs=5e-5)  # by hand
+    assert ours == pytest.approx(official, abs=1e-6)
+    # the default gamma 0.1 (the official main run) adds R_wm: 0 calls against a budget of
+    # 0.5 * 0 + 0.5 * 5 gives +1 to a success and -1 to a failure, i.e. +-0.1
+    default = RLConfig(algorithm="wmr1", methods={"wmr1": {"thinking": "none"}})
+    assert build_method(default).settings.world_model_weight == 0.1
+    shifted = pd.Series(build_method(default).episode_scores(batch, default, 15).tolist(), index=table["episode_id"])
+    assert [shifted[e].iloc[0] for e in "abcd"] == pytest.approx([o + d for o, d in zip(official, (0.1, 0.1, -0.1, -0.1))], abs=1e-6)
+    with pytest.raises(ValueError, match="world_model_weight must be >= 0"):
+        build_method(RLConfig(algorithm="wmr1", methods={"wmr1": {"world_model_weight": -0.1}}))

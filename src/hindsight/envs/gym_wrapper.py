@@ -210,6 +210,14 @@ def make_expert_replay_gym(
     return TextEnvironmentGym(environment, max_observation_length)
 
 
+WORLD_MODEL_THINKING = ("imaginary_turn", "imagined_turns", "none")
+"""The ``thinking`` modes ``hindsight/world-model-v0`` plays (WM-R1's ``training.rl.methods.wmr1.
+thinking`` that live in the environment; ``in_response`` lives in the rollout engine)."""
+IMAGINARY_TURNS_DEFAULT = 5
+"""Imaginary turns per episode when ``thinking="imaginary_turn"`` names no budget (WM-R1's
+``n_wm_max`` default)."""
+
+
 def make_world_model_gym(
     simulator: Any = None,
     env: str | None = None,
@@ -217,14 +225,22 @@ def make_world_model_gym(
     params: dict[str, Any] | None = None,
     max_steps: int = 30,
     reward: RewardConfig | dict | None = None,
-    imagined_turns: int = 0,
+    imagined_turns: int | None = None,
     max_observation_length: int = OBSERVATION_MAX_LENGTH,
+    thinking: str | None = None,
+    imaginary_turns: int | None = None,
 ) -> TextEnvironmentGym:
     """A learned world model as the environment: ``simulator`` is a
     ``hindsight.world_model.environment.WorldModelSimulator`` (anything with
-    ``make_env(spec, imagined_turns)``); ``env``/``game``/``params`` name the recorded game
-    whose tasks it starts from. Without them it refuses with an ``EnvironmentConfigError``
-    naming what is missing (there is no default world model)."""
+    ``make_env(spec, imagined_turns=, imaginary_turns=)``); ``env``/``game``/``params`` name the
+    recorded game whose tasks it starts from. Without them it refuses with an
+    ``EnvironmentConfigError`` naming what is missing (there is no default world model).
+
+    Thinking with the world model, as WM-R1's ``thinking`` setting: ``"imaginary_turn"``
+    offers ``imagine: <a>`` turns, at most ``imaginary_turns`` per episode (default
+    ``IMAGINARY_TURNS_DEFAULT``); ``"imagined_turns"`` at most ``imagined_turns`` (default 1)
+    before each committed action; ``"none"`` no calls. Without ``thinking`` the budgets say
+    it (both 0 by default: none). A budget that contradicts the mode is refused."""
     missing = [f"{name}=" for name, value in (("env", env), ("game", game)) if not value]
     if not callable(getattr(simulator, "make_env", None)):
         missing.insert(0, "simulator= (a WorldModelSimulator)")
@@ -234,10 +250,34 @@ def make_world_model_gym(
             "a trained world model and the recorded game whose tasks it starts from, e.g. "
             'gymnasium.make("hindsight/world-model-v0", simulator=..., env="textworldexpress", game="twc").'
         )
+    turns = _world_model_turns(thinking, imagined_turns, imaginary_turns)
     spec = EnvironmentSpec(env=env, game=game, params=dict(params or {}), max_steps=max_steps, reward=_reward(reward))
-    environment = simulator.make_env(spec, imagined_turns=imagined_turns)
+    environment = simulator.make_env(spec, **turns)
     # the simulator-wide call counter is no outcome of a step (read ``simulator.calls``)
     return TextEnvironmentGym(environment, max_observation_length, drop_info_keys=("world_model_calls",))
+
+
+def _world_model_turns(thinking: str | None, imagined_turns: int | None, imaginary_turns: int | None) -> dict[str, int]:
+    """``make_env``'s turn budgets for ``thinking`` (``make_world_model_gym``)."""
+    given = {"imagined_turns": imagined_turns, "imaginary_turns": imaginary_turns}
+    if thinking is None:
+        return {name: value or 0 for name, value in given.items()}
+    if thinking not in WORLD_MODEL_THINKING:
+        raise EnvironmentConfigError(
+            f"hindsight/world-model-v0: thinking={thinking!r} is not one of {WORLD_MODEL_THINKING} "
+            "(in_response calls are made by the rollout engine, not the environment)"
+        )
+    own = {"imaginary_turn": ("imaginary_turns", IMAGINARY_TURNS_DEFAULT), "imagined_turns": ("imagined_turns", 1)}.get(thinking)
+    foreign = [f"{name}={value}" for name, value in given.items() if value and (own is None or name != own[0])]
+    if foreign:
+        raise EnvironmentConfigError(f"hindsight/world-model-v0: thinking={thinking!r} takes no {', '.join(foreign)}")
+    turns = {name: 0 for name in given}
+    if own is not None:
+        name, default = own
+        turns[name] = default if given[name] is None else given[name]
+        if turns[name] < 1:
+            raise EnvironmentConfigError(f"hindsight/world-model-v0: thinking={thinking!r} needs {name} >= 1 (thinking='none' for no calls)")
+    return turns
 
 
 TWX_GAMES = ("twc", "cookingworld", "coin", "mapreader", "arithmetic", "sorting", "simonsays", "peckingorder")

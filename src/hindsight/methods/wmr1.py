@@ -12,8 +12,9 @@ Thinking with the world model (``thinking``): ``imaginary_turn`` (the default; f
 official code): a turn may be ``imagine: <a>`` (a world-model call) instead of an action; the
 world model's prediction returns as the next observation (a new message) and the policy
 generates again. The turn is not counted in the step limit, the world model's state advances
-along the imagined action (a predicted win wins, as the official judge reads the final
-state), and an episode makes at most ``n_wm_max`` of them (``world_model.environment``). The
+along the imagined action, the turn never ends the episode (only a committed action is
+judged, as in the official worker: no win with 0 committed actions), and an episode makes at
+most ``n_wm_max`` of them (``world_model.environment``). The
 ``imagine:`` response is the policy's own sample, trained like any step; the prediction is
 prompt text of the next step, never in the loss. Held-out evaluation in the real game has no
 imaginary turns. ``in_response`` (our reading): the calls are forced tokens inside one step's
@@ -36,7 +37,8 @@ Between the rollout and the update:
    and scored by the current policy, with ``R_wm`` forced to 0 (its 0 calls would otherwise
    earn the top utilisation bonus).
 2. Scores (follows): one per trajectory, ``algorithms.wm_r1_rewards`` = ``1.0 R_succ +
-   0.5 R_len + 0.1 R_wm`` with the budgets ``p * L_ref + (1 - p) * max_steps`` (lengths) and
+   0.5 R_len + gamma R_wm`` (``world_model_weight``, gamma: 0.1 as the official main run
+   trains, 0 the official default config and its no-think ablation) with the budgets ``p * L_ref + (1 - p) * max_steps`` (lengths) and
    ``p * N_WM_ref + (1 - p) * n_wm_max`` (world-model calls), ``p = c / N`` the task group's
    success rate, ``L_ref`` / ``N_WM_ref`` the means over the group's successes (else the
    group's largest), a budget of 0 read as 1. The length counts committed actions;
@@ -145,14 +147,16 @@ def world_model_calls(table: pd.DataFrame) -> pd.Series:
 
 
 def wmr1_scores(
-    table: pd.DataFrame, max_steps: int, progress: float | None = None, *, n_wm_max: int = 5, mask_replayed_calls: bool = False
+    table: pd.DataFrame, max_steps: int, progress: float | None = None, *, n_wm_max: int = 5, mask_replayed_calls: bool = False,
+    world_model_weight: float = 0.1,
 ) -> pd.Series:
     """The WM-R1 reward of each episode (indexed by ``episode_id``): ``algorithms.wm_r1_rewards``
     over its committed steps (budget ``max_steps``) and its imaginary world-model calls
     (``world_model_calls``, budget ``n_wm_max``), ``p`` the group's success rate, or the
     training ``progress`` when given (our reading). A replayed episode (source ``replay``) is
     scored like any other with the counts it carries; with ``mask_replayed_calls`` (the
-    expert-episode replay source, our reading) it earns no world-model utilisation bonus."""
+    expert-episode replay source, our reading) it earns no world-model utilisation bonus;
+    ``world_model_weight`` is R_wm's weight gamma."""
     outcomes = episode_outcomes(table, keys=["group_id"])
     counts = table.assign(call=world_model_calls(table), committed=~imagined_turns(table))
     counts = counts.groupby("episode_id")[["call", "committed"]].sum()
@@ -161,6 +165,7 @@ def wmr1_scores(
         outcomes["episode_id"].map(counts["committed"]).tolist(), outcomes["success"].tolist(),
         outcomes["episode_id"].map(counts["call"]).tolist(), outcomes["group_id"].tolist(), max_length=max_steps, max_calls=n_wm_max,
         progress=progress, imagined=[episode not in replayed for episode in outcomes["episode_id"]],
+        world_model_weight=world_model_weight,
     )
     return pd.Series(rewards.tolist(), index=outcomes["episode_id"].tolist())
 
@@ -233,6 +238,11 @@ class WMR1Settings:
     """``R_wm``'s call limit: the call budget is ``p * N_WM_ref + (1 - p) * n_wm_max``
     (``N_WM_ref`` = mean world-model calls of the group's successes; official default 5).
     It prices calls and, with ``thinking: imaginary_turn``, caps an episode's calls."""
+    world_model_weight: float = 0.1
+    """gamma, the weight of ``R_wm`` in ``1.0 R_succ + 0.5 R_len + gamma R_wm``: 0.1 as the
+    official main run trains (its training script sets ``reward.gamma=0.1``); the official
+    default config has 0, which its no-think ablation inherits: ``thinking: none`` with 0
+    gives that ablation's rewards exactly."""
     length_budget: str = "group_success_rate"
     """The ``p`` of both budgets (``p * L_ref + (1 - p) * L_max``, ``p * N_WM_ref + (1 - p) *
     n_wm_max``): group_success_rate (``p = c / N``, the task group's success rate: the
@@ -251,6 +261,8 @@ class WMR1Settings:
         for name, why in counts.items():
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1 ({why}), got {getattr(self, name)}")
+        if self.world_model_weight < 0:
+            raise ValueError(f"world_model_weight must be >= 0 (0: no R_wm), got {self.world_model_weight}")
 
 
 @register("wmr1")
@@ -334,7 +346,7 @@ class WMR1(Method):
     def counting(self) -> dict[str, Any]:
         """How ``wmr1_scores`` counts calls under these settings."""
         expert = self.settings.replay_source == "expert_episodes"
-        return {"n_wm_max": self.settings.n_wm_max, "mask_replayed_calls": expert}
+        return {"n_wm_max": self.settings.n_wm_max, "mask_replayed_calls": expert, "world_model_weight": self.settings.world_model_weight}
 
     def episode_scores(self, batch: RolloutBatch, rl: RLConfig, max_steps: int) -> torch.Tensor:
         return wmr1_sample_scores(batch.table, max_steps, self.progress(batch, rl), **self.counting())

@@ -29,8 +29,13 @@ action ``a`` (``IMAGINE_PREFIX``) while the episode has made fewer than n of the
 state ADVANCES along that imagined branch, as in the official code, where the imaginary turn
 steps the same world-model environment: the prediction becomes the observation (shown as a new
 message, ``IMAGINARY_LAYOUT``), ``(observation, a)`` enters the history the world model reads,
-the valid actions are those of the state reached, and a predicted ``SOLVED_MARKER`` wins (the
-official judge reads the final state). The step info says ``imaginary: True``, so the episode
+and the valid actions are those of the state reached. An imaginary turn never ends the
+episode: the prediction is an observation, and only a committed action is judged (the
+official worker marks an episode done only on a committed action, and judges it after the
+last one), so no episode is won with 0 committed actions. A predicted ``SOLVED_MARKER`` is
+shown (``[imagined] [task solved]``) and the state stays where it was (our reading: the
+marker is a terminal answer, no page to step on from; the official world model draws a
+screen). The step info says ``imaginary: True``, so the episode
 does not count the turn in its step limit (``rollout.live_episode``); ``R_len`` does not count
 it and ``R_wm`` does (``methods.wmr1``). Past the cap the options are gone, and a request all
 the same (free generation) is refused: an invalid action, no world-model call.
@@ -262,12 +267,18 @@ class WorldModelEnvironment(TextEnvironment):
         return shown, step_reward(False, True, self.spec.reward), False, False, self._info(False, True)
 
     def _imaginary(self, action: str) -> StepResult:
-        """An imaginary turn (module docstring): the state advances along the imagined action,
-        the turn is marked so that the step limit leaves it out."""
+        """An imaginary turn (module docstring): the state advances along the imagined action
+        unless the prediction is a win (then it is only shown), the episode never ends here,
+        and the turn is marked so that the step limit leaves it out."""
         self.imaginary_used += 1
-        observation, reward, won, truncated, info = self._advance(action)
-        shown = observation if won else IMAGINARY_LAYOUT.format(observation)
-        return shown, reward, won, truncated, {**info, "imaginary": True}
+        predicted = self._predict(action)
+        action_valid = not self.valid or action in self.valid
+        if is_solved(predicted):
+            predicted = SOLVED_MARKER
+        else:
+            self._move_to(action, predicted)
+        reward = step_reward(False, action_valid, self.spec.reward)
+        return IMAGINARY_LAYOUT.format(predicted), reward, False, False, {**self._info(False, action_valid), "imaginary": True}
 
     def step(self, action: str) -> StepResult:
         asked = imagined_action(action)
@@ -277,16 +288,24 @@ class WorldModelEnvironment(TextEnvironment):
         return self._advance(action)
 
     def _advance(self, action: str) -> StepResult:
-        """Play ``action`` in the world model: its prediction becomes the state."""
+        """Commit ``action`` in the world model: its prediction becomes the state; a predicted
+        ``SOLVED_MARKER`` wins."""
         predicted = self._predict(action)
         action_valid = not self.valid or action in self.valid
         won = is_solved(predicted)
-        self.history.append((self.observation, action))
-        self.observation = SOLVED_MARKER if won else predicted
-        actions = tuple(played for _, played in self.history)
-        self.valid = [] if won else self.simulator.tasks.valid_actions(self.group_id, actions, self.observation)
+        self._move_to(action, SOLVED_MARKER if won else predicted)
+        if won:
+            self.valid = []
         reward = step_reward(won, action_valid, self.spec.reward)
         return self.observation, reward, won, False, self._info(won, action_valid)
+
+    def _move_to(self, action: str, observation: str) -> None:
+        """The state after ``action``: ``observation``, the action in the history, the valid
+        actions of the state reached (``RecordedTasks.valid_actions``)."""
+        self.history.append((self.observation, action))
+        self.observation = observation
+        actions = tuple(played for _, played in self.history)
+        self.valid = self.simulator.tasks.valid_actions(self.group_id, actions, observation)
 
     def gold_actions(self) -> list[str]:
         won = self.simulator.tasks.won_episodes.get(self.group_id) or []
