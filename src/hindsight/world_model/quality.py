@@ -3,12 +3,19 @@ generation, the way the world-model environment queries it) and token accuracy (
 forced: the share of response tokens, EOS included, that are the model's argmax).
 
 Reported overall and separately for terminal examples (the response is ``SOLVED_MARKER``:
-how well the model judges success) and ordinary transitions.
+how well the model judges success) and ordinary transitions, and per action type (the first
+word of the action played: ``click``, ``type``, ``press`` on a web page; the verb in a text
+game) with a softer score beside exact match: the line score, the F1 of the predicted and true
+observations' lines (``observation_lines``: a page view's element lines, ``[ref] TAG ...``,
+which the one-line format keeps apart by their ``[ref]``; a text game's observation is one
+line, so there the line score is exact match).
 """
 
 from __future__ import annotations
 
 import math
+import re
+from collections import Counter
 
 import pandas as pd
 import torch
@@ -18,7 +25,33 @@ from hindsight.policy.encoding import collate, encode_sample
 from hindsight.policy.logprobs import response_logits
 from hindsight.policy.generation import generate_text
 
-QUALITY_COLUMNS = ["episode_id", "step", "task_type", "terminal", "response", "predicted", "exact_match", "token_accuracy"]
+QUALITY_COLUMNS = [
+    "episode_id", "step", "task_type", "action_type", "terminal", "response", "predicted", "exact_match", "line_score", "token_accuracy",
+]
+LINE_START = re.compile(r" (?=\[-?\d+\] )")
+"""Where a new line of a page view starts in its one-line form (before ``[ref] ``)."""
+
+
+def observation_lines(observation: str) -> list[str]:
+    """The lines of an observation in the world model's one-line format: a page view's
+    instruction and element lines (split before each ``[ref] ``), else the whole text."""
+    return [line for line in LINE_START.split(observation.strip()) if line]
+
+
+def line_score(predicted: str, response: str) -> float:
+    """F1 of the predicted and true lines (multisets; ``observation_lines``): 1 when every line
+    is right, partial credit for the lines a prediction gets right; 1 for two empty texts."""
+    truth, guess = Counter(observation_lines(response)), Counter(observation_lines(predicted))
+    total = sum(truth.values()) + sum(guess.values())
+    return 1.0 if total == 0 else 2 * sum((truth & guess).values()) / total
+
+
+def action_type(prompt: str) -> str:
+    """The first word of the last action in a world-model prompt (``Action: click [5]`` ->
+    ``click``; ``none`` when the prompt names none)."""
+    actions = [line[len("Action: "):] for line in prompt.splitlines() if line.startswith("Action: ")]
+    words = actions[-1].split() if actions else []
+    return re.sub(r"[^a-z0-9_.-]", "_", words[0].lower()) if words else "none"
 
 
 @torch.no_grad()
@@ -56,7 +89,8 @@ def heldout_quality(
 
     Returns:
         (one row per scored example, ``QUALITY_COLUMNS``; metrics ``world_model/heldout_*``,
-        NaN when there is no held-out example).
+        NaN when there is no held-out example; per action type
+        ``world_model/heldout_exact_match/<type>`` and ``world_model/heldout_line_score/<type>``).
     """
     heldout = examples[examples["heldout"]]
     # a fixed-seed draw over all held-out episodes (ids sort by source: the first N would be one source)
@@ -65,6 +99,7 @@ def heldout_quality(
         nan = float("nan")
         return pd.DataFrame(columns=QUALITY_COLUMNS), {
             "world_model/heldout_examples": 0.0, "world_model/heldout_exact_match": nan, "world_model/heldout_token_accuracy": nan,
+            "world_model/heldout_line_score": nan,
             "world_model/heldout_terminal_exact_match": nan, "world_model/heldout_transition_exact_match": nan,
         }
     prompts, responses = heldout["prompt"].tolist(), heldout["response"].tolist()
@@ -73,15 +108,21 @@ def heldout_quality(
         for text in generate_text(world_model, prompts, max_new_tokens=max_new_tokens, temperature=0.0, stop_at_newline=True, max_length=max_length)
     ]
     table = heldout[["episode_id", "step", "task_type", "terminal", "response"]].assign(
+        action_type=[action_type(prompt) for prompt in prompts],
         predicted=predicted,
         exact_match=[p == r.strip() for p, r in zip(predicted, responses)],
+        line_score=[line_score(p, r) for p, r in zip(predicted, responses)],
         token_accuracy=token_accuracies(world_model, prompts, responses, max_length=max_length),
     )[QUALITY_COLUMNS].reset_index(drop=True)
     metrics = {
         "world_model/heldout_examples": float(len(table)),
         "world_model/heldout_exact_match": float(table["exact_match"].mean()),
         "world_model/heldout_token_accuracy": float(table["token_accuracy"].mean()),
+        "world_model/heldout_line_score": float(table["line_score"].mean()),
     }
+    for kind, part in table.groupby("action_type"):
+        metrics[f"world_model/heldout_exact_match/{kind}"] = float(part["exact_match"].mean())
+        metrics[f"world_model/heldout_line_score/{kind}"] = float(part["line_score"].mean())
     for name, part in (("terminal", table[table["terminal"]]), ("transition", table[~table["terminal"]])):
         metrics[f"world_model/heldout_{name}_exact_match"] = float(part["exact_match"].mean()) if len(part) else math.nan
     return table, metrics
