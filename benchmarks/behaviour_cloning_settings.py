@@ -70,7 +70,7 @@ def benchmark_settings(assignments: list[str], threads: int | None, base: dict |
     for assignment in assignments:
         apply_override(parameters, assignment)
     settings = check_parameters(parameters)
-    settings["project"].rollout.engine.progress = False
+    settings["project"].rollout.progress = False
     return settings
 
 

@@ -91,7 +91,7 @@ def main() -> None:
     training = dataclasses.replace(
         training,
         tasks_per_game=args.tasks_per_game,
-        heldout=dataclasses.replace(training.heldout, episodes_per_game=args.heldout, splits=["seen"], decodings={"sampled": 1.0}),
+        heldout=dataclasses.replace(training.heldout, episodes_per_game=args.heldout, splits=["seen"], decodings={"sampled": {"temperature": 1.0}}),
     )
     started = time.perf_counter()
     experts, _ = collect_expert_trajectories(project, settings["ingestion"])  # (steps, screenshots)

@@ -37,7 +37,7 @@ from pathlib import Path
 import torch
 
 from hindsight.envs import make_env
-from hindsight.policy.backends import make_backend
+from hindsight.policy.backends import shared_backend
 from hindsight.policy.model import Policy, load_policy
 from hindsight.policy.prompts import PromptConfig
 from hindsight.rollout import RolloutConfig, make_tasks
@@ -86,7 +86,7 @@ def prefill_rate(policy: Policy, backend, prompts: list[list[int]]) -> float:
 def measure(policy: Policy, spec, name: str, args: argparse.Namespace) -> dict[str, float]:
     """One backend: sync, rollouts, sync after a weight change, the log-prob gap."""
     kind, _, compute_type = name.partition(":")
-    backend = make_backend(kind, compute_type or "int8")
+    backend = shared_backend(kind, compute_type or "int8")  # the object the rollouts below use
     first_sync = backend.sync(policy)
     config = RolloutConfig(
         sampling=SamplingConfig(temperature=1.0, max_length=1024),
@@ -96,7 +96,8 @@ def measure(policy: Policy, spec, name: str, args: argparse.Namespace) -> dict[s
         seed=0,
         progress=False,
         prompt=PromptConfig(history_window=args.history_window, show_valid_actions=args.show_valid_actions),
-        backend=backend,
+        backend=kind,
+        backend_compute_type=compute_type or "int8",
     )
     tasks = make_tasks(spec, "train", range(args.tasks))
     result = run_rollouts(policy, make_env, tasks, config)

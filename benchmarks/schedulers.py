@@ -94,8 +94,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     project = ProjectConfig()
-    rollout = dataclasses.replace(project.rollout_config(temperature=1.0), max_parallel=16, progress=False)
-    heldout = HeldoutConfig(play=HeldoutPlay(episodes_per_game=args.heldout, splits=["seen"], decodings={"sampled": 0.4}), seen_seed_offset=500)
+    rollout = dataclasses.replace(project.rollout_config(sampling={"temperature": 1.0}), max_parallel=16, progress=False)
+    heldout = HeldoutConfig(play=HeldoutPlay(episodes_per_game=args.heldout, splits=["seen"], decodings={"sampled": {"temperature": 0.4}}), seen_seed_offset=500)
     started = time.perf_counter()
     start = warm_start(args.gold, args.bc_steps, project)
     pool = make_tasks(SPEC, "train", range(args.gold, args.gold + args.pool))

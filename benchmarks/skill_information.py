@@ -114,8 +114,8 @@ def measure(name: str, games, args) -> dict:
     policy = build_initial_policy(examples, project, bc, None)
     policy, _ = train_base_policy(policy, examples, project, bc)
     tasks = [task for spec in project.specs() for task in seen_tasks(spec, args.tasks, project.environment.seen_seed_offset)]
-    evaluation = run_rollouts(policy, make_env, tasks, project.rollout_config(group_size=1, temperature=0.4, seed=1))
-    rollout = run_rollouts(policy, make_env, tasks, project.rollout_config(group_size=1, temperature=1.0, seed=2))
+    evaluation = run_rollouts(policy, make_env, tasks, project.rollout_config(group_size=1, sampling={"temperature": 0.4}, seed=1))
+    rollout = run_rollouts(policy, make_env, tasks, project.rollout_config(group_size=1, sampling={"temperature": 1.0}, seed=2))
     won = [episode for episode in episodes_from_table(rollout.table) if episode.success]
     rule = {r.episode_id: r.skill for r in rule_teacher(project.analyzer).write_skills(won) if r.parse_ok}
     metrics = premise_metrics(premise_table(policy, won, rollout.samples, {"rule": rule}), "info") if won else {}

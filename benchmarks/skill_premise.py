@@ -119,7 +119,7 @@ def main() -> None:
     # 1. Episodes and their compact skills.
     experts, _ = collect_expert_trajectories(project, settings["ingestion"])  # (steps, screenshots)
     training_tasks = [task for spec in project.specs() for task in split_tasks(spec, "train", args.random_episodes)]
-    randoms = run_random_agent(make_env, training_tasks, prompt=project.rollout.engine.prompt, seed=project.seed).table
+    randoms = run_random_agent(make_env, training_tasks, prompt=project.rollout.prompt, seed=project.seed).table
     episodes = episodes_from_table(experts) + episodes_from_table(randoms)
     max_templates = args.max_templates or MAX_TEMPLATES
     records = CompactRuleTeacher(max_templates, concrete=args.concrete).write_skills(episodes)
@@ -158,7 +158,7 @@ def main() -> None:
     # 3b. The premise check on held-out tasks, with the policy's own skill.
     offset = project.environment.seen_seed_offset
     heldout_tasks = [task for spec in project.specs() for task in seen_tasks(spec, args.heldout_tasks, offset)]
-    rollout = run_rollouts(policy, make_env, heldout_tasks, project.rollout_config(group_size=1, temperature=1.0))
+    rollout = run_rollouts(policy, make_env, heldout_tasks, project.rollout_config(group_size=1, sampling={"temperature": 1.0}))
     played = episodes_from_table(rollout.table)
     own_outputs = grammar_skill_outputs(policy, [compact_analysis_prompt(episode) for episode in played],
                                         vocabulary(played), max_templates)

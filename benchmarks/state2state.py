@@ -115,7 +115,7 @@ def main() -> None:
     timings["s2s+rl arm"] = time.perf_counter() - started
 
     started = time.perf_counter()
-    play = dataclasses.replace(settings["evaluation"].heldout, episodes_per_game=args.episodes, decodings={"sampled": 0.4})
+    play = dataclasses.replace(settings["evaluation"].heldout, episodes_per_game=args.episodes, decodings={"sampled": {"temperature": 0.4}})
     heldout = project.heldout_config(play)
     tables = [
         evaluate_agents(policy, project.specs(), make_env, project.rollout_config(), heldout, policy_label=name, include_random=False)

@@ -38,11 +38,11 @@ SMALL_RUN = {
     "world_model": {
         "model": {"preset": "tiny", "vocab_size": 800},
         "sft": {"learning_rate": 0.003, "batch_size": 8, "max_steps": 300, "max_length": 768, "bf16_autocast": False, "log_every": 50},
-        "max_new_tokens": 64, "heldout_max_examples": 60,
+        "query": {"max_new_tokens": 64}, "heldout_max_examples": 60,
     },
     "training": {
         "tasks_per_game": 40,
-        "heldout": {"episodes_per_game": 20, "splits": ["seen", "unseen"], "decodings": {"sampled": 0.4}},
+        "heldout": {"episodes_per_game": 20, "splits": ["seen", "unseen"], "decodings": {"sampled": {"temperature": 0.4}}},
         "rl": {"updates": 6, "tasks_per_update": 4, "group_size": 4, "learning_rate": 0.001, "mini_batch_size": 32, "eval_every": 0},
     },
 }
@@ -82,7 +82,7 @@ def main() -> None:
 
     setup = rl_setup(project, training)
     data_rollouts = run_rollouts(
-        base, make_env, setup.pool, project.rollout_config(group_size=args.wm_rollouts, temperature=1.0, seed=777), source="rollout"
+        base, make_env, setup.pool, project.rollout_config(group_size=args.wm_rollouts, sampling={"temperature": 1.0}, seed=777), source="rollout"
     ).table
     real_steps = len(data_rollouts)
     wm_examples = world_model_examples(trajectories, data_rollouts, world)
@@ -104,7 +104,7 @@ def main() -> None:
 
     evaluate = heldout_evaluator(setup.specs, setup.rollout, setup.heldout)
     results = {name: evaluate(policy, 0) for name, policy in (("base (BC)", base), ("WM-R1", wmr1.policy), ("GRPO", grpo.policy))}
-    play = project.rollout_config(group_size=1, temperature=0.4, seed=4321)
+    play = project.rollout_config(group_size=1, sampling={"temperature": 0.4}, seed=4321)
     gap = {}
     for name, policy in (("base (BC)", base), ("WM-R1", wmr1.policy)):
         simulated = run_rollouts(policy, simulator.make_env, setup.pool, play, source="world_model").table

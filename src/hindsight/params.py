@@ -6,10 +6,10 @@
 the full key (``training.rl.updatez``) and the file the block comes from. Nothing else in
 the project reads parameter dictionaries.
 
-A nested settings dataclass may also sit FLAT in its block (``flat_field``): its keys are
-the enclosing block's own (``rollout.temperature`` is ``RolloutSettings.engine.sampling.temperature``),
-so one library dataclass is held (composition) without moving a user-facing key. ``as_dict``
-writes such a field flat too, as the YAML has it.
+A key's path is its attribute path: ``rollout.sampling.temperature`` is
+``ProjectConfig.rollout.sampling.temperature``. A field that code sets for each use (the
+rollout engine's group size, which each stage sets) is declared with ``not_a_key``: it is no
+key of its block and keeps its default when the block is built.
 
 This module imports nothing of the project, so every library module may use it. Which file
 a top-level key lives in is known to ``hindsight.config.files``, which registers that lookup
@@ -51,7 +51,7 @@ def _source(where: str) -> str:
     return _file_of_key(where.split(".")[0].split("[")[0])
 
 
-def _unknown_key_error(cls: type, where: str, unknown: list[str], skip: tuple[str, ...] = ()) -> ParameterError:
+def _unknown_key_error(cls: type, where: str, unknown: list[str]) -> ParameterError:
     moved = getattr(cls, "MOVED_KEYS", {})  # a settings class may name where its old keys went
     if any(key in moved for key in unknown):
         prefix = f"{where}." if where else ""
@@ -59,7 +59,7 @@ def _unknown_key_error(cls: type, where: str, unknown: list[str], skip: tuple[st
             "; ".join(f"'{prefix}{key}' has moved: it is now '{prefix}{moved[key]}'" for key in unknown if key in moved)
             + f" ({_source(where) if where else 'the parameters'}, or a --params override)"
         )
-    known = sorted(block_keys(cls, skip))
+    known = sorted(block_keys(cls))
     keys = ", ".join(f"'{where}.{key}'" if where else f"'{key}'" for key in unknown)
     return ParameterError(
         f"unknown parameter key(s) {keys} (block '{where or cls.__name__}' of {_source(where) if where else 'the parameters'}"
@@ -67,40 +67,20 @@ def _unknown_key_error(cls: type, where: str, unknown: list[str], skip: tuple[st
     )
 
 
-FLAT = "hindsight.flat"
-"""Field metadata key of a ``flat_field``: the names of the nested fields that are no key."""
+NOT_A_KEY = "hindsight.not_a_key"
+"""Field metadata key of a ``not_a_key`` field."""
 
 
-def flat_field(default_factory: Callable[[], Any], *, skip: tuple[str, ...] = ()) -> Any:
-    """A nested settings dataclass whose keys sit in the enclosing block (no key of its own).
-
-    Args:
-        default_factory: Makes the nested default (its values are the keys' defaults).
-        skip: Fields of the nested dataclass that are not keys of the block (set by code,
-            e.g. the rollout engine's group size, which each stage sets): they keep the default.
-    """
-    return dataclasses.field(default_factory=default_factory, metadata={FLAT: tuple(skip)})
+def not_a_key(**field_arguments: Any) -> Any:
+    """A dataclass field that code sets for each use and no parameter block holds (the
+    rollout engine's group size and seed, which each stage sets); ``field_arguments`` are
+    ``dataclasses.field``'s (``default``, ``default_factory``, ``compare``, ...)."""
+    return dataclasses.field(**field_arguments, metadata={NOT_A_KEY: True})
 
 
-def flat_skip(field: dataclasses.Field) -> tuple[str, ...] | None:
-    """The skipped names of a ``flat_field`` (None: an ordinary field)."""
-    return field.metadata.get(FLAT) if FLAT in field.metadata else None
-
-
-def block_keys(cls: type, skip: tuple[str, ...] = ()) -> dict[str, tuple[str, ...]]:
-    """Each key of a block of dataclass ``cls`` -> its attribute path (a ``flat_field``'s keys
-    under the field's name; its skipped names are no key)."""
-    keys: dict[str, tuple[str, ...]] = {}
-    for field in dataclasses.fields(cls):
-        if not field.init or field.name in skip:
-            continue
-        inner = flat_skip(field)
-        if inner is None:
-            keys[field.name] = (field.name,)
-        else:
-            nested = typing.get_type_hints(cls)[field.name]
-            keys.update({key: (field.name, *path) for key, path in block_keys(nested, inner).items()})
-    return keys
+def block_keys(cls: type) -> list[str]:
+    """The keys of a block of dataclass ``cls``: its init fields, less the ``not_a_key`` ones."""
+    return [field.name for field in dataclasses.fields(cls) if field.init and not field.metadata.get(NOT_A_KEY)]
 
 
 _SCALARS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
@@ -186,7 +166,7 @@ def _default_instance(cls: type) -> Any:
         return None
 
 
-def build(cls: type[T], values: Mapping[str, Any] | None, where: str = "", defaults: Any = None, skip: tuple[str, ...] = ()) -> T:
+def build(cls: type[T], values: Mapping[str, Any] | None, where: str = "", defaults: Any = None) -> T:
     """Build the settings dataclass ``cls`` from a parameter block.
 
     Args:
@@ -195,7 +175,6 @@ def build(cls: type[T], values: Mapping[str, Any] | None, where: str = "", defau
         where: The block's dotted key (``training.rl``), for error messages.
         defaults: An instance whose values fill the missing keys (a nested field's own
             default, e.g. the behaviour-cloning ``sft`` settings); None: the class defaults.
-        skip: Fields that are no key of this block (a ``flat_field``'s ``skip``).
 
     Returns:
         The instance, nested dataclasses built too.
@@ -204,22 +183,14 @@ def build(cls: type[T], values: Mapping[str, Any] | None, where: str = "", defau
         ParameterError: An unknown key, or a value the dataclass rejects.
     """
     values = dict(values or {})
-    unknown = sorted(set(values) - set(block_keys(cls, skip)))
+    keys = block_keys(cls)
+    unknown = sorted(set(values) - set(keys))
     if unknown:
-        raise _unknown_key_error(cls, where, unknown, skip)
+        raise _unknown_key_error(cls, where, unknown)
     hints = typing.get_type_hints(cls)
     if defaults is None:
         defaults = _default_instance(cls)
     converted = {}
-    for field in dataclasses.fields(cls):
-        inner = flat_skip(field)
-        if inner is None or field.name in skip:
-            continue
-        own = set(block_keys(hints[field.name], inner))
-        flat = {key: values.pop(key) for key in list(values) if key in own}
-        nested_default = getattr(defaults, field.name, None)
-        converted[field.name] = build(hints[field.name], flat, where, defaults=nested_default, skip=inner)
-    names = {field.name for field in dataclasses.fields(cls) if field.init and field.name not in skip}
     for name, value in values.items():
         key = f"{where}.{name}" if where else name
         default = getattr(defaults, name, None)
@@ -232,10 +203,9 @@ def build(cls: type[T], values: Mapping[str, Any] | None, where: str = "", defau
                 f"parameter '{key}' ({_source(key)}) must be {_describe(hints.get(name, Any))}, got {value!r}"
             )
     if defaults is not None:
-        for name in names - set(values) - set(converted):
-            converted[name] = getattr(defaults, name)
-        for name in skip:
-            converted[name] = getattr(defaults, name)
+        for field in dataclasses.fields(cls):
+            if field.init and field.name not in converted:
+                converted[field.name] = getattr(defaults, field.name)
     try:
         return cls(**converted)
     except ParameterError:
@@ -247,15 +217,9 @@ def build(cls: type[T], values: Mapping[str, Any] | None, where: str = "", defau
 def as_dict(settings: Any) -> Any:
     """A settings dataclass as plain nested dicts and lists (for fingerprints and logs)."""
     if dataclasses.is_dataclass(settings) and not isinstance(settings, type):
-        return {key: as_dict(_attribute(settings, path)) for key, path in block_keys(type(settings)).items()}
+        return {key: as_dict(getattr(settings, key)) for key in block_keys(type(settings))}
     if isinstance(settings, Mapping):
         return {k: as_dict(v) for k, v in settings.items()}
     if isinstance(settings, (list, tuple)):
         return [as_dict(v) for v in settings]
-    return settings
-
-
-def _attribute(settings: Any, path: tuple[str, ...]) -> Any:
-    for name in path:
-        settings = getattr(settings, name)
     return settings

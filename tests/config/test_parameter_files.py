@@ -11,7 +11,6 @@ names none (docs/configuration.md lists them)."""
 from __future__ import annotations
 
 import dataclasses
-from functools import reduce
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from hindsight.config import ProjectConfig, check_parameters, file_settings
 from hindsight.methods import method_class, method_names, method_settings
 from hindsight.params import ParameterError, as_dict, block_keys, build
 from hindsight.training.rl_config import RLConfig
-from hindsight.training.schedule import SchedulerSettings
+from hindsight.training.scheduler_settings import SchedulerSettings
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 LISTED_ONCE = {RLConfig: "parameters_training.yml"}
@@ -40,10 +39,10 @@ def _keys(value, cls, file_name: str | None = None) -> set[str]:
     """Dotted keys of a YAML block, descending where the dataclass has a nested dataclass
     (not into a block that may be partial in this file: its keys are checked to exist)."""
     keys = set()
-    paths = block_keys(cls)
+    names = block_keys(cls)
     for key, item in value.items():
         keys.add(key)
-        default = reduce(getattr, paths[key], cls()) if key in paths else None
+        default = getattr(cls(), key) if key in names else None
         if isinstance(item, dict) and dataclasses.is_dataclass(default):
             if _partial_here(type(default), file_name):
                 unknown = set(item) - {f.name for f in dataclasses.fields(default)}
@@ -69,15 +68,15 @@ def _settings_dict(settings):
         methods = {name: as_dict(method_settings(settings, name)) for name in _built_in_methods_with_settings()}
         return {**as_dict(settings), "methods": methods}
     if dataclasses.is_dataclass(settings) and not isinstance(settings, type):
-        return {key: _settings_dict(reduce(getattr, path, settings)) for key, path in block_keys(type(settings)).items()}
+        return {key: _settings_dict(getattr(settings, key)) for key in block_keys(type(settings))}
     return as_dict(settings)
 
 
 def _fields(cls, file_name: str | None = None) -> set[str]:
     keys = set()
-    for key, path in block_keys(cls).items():
+    for key in block_keys(cls):
         keys.add(key)
-        default = reduce(getattr, path, cls())
+        default = getattr(cls(), key)
         if dataclasses.is_dataclass(default) and not _partial_here(type(default), file_name):
             keys |= {f"{key}.{inner}" for inner in _fields(type(default), file_name)}
     return keys
@@ -275,8 +274,9 @@ def test_rollout_backend_is_chosen_by_configuration():
     from hindsight.policy.backends import CTranslate2Backend, TorchBackend
 
     base = build(ProjectConfig, {})
-    assert isinstance(base.rollout_config().backend, TorchBackend)
+    assert isinstance(base.rollout_config().inference_backend(), TorchBackend)
     pretrained = yaml.safe_load((CONF / "pretrained" / "parameters.yml").read_text())
     assert pretrained["rollout"]["backend"] == "torch"
     engine = build(ProjectConfig, {"rollout": {"backend": "ctranslate2", "backend_compute_type": "float32"}}).rollout_config(group_size=4)
-    assert isinstance(engine.backend, CTranslate2Backend) and engine.backend.exact and engine.group_size == 4
+    assert isinstance(engine.inference_backend(), CTranslate2Backend) and engine.inference_backend().exact and engine.group_size == 4
+    assert engine.inference_backend() is engine.inference_backend()  # one backend object per name and compute type

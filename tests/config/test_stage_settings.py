@@ -8,7 +8,9 @@ old classes (``RolloutConfig.sampling()``, ``HeldoutConfig``'s own fields); the 
 call sites are restated here one for one: the skills stage's rollouts and validation
 re-rollouts, Stage 1's teacher-fit and premise plays, RL's rollouts and held-out evaluation,
 the final evaluation, EMPO, State2State, every experiment-grid preset and the world model.
-A deliberate change of those settings in ``conf/base`` or ``conf/test`` changes the file too.
+A deliberate change of those settings in ``conf/base`` or ``conf/test`` changes the file too;
+moving a key (``rollout.temperature`` -> ``rollout.sampling.temperature``, a stage's
+temperature -> its ``sampling`` changes) changes nothing here.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import yaml
 from hindsight.config import check_parameters
 from hindsight.config.files import grid_settings
 from hindsight.evaluation.heldout import HeldoutConfig
+from hindsight.policy.logprobs import LOGPROB_TEMPERATURE
 from hindsight.rollout.config import RolloutConfig
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -47,7 +50,7 @@ def _engine(config: RolloutConfig) -> dict:
         "sampling": sampling, "group_size": config.group_size, "max_steps": config.max_steps, "seed": config.seed,
         "prompt": dataclasses.asdict(config.prompt), "max_parallel": config.max_parallel,
         "episode_replays": config.episode_replays, "progress": config.progress, "layout": config.layout,
-        "backend": [config.backend.name, getattr(config.backend, "compute_type", None)],
+        "backend": [config.inference_backend().name, getattr(config.inference_backend(), "compute_type", None)],
         "imagination": config.imagination is not None,
     }
 
@@ -56,8 +59,8 @@ def _heldout(heldout: HeldoutConfig, rollout: RolloutConfig, random_floor: bool)
     """What ``evaluate_agents`` plays: per decoding and trial, the rollout it runs."""
     play = heldout.play
     plays = {
-        f"{name}/{trial}": _engine(rollout.at(group_size=1, temperature=float(temperature), seed=heldout.seed + trial))
-        for trial in range(play.trials_per_task) for name, temperature in play.decodings.items()
+        f"{name}/{trial}": _engine(rollout.at(group_size=1, sampling=sampling, seed=heldout.seed + trial))
+        for trial in range(play.trials_per_task) for name, sampling in play.decodings.items()
     }
     return {
         "episodes_per_game": play.episodes_per_game, "seen_seed_offset": heldout.seen_seed_offset, "splits": list(play.splits),
@@ -70,14 +73,14 @@ def _stages(params: dict) -> dict:
     project, skills = settings["project"], settings["skills"]
     rl_rollout = project.rollout_config()  # config.rl.rl_setup's
     out = {
-        "skills.rollouts": _engine(project.rollout_config(group_size=skills.rollouts_per_task, temperature=skills.temperature)),
+        "skills.rollouts": _engine(project.rollout_config(group_size=skills.rollouts_per_task, sampling=skills.sampling)),
         "skills.validation": _engine(project.rollout_config(
-            group_size=skills.validation.rollouts, temperature=skills.temperature, seed=project.seeds.validation
+            group_size=skills.validation.rollouts, sampling=skills.sampling, seed=project.seeds.validation
         )),
         "stage1.teacher_fit": _engine(project.rollout_config(
-            group_size=1, temperature=settings["stage1"].teacher_fit.temperature, seed=project.seeds.validation
+            group_size=1, sampling=settings["stage1"].teacher_fit.sampling, seed=project.seeds.validation
         )),
-        "stage1.premise": _engine(project.rollout_config(group_size=1, temperature=1.0, seed=project.seeds.evaluation)),
+        "stage1.premise": _engine(project.rollout_config(group_size=1, sampling={"temperature": LOGPROB_TEMPERATURE}, seed=project.seeds.evaluation)),
         "training.rollout": _engine(rl_rollout),
         # RL's held-out evaluation plays without the random floor (methods.run.heldout_evaluator)
         "training.heldout": _heldout(project.heldout_config(settings["training"].heldout), rl_rollout, False),

@@ -24,7 +24,7 @@ SPEC = EnvironmentSpec(
     "textworldexpress", "twc", {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}, max_steps=3
 )
 HELDOUT = HeldoutConfig(
-    play=HeldoutPlay(episodes_per_game=2, splits=["seen", "unseen"], decodings={"sampled": 0.4, "greedy": 0.0}),
+    play=HeldoutPlay(episodes_per_game=2, splits=["seen", "unseen"], decodings={"sampled": {"temperature": 0.4}, "greedy": {"temperature": 0.0}}),
     seen_seed_offset=500, seed=7,
 )
 
@@ -93,7 +93,7 @@ def test_episode_ids_carry_their_agent(evaluation):
 
 
 def test_several_trials_per_task_each_with_its_own_seed(tiny_policy, evaluation):
-    config = dataclasses.replace(HELDOUT, play=HeldoutPlay(episodes_per_game=2, splits=["unseen"], decodings={"sampled": 0.4}, trials_per_task=2))
+    config = dataclasses.replace(HELDOUT, play=HeldoutPlay(episodes_per_game=2, splits=["unseen"], decodings={"sampled": {"temperature": 0.4}}, trials_per_task=2))
     settings = RolloutConfig(sampling=SamplingConfig(max_length=768), progress=False)
     episodes = evaluate_agents(tiny_policy, [SPEC], make_env, settings, config, policy_label="stage1", include_random=True)
     per_task = episodes.drop_duplicates("episode_id").groupby(["agent", "group_id"])["trial"].agg(sorted)

@@ -30,11 +30,11 @@ TINY = {
     "environment": JOB["environment"],
     "rollout": {**yaml.safe_load((ROOT / "conf" / "test" / "parameters.yml").read_text())["rollout"], "prompt": JOB["rollout"]["prompt"]},
     "ingestion": {"expert_episodes": {"train": 2, "dev": 0, "test": 0}},
-    "skills": {"tasks_per_game": 1, "rollouts_per_task": 2, "temperature": 0.4, "teacher": "rule_miner",
+    "skills": {"tasks_per_game": 1, "rollouts_per_task": 2, "sampling": {"temperature": 0.4}, "teacher": "rule_miner",
                "validation": {"enabled": True, "rollouts": 2, "min_success_gain": 1, "min_rate_gain": 0.125},
                "analyzer_sft_from": "every_episode"},
     "evaluation": {
-        "heldout": {"episodes_per_game": 1, "splits": ["seen", "unseen", "unseen_types"], "decodings": {"sampled": 0.4},
+        "heldout": {"episodes_per_game": 1, "splits": ["seen", "unseen", "unseen_types"], "decodings": {"sampled": {"temperature": 0.4}},
                     "trials_per_task": TRIALS},
         "random_floor": True,
         "filmstrips": 1,

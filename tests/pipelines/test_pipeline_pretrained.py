@@ -27,7 +27,7 @@ PRETRAINED_RUN = {
     # what this test does not read is cut (a third of the run): the skills' validation
     # re-rollouts (every parsed skill is accepted) and the greedy and unseen evaluations
     "skills": {"validation": {"enabled": False}},
-    "evaluation": {"heldout": {"episodes_per_game": 1, "splits": ["seen"], "decodings": {"sampled": 0.4}}},
+    "evaluation": {"heldout": {"episodes_per_game": 1, "splits": ["seen"], "decodings": {"sampled": {"temperature": 0.4}}}},
 }
 
 

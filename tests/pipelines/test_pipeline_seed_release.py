@@ -37,7 +37,7 @@ def release_run() -> dict:
         "stage1": {"behaviour_cloning": PRESET["stage1"]["behaviour_cloning"]},
         "training": {"rl": {"entropy_coef": PRESET["training"]["rl"]["entropy_coef"],
                             "methods": {"seed": {"step_score": PRESET["training"]["rl"]["methods"]["seed"]["step_score"]}}}},
-        "evaluation": {"heldout": {"episodes_per_game": 1, "splits": ["seen"], "decodings": {"sampled": 0.4}}},
+        "evaluation": {"heldout": {"episodes_per_game": 1, "splits": ["seen"], "decodings": {"sampled": {"temperature": 0.4}}}},
     }
 
 

@@ -93,9 +93,11 @@ def test_weights_are_converted_only_when_they_changed(tiny_policy, valid_actions
 
 
 def test_int8_rollouts_through_the_engine(tiny_policy, twc_tasks):
-    backend = make_backend("ctranslate2", "int8")
-    assert not backend.exact
-    config = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=1024), group_size=2, max_steps=3, max_parallel=4, progress=False, backend=backend)
+    config = RolloutConfig(
+        sampling=SamplingConfig(temperature=1.0, max_length=1024), group_size=2, max_steps=3, max_parallel=4, progress=False,
+        backend="ctranslate2", backend_compute_type="int8",
+    )
+    assert not config.inference_backend().exact and config.inference_backend() is shared_backend("ctranslate2", "int8")
     result = run_rollouts(tiny_policy, make_env, twc_tasks[:2], config)
     assert len(result.table) == len(result.samples) > 0 and result.stats["weight_sync_seconds"] > 0
     assert result.table.attrs["engine"]["rollout/weight_sync_s"] > 0
@@ -105,7 +107,7 @@ def test_int8_rollouts_through_the_engine(tiny_policy, twc_tasks):
 
 
 def test_the_torch_backend_is_the_default_and_shared_backends_are_reused():
-    assert isinstance(RolloutConfig().backend, TorchBackend) and RolloutConfig().backend.exact
+    assert isinstance(RolloutConfig().inference_backend(), TorchBackend) and RolloutConfig().inference_backend().exact
     assert shared_backend("ctranslate2", "float32") is shared_backend("ctranslate2", "float32")
 
 
@@ -114,7 +116,9 @@ def test_what_a_backend_cannot_do_names_the_setting(tiny_policy, twc_tasks):
         make_backend("vllm")
     with pytest.raises(ValueError, match="rollout.backend_compute_type must be one of"):
         make_backend("ctranslate2", "int4")
-    config = RolloutConfig(layout="multiturn", progress=False, backend=make_backend("ctranslate2", "float32"))
+    with pytest.raises(ValueError, match="rollout.backend must be one of torch, ctranslate2, got 'vllm'"):
+        RolloutConfig(backend="vllm")
+    config = RolloutConfig(layout="multiturn", progress=False, backend="ctranslate2", backend_compute_type="float32")
     with pytest.raises(ValueError, match="only the torch backend has; set rollout.backend: torch"):
         run_rollouts(tiny_policy, make_env, twc_tasks[:1], config)
 

@@ -278,7 +278,7 @@ def test_scienceworld_a_killed_jvm_replays_one_random_agent_episode(monkeypatch)
 def test_the_heldout_report_says_how_many_planned_episodes_are_missing(tiny_policy, twc_spec, monkeypatch):
     """An episode given up after its tries (a hang every time) is not in the table; the
     report says so, with the count per agent and split, instead of a silently smaller n."""
-    heldout = HeldoutConfig(play=HeldoutPlay(episodes_per_game=2, splits=["seen"], decodings={"greedy": 0.0}))
+    heldout = HeldoutConfig(play=HeldoutPlay(episodes_per_game=2, splits=["seen"], decodings={"greedy": {"temperature": 0.0}}))
     tasks = heldout_tasks([twc_spec], heldout)["seen"]
     monkeypatch.setattr(HangsOnOneTask, "seed", tasks[0].seed)
     config = RolloutConfig(max_steps=4, progress=False, episode_replays=1)

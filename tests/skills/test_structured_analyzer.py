@@ -45,7 +45,7 @@ def test_the_analyzer_switch(untrained_policy):
     structured = policy_analyzer(untrained_policy, 15, structured=True)(PROMPTS)
     assert structured == structured_skill_outputs(untrained_policy, PROMPTS, summary_tokens=5, skill_tokens=10)
     free = policy_analyzer(untrained_policy, 15)(PROMPTS)
-    assert free == generate_text(untrained_policy, PROMPTS, max_new_tokens=15, temperature=0.0)
+    assert free == generate_text(untrained_policy, PROMPTS, max_new_tokens=15)
     assert free != structured
 
 

@@ -174,7 +174,7 @@ def test_ignoring_examples_in_the_multiturn_layout_are_sequences_of_their_own(re
     from dataclasses import replace
 
     project = ProjectConfig()
-    project = replace(project, rollout=replace(project.rollout, engine=replace(project.rollout.engine, layout="multiturn")))
+    project = replace(project, rollout=replace(project.rollout, layout="multiturn"))
     table = pd.concat([recorded_tables["twc_gold"], recorded_tables["cooking_gold"]], ignore_index=True)
     bc = behaviour_cloning_examples(table, project)
     skills = {episode.episode_id: compact_skill(episode, concrete=True) for episode in episodes_from_table(table)}

@@ -69,7 +69,7 @@ def _plan(tasks_per_piece: int, tasks: int = 4, copy: int = 40, seed: int = 3) -
     (spec,) = project.specs()
     return PremisePlan(
         tasks=seen_tasks(spec, tasks, project.environment.seen_seed_offset),
-        rollout=project.rollout_config(group_size=1, temperature=1.0, seed=seed), analyzer=project.analyzer,
+        rollout=project.rollout_config(group_size=1, sampling={"temperature": 1.0}, seed=seed), analyzer=project.analyzer,
         seed=seed, copy_pairs=copy, tasks_per_piece=tasks_per_piece,
     )
 

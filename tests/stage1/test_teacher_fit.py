@@ -113,4 +113,4 @@ def test_the_fit_is_off_by_default_and_refuses_bad_settings():
     with pytest.raises(ValueError, match="episodes_per_game must be >= 0 and repeat >= 1"):
         TeacherFitConfig(repeat=0)
     with pytest.raises(ValueError, match="temperature must be > 0"):
-        TeacherFitConfig(temperature=0.0)
+        TeacherFitConfig(sampling={"temperature": 0.0})

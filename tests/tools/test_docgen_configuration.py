@@ -41,6 +41,6 @@ def test_the_reference_has_every_file_and_every_top_level_key():
     text = render()
     for file_name, (block, cls) in file_settings().items():
         assert f"## `{file_name}`" in text
-        for name in block_keys(cls):  # a flat field's keys are the block's own (params.flat_field)
+        for name in block_keys(cls):  # a not_a_key field is no key (params.not_a_key)
             key = f"{block}.{name}" if block else name
             assert f"- `{key}` (" in text, key

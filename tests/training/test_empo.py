@@ -96,7 +96,7 @@ def test_grid_cell_replays_the_training_tasks_gold_episodes_and_evaluates_online
     from hindsight.methods.run import RLSetup, run_rl
 
     rollout = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=1024), progress=False)
-    heldout = HeldoutConfig(play=HeldoutPlay(episodes_per_game=1, splits=["seen"], decodings={"sampled": 1.0}))
+    heldout = HeldoutConfig(play=HeldoutPlay(episodes_per_game=1, splits=["seen"], decodings={"sampled": {"temperature": 1.0}}))
     setup = RLSetup(specs=[twc_spec], rollout=rollout, heldout=heldout, pool=list(twc_tasks), analyzer=AnalyzerConfig())
     cell_setup, recorded_steps = empo_grid_setup(setup, EmpoConfig(), seed=0)
     assert [task.spec.env for task in cell_setup.pool] == ["expert_replay"] * len(twc_tasks)

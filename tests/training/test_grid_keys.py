@@ -8,7 +8,7 @@ from hindsight.experiments.grid import Cell, cell_key
 SETTINGS = {
     "start_from": "stage1",
     "rl": {"learning_rate": 1e-4, "micro_batch_tokens": 8192, "updates": 4},
-    "rollout": {"temperature": 0.4, "progress": True, "max_parallel": 32},
+    "rollout": {"sampling": {"temperature": 0.4}, "progress": True, "max_parallel": 32},
 }
 
 
@@ -27,6 +27,6 @@ def test_execution_only_settings_leave_the_key_alone():
 
 def test_settings_that_change_results_change_the_key():
     assert key(rl__learning_rate=2e-4) != key()
-    assert key(rollout__temperature=1.0) != key()
+    assert key(rollout__sampling={"temperature": 1.0}) != key()
     assert cell_key(Cell(method="seed", seed=1, fraction=1.0), SETTINGS, "weights-abc") != key()
     assert cell_key(Cell(method="seed", seed=0, fraction=1.0), SETTINGS, "weights-xyz") != key()

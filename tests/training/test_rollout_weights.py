@@ -60,14 +60,12 @@ def test_bf16_rollouts_show_in_the_logprob_gap(lora_warm_policy, twc_tasks):
 
 def backend_update(policy, tasks, compute_type: str):
     """One GRPO update whose rollouts run on CTranslate2 (the merged adapter converted)."""
-    from hindsight.policy.backends import CTranslate2Backend
-
     config = RLConfig(
         algorithm="grpo", updates=1, tasks_per_update=2, group_size=2, learning_rate=1e-3, mini_batch_size=64,
         kl_coef=0.0, checkpoint_every=1, rollout_weights={"merge_lora": True},
         schedulers={"backend_correction": {"weight_cap": 1.5}, "async_rollouts": {"behaviour_weight_cap": 100.0}},
     )
-    rollout = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=768), max_parallel=8, progress=False, backend=CTranslate2Backend(compute_type))
+    rollout = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=768), max_parallel=8, progress=False, backend="ctranslate2", backend_compute_type=compute_type)
     return train_rl(policy, frozen_copy(policy.model), tasks, make_env, rollout, config, build_method(config), seed=1).history.iloc[0]
 
 

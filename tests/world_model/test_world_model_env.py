@@ -253,7 +253,7 @@ def test_wmr1_trains_thinking_with_the_world_model_and_evaluates_in_the_real_gam
     assert metrics["world_model/calls"] == len(table) + calls.sum()  # one per step, plus the in-response ones
     assert metrics["world_model/calls_per_step"] == pytest.approx(calls.mean())
 
-    heldout = HeldoutConfig(play=HeldoutPlay(episodes_per_game=1, splits=["seen"], decodings={"sampled": 1.0}))
+    heldout = HeldoutConfig(play=HeldoutPlay(episodes_per_game=1, splits=["seen"], decodings={"sampled": {"temperature": 1.0}}))
     before = simulator.calls
     evaluate = heldout_evaluator([SPEC], method.rollout_settings(rollout, heldout=True), heldout)
     eval_metrics = evaluate(policy, 1)

@@ -5,7 +5,7 @@ Each settings field is documented where it is defined, by the string literal tha
 it (an attribute docstring). ``render()`` walks ``file_settings()`` (one dataclass per
 ``conf/base/parameters*.yml``), descends into nested settings dataclasses and into each
 built-in RL method's settings (``training.rl.methods.<name>``), and writes one entry per key
-(a nested dataclass held flat, ``params.flat_field``, under its block's own keys); a last
+(a field that is no key, ``params.not_a_key``, is left out); a last
 section lists the setting names still declared by more than one class
 (``tools.docgen.duplicates``).
 ``docs/configuration.md`` is this output, committed; ``tests/tools/test_docgen_configuration.py``
@@ -23,7 +23,7 @@ from typing import Any
 
 from hindsight.config.files import file_settings
 from hindsight.methods import method_class, method_names
-from hindsight.params import as_dict, flat_skip
+from hindsight.params import NOT_A_KEY, as_dict
 from hindsight.training.rl_config import RLConfig
 from tools.docgen.duplicates import markdown
 from tools.docgen.fields import field_default, field_docs, prose_text, value_text
@@ -99,22 +99,19 @@ class _Renderer:
             line += f": {doc}"
         self.lines.append(line)
 
-    def block(self, cls: type, prefix: str, defaults: Any = None, skip: tuple[str, ...] = ()) -> None:
-        """Every field of ``cls`` under ``prefix``; ``defaults`` is the enclosing default
-        instance (its values win over the class defaults, as in ``GridPreset`` presets). A
-        ``params.flat_field``'s keys are listed under ``prefix`` itself, its skipped names not."""
-        if not skip:
-            self.listed.setdefault(cls, (prefix.rstrip("."), defaults if defaults is not None else cls()))
+    def block(self, cls: type, prefix: str, defaults: Any = None) -> None:
+        """Every key of ``cls`` under ``prefix`` (its fields less the ``params.not_a_key``
+        ones); ``defaults`` is the enclosing default instance (its values win over the class
+        defaults, as in ``GridPreset`` presets)."""
+        self.listed.setdefault(cls, (prefix.rstrip("."), defaults if defaults is not None else cls()))
         docs = field_docs(cls)
         for field in dataclasses.fields(cls):
-            if field.name.startswith("_") or not field.init or field.name in skip:
+            if field.name.startswith("_") or not field.init or field.metadata.get(NOT_A_KEY):
                 continue
             key = f"{prefix}{field.name}"
             default = getattr(defaults, field.name) if defaults is not None else field_default(field)
             doc = prose_text(docs.get(field.name, ""))
-            if flat_skip(field) is not None:
-                self.block(type(default), prefix, default, flat_skip(field))
-            elif dataclasses.is_dataclass(default) and not isinstance(default, type):
+            if dataclasses.is_dataclass(default) and not isinstance(default, type):
                 self.nested(type(default), key, default, _type_name(field), doc)
             elif isinstance(default, dict) and default and all(dataclasses.is_dataclass(v) for v in default.values()):
                 names = ", ".join(_code(name) for name in default)

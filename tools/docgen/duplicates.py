@@ -1,7 +1,7 @@
 """Setting names declared in more than one settings dataclass, and why each one stays.
 
 A setting is declared once: a library dataclass is held by the blocks that use it
-(``RolloutSettings`` holds the engine's ``RolloutConfig``, which holds the generation calls'
+(``ProjectConfig.rollout`` is the engine's ``RolloutConfig``, which holds the generation calls'
 ``SamplingConfig``; ``HeldoutConfig`` holds a stage's ``HeldoutPlay``; ``WorldModelConfig``
 holds the world model's ``WorldModelSettings``), never copied field by field. A field NAME may
 still appear in several classes when the fields mean different things (an SFT run's
@@ -138,7 +138,7 @@ def markdown() -> str:
     lines = [
         "## Names declared in more than one settings class\n",
         "Each setting is declared once; a library's settings are held as they are by the blocks "
-        "that use them (`RolloutSettings` holds the engine's `RolloutConfig`, which holds "
+        "that use them (`ProjectConfig.rollout` is the engine's `RolloutConfig`, which holds "
         "`SamplingConfig`; `HeldoutConfig` holds a stage's `HeldoutPlay`; `WorldModelConfig` "
         "holds `WorldModelSettings`). The names below are declared by several classes because "
         "they mean different things there; the reason is the docstring of the declaration that "

@@ -16,8 +16,8 @@ block into its dataclass (``hindsight.params.build``) and the stage's nodes take
 This package only composes: settings read by library code live next to that code
 (``AnalyzerConfig``: ``hindsight.skills.analyzers``; ``RLConfig``, ``SFTConfig``, ``PromptConfig``,
 ``RolloutConfig`` and its ``SamplingConfig``, ``HeldoutPlay``, ``WorldModelSettings``, ...) and
-are re-exported or held here (a held library class may sit flat in its block:
-``params.flat_field``). No library package below imports ``hindsight.config``
+are re-exported or held here, each under its own key (``rollout.sampling`` is
+``ProjectConfig.rollout.sampling``). No library package below imports ``hindsight.config``
 (the layers contract in ``pyproject.toml``, ``[tool.importlinter]``).
 """
 
@@ -25,7 +25,7 @@ from hindsight.config.empo import EmpoConfig
 from hindsight.config.experiments import ExperimentsConfig, GridPreset, GridSettings
 from hindsight.config.files import STAGE_FILES, check_parameters, file_of_key, file_settings, project_settings
 from hindsight.config.pretrained import PretrainedModelConfig
-from hindsight.config.project import EnvironmentConfig, GameConfig, ProjectConfig, RolloutSettings, Seeds
+from hindsight.config.project import EnvironmentConfig, GameConfig, ProjectConfig, Seeds
 from hindsight.config.rl import rl_setup
 from hindsight.config.skill_stages import (
     OpenAIEndpointConfig,
@@ -64,7 +64,6 @@ __all__ = [
     "PolicyConfig",
     "PretrainedModelConfig",
     "ProjectConfig",
-    "RolloutSettings",
     "ScoringConfig",
     "Seeds",
     "SkillsConfig",

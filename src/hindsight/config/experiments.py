@@ -30,7 +30,7 @@ class GridPreset:
     """Methods also run at the fractions below 1."""
     rl: dict = field(default_factory=dict)
     """Overrides of ``training.rl`` for every cell (the budget)."""
-    heldout: HeldoutPlay = field(default_factory=lambda: HeldoutPlay(episodes_per_game=8, decodings={"sampled": 0.4}))
+    heldout: HeldoutPlay = field(default_factory=lambda: HeldoutPlay(episodes_per_game=8))
     """Held-out evaluation of every cell (at its start and every ``eval_every`` updates)."""
 
     def __post_init__(self) -> None:
@@ -46,28 +46,28 @@ def _default_presets() -> dict[str, GridPreset]:
         "quick": GridPreset(
             methods=list(ALL_METHODS), seeds=[0], fractions=[0.5, 1.0],
             rl={"updates": 2, "tasks_per_update": 2, "group_size": 2, "eval_every": 1},
-            heldout=HeldoutPlay(episodes_per_game=2, decodings={"sampled": 0.4}),
+            heldout=HeldoutPlay(episodes_per_game=2),
         ),
         "first_look": GridPreset(
             methods=["grpo", "seed", "seed_no_distill", "seed_unrelated_skill"], seeds=[0], fractions=[1.0],
             fraction_methods=[], rl={"updates": 4, "tasks_per_update": 4, "group_size": 4, "eval_every": 4},
-            heldout=HeldoutPlay(episodes_per_game=8, decodings={"sampled": 0.4}),
+            heldout=HeldoutPlay(episodes_per_game=8),
         ),
         "controls": GridPreset(
             methods=["grpo", "seed", "seed_no_distill", "seed_ungated", "seed_unrelated_skill"], seeds=[0, 1, 2],
             fractions=[1.0], rl={"updates": 4, "tasks_per_update": 4, "group_size": 4, "eval_every": 4},
-            heldout=HeldoutPlay(episodes_per_game=8, decodings={"sampled": 0.4}),
+            heldout=HeldoutPlay(episodes_per_game=8),
         ),
         "distill_weight": GridPreset(
             methods=["seed", "seed_unrelated_skill", "seed_distill_weight_1", "seed_unrelated_skill_distill_weight_1"],
             seeds=[0, 1, 2], fractions=[1.0], fraction_methods=[],
             rl={"updates": 4, "tasks_per_update": 4, "group_size": 4, "eval_every": 4},
-            heldout=HeldoutPlay(episodes_per_game=8, decodings={"sampled": 0.4}),
+            heldout=HeldoutPlay(episodes_per_game=8),
         ),
         "full": GridPreset(
             methods=list(ALL_METHODS), seeds=[0, 1, 2], fractions=[0.4, 0.6, 1.0], fraction_methods=["seed"],
             rl={"updates": 4, "tasks_per_update": 4, "group_size": 4, "eval_every": 4},
-            heldout=HeldoutPlay(episodes_per_game=8, decodings={"sampled": 0.4}),
+            heldout=HeldoutPlay(episodes_per_game=8),
         ),
     }
 

@@ -9,23 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.envs.miniwob.browser import BrowserSettings
 from hindsight.envs.reward import RewardConfig
 from hindsight.evaluation.heldout import HeldoutConfig, HeldoutPlay
 from hindsight.policy.prompts import PromptConfig
-from hindsight.policy.backends import shared_backend
-from hindsight.params import flat_field
 from hindsight.policy.generation import SamplingConfig
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.skills.analyzers import AnalyzerConfig
-
-ENGINE_ONLY = ("group_size", "max_steps", "seed", "backend", "imagination")
-"""The engine's settings that are no key of the ``rollout`` block: each stage sets its group
-size and seed, the environment its step limit, ``backend`` is built from its name, and a
-method sets ``imagination``."""
 
 
 @dataclass
@@ -115,27 +108,6 @@ def _project_rollout() -> RolloutConfig:
     )
 
 
-@dataclass
-class RolloutSettings:
-    """How the policy is prompted and decodes when it plays (every stage that plays): the
-    rollout engine's settings (``rollout.config.RolloutConfig``) and its decoding
-    (``policy.generation.SamplingConfig``), held as one field whose keys are this block's own
-    (``rollout.temperature`` is ``engine.sampling.temperature``), and the backend's name.
-    Each stage sets only its own group size, temperature and seed
-    (``ProjectConfig.rollout_config``); the project's defaults are ``ProjectConfig.rollout``'s."""
-
-    engine: RolloutConfig = flat_field(_project_rollout, skip=ENGINE_ONLY)
-    """The rollout engine's settings and their decoding (flat: their keys are this block's)."""
-    backend: str = "torch"
-    """What generates the step-wise rollouts (``hindsight.policy.backends``): torch (the
-    project's engine, on the learner's weights) or ctranslate2 (CTranslate2, the weights
-    converted after every update; step-wise layout only). A name: ``RolloutConfig.backend``
-    is the backend object built from it (no key)."""
-    backend_compute_type: str = "int8"
-    """ctranslate2 only: float32 (the learner's numbers) or int8 (quantized weights; the RL
-    update corrects for the gap, ``training.rl.schedulers.backend_correction.weight_cap``)."""
-
-
 @dataclass(frozen=True)
 class Seeds:
     """Every random stream of a run, derived from its one ``seed`` (with seed 0 they are the
@@ -178,12 +150,14 @@ class ProjectConfig:
     """The run's seed; every random stream derives from it (``Seeds``)."""
     environment: EnvironmentConfig = field(default_factory=EnvironmentConfig)
     """The environment, its games and the step reward."""
-    rollout: RolloutSettings = field(default_factory=RolloutSettings)
-    """How the policy is prompted and decodes: the keys of the rollout engine
-    (``RolloutConfig``) and of its decoding (``SamplingConfig``), flat in this block, and the
-    backend. Each stage sets its own group size, seed and (the skills stage, Stage 1's plays,
-    the evaluation) temperature. The project's defaults differ from those classes': the
-    temperature is 1, the temperature every log-prob (old, current, teacher, reference) is
+    rollout: RolloutConfig = field(default_factory=_project_rollout)
+    """How the policy is prompted and decodes when it plays (every stage that plays): the
+    rollout engine's settings (``rollout.config.RolloutConfig``) with their decoding
+    (``rollout.sampling``, ``policy.generation.SamplingConfig``). Each stage sets its own
+    group size and seed, and a stage that decodes otherwise names its changes to
+    ``rollout.sampling`` in its own block (``skills.sampling``, ``stage1.teacher_fit.sampling``,
+    the held-out ``decodings``; ``rollout_config``). The project's
+    defaults differ from those classes': the temperature is 1, the temperature every log-prob (old, current, teacher, reference) is
     taken at, so RL's PPO ratio and distillation target are on-policy (the official SEED
     recipe); ``max_length`` is 1024; the prompt shows the last 2 turns and leaves the
     valid-action list out (constrained decoding offers only valid actions anyway, the list is
@@ -201,13 +175,12 @@ class ProjectConfig:
         """The environment specs, one per game."""
         return self.environment.specs()
 
-    def rollout_config(self, *, group_size: int = 1, temperature: float | None = None, seed: int | None = None) -> RolloutConfig:
+    def rollout_config(self, *, group_size: int = 1, sampling: Mapping[str, Any] | None = None, seed: int | None = None) -> RolloutConfig:
         """The rollout engine's settings for one stage: the shared ``rollout`` block with the
-        stage's group size, temperature (None: ``rollout.temperature``) and seed (None: the
-        run's rollout seed); the reward is the environment's (``specs()`` carries it)."""
-        shared = self.rollout
-        engine = dataclasses.replace(shared.engine, backend=shared_backend(shared.backend, shared.backend_compute_type))
-        return engine.at(group_size=group_size, temperature=temperature, seed=self.seeds.rollouts if seed is None else seed)
+        stage's group size, its changes to ``rollout.sampling`` (None: none; e.g. the skills
+        stage's ``{"temperature": 0.4}``) and seed (None: the run's rollout seed); the reward
+        is the environment's (``specs()`` carries it)."""
+        return self.rollout.at(group_size=group_size, sampling=sampling, seed=self.seeds.rollouts if seed is None else seed)
 
     def heldout_config(self, play: HeldoutPlay) -> HeldoutConfig:
         """The held-out evaluation of a stage: its play (budget, splits, decodings, trials;

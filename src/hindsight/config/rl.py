@@ -9,6 +9,8 @@ from hindsight.config.project import ProjectConfig
 from hindsight.config.stages import HeldoutPlay, TrainingConfig
 from hindsight.methods.run import RLSetup
 from hindsight.envs.base import EnvironmentConfigError
+from hindsight.policy.logprobs import LOGPROB_TEMPERATURE
+from hindsight.policy.logprobs import LOGPROB_TEMPERATURE
 from hindsight.rollout.tasks import seen_offset, split_tasks
 
 logger = logging.getLogger(__name__)
@@ -23,11 +25,12 @@ def rl_setup(project: ProjectConfig, training: TrainingConfig, heldout: HeldoutP
         pool = [task for spec in specs for task in split_tasks(spec, "train", training.tasks_per_game)]
     except EnvironmentConfigError as error:
         raise EnvironmentConfigError(f"{error} The training tasks are the first training.tasks_per_game={training.tasks_per_game} of each game's train fold: lower it.") from error
-    temperature = project.rollout.engine.sampling.temperature
-    if temperature != 1.0:
+    temperature = project.rollout.sampling.temperature
+    if temperature != LOGPROB_TEMPERATURE:
         logger.warning(
-            "RL rollouts are sampled at T=%s but every log-prob is taken at T=1: the PPO ratio and the "
-            "distillation target are off-policy (set rollout.temperature: 1.0)", temperature,
+            "RL rollouts are sampled at T=%s but every log-prob is taken at T=%s: the PPO ratio and the "
+            "distillation target are off-policy (set rollout.sampling.temperature: %s)", temperature,
+            LOGPROB_TEMPERATURE, LOGPROB_TEMPERATURE,
         )
     configured = project.environment.seen_seed_offset
     play = heldout or training.heldout

@@ -7,7 +7,10 @@ one dataclass per file as in ``config.stages``, which holds the other stages.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
+from hindsight.params import build
+from hindsight.policy.generation import SamplingConfig, sampling_changes
 from hindsight.training.sft import SFTConfig
 
 @dataclass
@@ -24,7 +27,9 @@ class OpenAIEndpointConfig:
     backoff_s: float = 2.0
     """Delay before the first retry; doubles after each."""
     max_concurrency: int = 4
-    temperature: float = 0.0
+    sampling: dict[str, Any] = field(default_factory=lambda: {"temperature": 0.0})
+    """How the endpoint decodes: changes to ``policy.generation.SamplingConfig``, of which
+    only ``temperature`` is sent with each request (greedy by default)."""
     circuit_breaker: int = 5
     """After this many episodes in a row got no answer, the endpoint is taken as down: the
     rest are not sent and get ``skills.teacher_fallback`` (0: always try every episode)."""
@@ -36,6 +41,13 @@ class OpenAIEndpointConfig:
             )
         if self.max_retries < 0 or self.circuit_breaker < 0 or self.max_concurrency < 1:
             raise ValueError("skills.openai: max_retries and circuit_breaker must be >= 0, max_concurrency >= 1")
+        self.sampling = sampling_changes(self.sampling, "skills.openai.sampling")
+        if set(self.sampling) - {"temperature"}:
+            raise ValueError(f"skills.openai.sampling: the endpoint is sent only its temperature, got {sorted(self.sampling)}")
+
+    def decoding(self) -> SamplingConfig:
+        """The endpoint's decoding: ``sampling`` over greedy decoding."""
+        return build(SamplingConfig, self.sampling, "skills.openai.sampling", defaults=SamplingConfig(temperature=0.0))
 
 
 @dataclass
@@ -70,8 +82,10 @@ class SkillsConfig:
     """Training tasks per game the base policy plays (the first train-fold seeds)."""
     rollouts_per_task: int = 8
     """K: base-policy rollouts per task (paper: 8)."""
-    temperature: float = 0.4
-    """Sampling temperature of those rollouts and of the validation re-rollouts."""
+    sampling: dict[str, Any] = field(default_factory=lambda: {"temperature": 0.4})
+    """How those rollouts and the validation re-rollouts decode: changes to the shared
+    ``rollout.sampling`` (keys of ``policy.generation.SamplingConfig``; the others are the
+    shared block's)."""
     teacher: str = "rule_miner"
     """rule_miner (offline, default) | openai (any OpenAI-compatible endpoint) | policy."""
     openai: OpenAIEndpointConfig = field(default_factory=OpenAIEndpointConfig)
@@ -93,6 +107,7 @@ class SkillsConfig:
     analyzer's parse rate and exact match on them (paper: 10%)."""
 
     def __post_init__(self) -> None:
+        self.sampling = sampling_changes(self.sampling, "skills.sampling")
         if self.teacher not in TEACHERS:
             raise ValueError(f"skills.teacher must be one of {TEACHERS}, got {self.teacher!r}")
         if self.teacher_fallback not in TEACHER_FALLBACKS:
@@ -125,8 +140,10 @@ class TeacherFitConfig:
     episodes_per_game: int = 0
     """Training tasks per game the policy plays (one episode each; 0: no fit, the Stage-1
     checkpoint is the SFT one)."""
-    temperature: float = 1.0
-    """Sampling temperature of those episodes (RL's training rollouts sample at 1.0)."""
+    sampling: dict[str, Any] = field(default_factory=lambda: {"temperature": 1.0})
+    """How those episodes decode: changes to the shared ``rollout.sampling`` (keys of
+    ``policy.generation.SamplingConfig``; RL's training rollouts sample at 1.0). The
+    temperature must be above 0."""
     repeat: int = 1
     """Copies of the fit pairs beside one copy of the Stage-1 mixture."""
     unrelated: bool = False
@@ -141,8 +158,9 @@ class TeacherFitConfig:
                 "stage1.teacher_fit: episodes_per_game must be >= 0 and repeat >= 1, "
                 f"got {self.episodes_per_game!r} and {self.repeat!r}"
             )
-        if self.temperature <= 0:
-            raise ValueError(f"stage1.teacher_fit.temperature must be > 0, got {self.temperature!r}")
+        self.sampling = sampling_changes(self.sampling, "stage1.teacher_fit.sampling")
+        if self.sampling.get("temperature", 1.0) <= 0:
+            raise ValueError(f"stage1.teacher_fit.sampling.temperature must be > 0, got {self.sampling['temperature']!r}")
 
 
 @dataclass

@@ -123,7 +123,7 @@ class TrainingConfig:
     """Checkpoints live under a fingerprint of the run's settings and starting weights. Each
     RL stage has its own root (``EmpoConfig``, ``State2StateConfig``), so none resumes from
     another's checkpoints."""
-    heldout: HeldoutPlay = field(default_factory=lambda: HeldoutPlay(episodes_per_game=8, decodings={"sampled": 0.4}))
+    heldout: HeldoutPlay = field(default_factory=lambda: HeldoutPlay(episodes_per_game=8))
     """Held-out evaluation during training (every ``rl.eval_every`` updates)."""
     rl: RLConfig = field(default_factory=RLConfig)
     """The core loop's settings, the method (``rl.algorithm``) and its own (``rl.methods``).

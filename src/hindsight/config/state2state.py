@@ -27,14 +27,14 @@ class State2StateConfig:
     random_episodes: int = 4
     """Random-valid-action exploration episodes per explored instance."""
     policy_episodes: int = 2
-    """Base-policy exploration episodes per explored instance (sampled at ``rollout.temperature``)."""
+    """Base-policy exploration episodes per explored instance (sampled at ``rollout.sampling.temperature``)."""
     facts_per_goal: int = 2
     """Most facts in one goal (drawn from the facts that hold in a reached state and not at the start)."""
     max_tasks: int = 200
     """Most goal tasks kept in the task set."""
     checkpoint_root: str = "data/06_models/state2state_checkpoints"
     """RL checkpoints, under a fingerprint of the settings, the task set and the starting weights."""
-    heldout: HeldoutPlay = field(default_factory=lambda: HeldoutPlay(episodes_per_game=8, decodings={"sampled": 0.4}))
+    heldout: HeldoutPlay = field(default_factory=lambda: HeldoutPlay(episodes_per_game=8))
     """Held-out evaluation on the real tasks during the stage (every ``rl.eval_every`` updates)."""
     rl: RLConfig = field(default_factory=_state2state_rl)
     """RL on the goal tasks; a method without skills (grpo | gigpo): goals have no hindsight skills."""

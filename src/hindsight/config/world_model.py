@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from hindsight.config.stages import PolicyConfig
-from hindsight.params import flat_field
 from hindsight.world_model.environment import WorldModelSettings
 from hindsight.training.sft import SFTConfig
 
@@ -28,10 +27,10 @@ class WorldModelConfig:
     ``OpenAIEndpointConfig.model`` is the name of the teacher endpoint's model)."""
     sft: SFTConfig = field(default_factory=_world_model_sft)
     """Training on the examples (the project's SFT loop; the response is the next observation)."""
-    query: WorldModelSettings = flat_field(WorldModelSettings, skip=("max_length",))
+    query: WorldModelSettings = field(default_factory=WorldModelSettings)
     """How a prompt is written and the answer generated, in training, evaluation and the
-    world-model environment alike (``world_model.environment.WorldModelSettings``; flat: its
-    keys are this block's; the token budget is ``sft.max_length``)."""
+    world-model environment alike (``world_model.environment.WorldModelSettings``; the token
+    budget is no key of it: ``sft.max_length``)."""
     use_rollouts: bool = True
     """Also learn from the base policy's rollouts of the skills stage (``skill_rollouts``:
     its mistakes show transitions the expert never made), not only ``trajectories``."""

@@ -51,7 +51,7 @@ type's trajectories (the trajectory's own first, then the others, up to
 ``max_candidates``), sorted. Constrained decoding over that list keeps a small policy's
 output well formed and makes a mismatch a choice between plausible actions of the same
 vocabulary, where free generation by a tiny from-scratch policy would rarely produce an
-in-vocabulary action at all; with ``rollout.constrained: false`` (an LLM) the policy
+in-vocabulary action at all; with ``rollout.sampling.constrained: false`` (an LLM) the policy
 generates freely and the list is only shown in the prompt.
 """
 

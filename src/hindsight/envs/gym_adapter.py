@@ -19,7 +19,7 @@ the project's ``seeds(split, count, offset)`` are the positions ``offset .. offs
 The info dict may carry these keys; each has a fallback:
 
     valid_actions       the actions accepted now (``VALID_ACTIONS_KEY``). Absent: [] (free
-                        generation: set ``rollout.constrained: false``, since constrained
+                        generation: set ``rollout.sampling.constrained: false``, since constrained
                         decoding needs a list to choose from)
     task                the task text (default: the first observation)
     won                 the task is solved (default: terminated with a positive reward)

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import pandas as pd
 
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.policy import Policy
+from hindsight.policy.generation import sampling_changes
 from hindsight.rollout.engine import RolloutConfig, run_rollouts
 from hindsight.rollout.tasks import TaskRef, seen_tasks, split_tasks
 from hindsight.rollout.random_agent import run_random_agent
@@ -53,15 +54,17 @@ class HeldoutPlay:
     splits: list[str] = field(default_factory=lambda: list(HELDOUT_SPLITS))
     """seen = train-fold seeds never trained on; unseen = the test fold; unseen_types = the
     test fold of task types never trained on (``environment.heldout_games``)."""
-    decodings: dict[str, float] = field(default_factory=lambda: {"sampled": 0.4})
-    """Agent name suffix -> sampling temperature (0 = greedy; ``{sampled: 0.4, greedy: 0.0}``
-    plays both, at twice the time)."""
+    decodings: dict[str, dict[str, Any]] = field(default_factory=lambda: {"sampled": {"temperature": 0.4}})
+    """Agent name suffix -> its changes to the shared ``rollout.sampling`` (keys of
+    ``policy.generation.SamplingConfig``; ``{sampled: {temperature: 0.4}, greedy:
+    {temperature: 0.0}}`` plays both, at twice the time; temperature 0 = greedy)."""
     trials_per_task: int = 1
     """Independent trials of every task and agent, trial t with evaluation seed + t: above 1
     the report adds pass^1..pass^k (tau-bench's reliability, ``algorithms.pass_k``), at k
     times the time."""
 
     def __post_init__(self) -> None:
+        self.decodings = {name: sampling_changes(changes, f"decodings.{name}") for name, changes in self.decodings.items()}
         unknown = sorted(set(self.splits) - set(KNOWN_SPLITS))
         if unknown:
             raise ValueError(f"held-out splits: unknown split(s) {unknown}; use {list(KNOWN_SPLITS)}")
@@ -139,8 +142,8 @@ def evaluate_agents(
     for split, tasks in heldout_tasks(specs, config).items():
         for trial in range(config.play.trials_per_task):
             seed = config.seed + trial
-            for name, temperature in config.play.decodings.items():
-                settings = rollout_config.at(group_size=1, temperature=float(temperature), seed=seed)
+            for name, sampling in config.play.decodings.items():
+                settings = rollout_config.at(group_size=1, sampling=sampling, seed=seed)
                 result = run_rollouts(policy, env_factory, tasks, settings, policy_version=getattr(policy, "version", 0))
                 tables.append(_label(result.table, f"{policy_label}-{name}", split, trial))
                 _count_missing(missing, f"{policy_label}-{name}/{split}", result.faults)

@@ -35,11 +35,14 @@ loop's pieces (prefill, one decode step, the constrained and free samplers) are
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import torch
+
+from hindsight.params import ParameterError, build
 
 from hindsight.policy.batching import token_budget_chunks
 from hindsight.policy.constrained import ActionTrie, stop_token_ids
@@ -53,17 +56,19 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class SamplingConfig:
-    """How responses are decoded."""
+    """How responses are decoded: the project's one decoding settings class. The rollout
+    engine holds it (``RolloutConfig.sampling``, the YAML's ``rollout.sampling``); a stage that
+    decodes otherwise names only its changes to it (``sampling_changes``)."""
 
     max_new_tokens: int = 24
     """Most tokens a free-generation response may have (constrained ones end with their
     action). A skill (``AnalyzerConfig``) and a predicted observation (``WorldModelSettings``)
     are generated under their own bounds."""
     temperature: float = 0.4
-    """Sampling temperature; 0 means greedy. Recorded log-probs are always at temperature 1.
-    A stage samples at its own, set on the rollout per call: the skills stage's rollouts
-    (``SkillsConfig``), the teacher fit's episodes (``TeacherFitConfig``);
-    ``OpenAIEndpointConfig.temperature`` is the teacher endpoint's, sent with each request."""
+    """Sampling temperature; 0 means greedy. Recorded log-probs are always at temperature 1
+    (``policy.logprobs.LOGPROB_TEMPERATURE``). A stage that samples at its own names it among
+    its changes (``{"temperature": 0.4}``: the skills stage's ``skills.sampling``, the teacher
+    fit's, the held-out ``decodings``, the teacher endpoint's ``skills.openai.sampling``)."""
     top_p: float = 1.0
     """Nucleus sampling mass (1.0 = off)."""
     constrained: bool = True
@@ -85,6 +90,19 @@ class SamplingConfig:
     """Most padded prompt tokens (rows x longest prompt) per forward batch: prompts are
     sorted by length and generated in chunks under it. None: 2048 on CPU (padding and masked
     attention cost more there than batching saves), unlimited on GPU."""
+
+
+def sampling_changes(changes: Mapping[str, Any] | None, where: str) -> dict[str, Any]:
+    """``changes`` checked as changes to a ``SamplingConfig`` (each key one of its fields,
+    each value of its type; else ``params.ParameterError`` naming ``where.<key>``), as a new
+    dict. A stage's block holds such changes (``skills.sampling``); ``RolloutConfig.at``
+    applies them to the shared ``rollout.sampling``. A whole number given for a float field
+    (``temperature: 0``) becomes a float."""
+    if changes is not None and not isinstance(changes, Mapping):
+        raise ParameterError(f"parameter '{where}' must be a mapping of SamplingConfig keys (e.g. {{temperature: 0.4}}), got {changes!r}")
+    build(SamplingConfig, changes, where)
+    floats = {field.name for field in dataclasses.fields(SamplingConfig) if field.type in (float, "float")}
+    return {key: float(value) if key in floats else value for key, value in (changes or {}).items()}
 
 
 @dataclass
@@ -243,20 +261,17 @@ def generate_text(
     policy: Policy,
     prompts: Sequence[str],
     max_new_tokens: int = 256,
-    temperature: float = 0.0,
     *,
-    seed: int = 0,
     stop_at_newline: bool = False,
     max_length: int | None = None,
 ) -> list[str]:
-    """Free-text generation (greedy by default), e.g. the analyzer's JSON.
+    """Free-text greedy generation, e.g. the analyzer's JSON (a sampled one is ``generate``
+    with a ``SamplingConfig``).
 
     Args:
         policy: A ``model.Policy``.
         prompts: Prompt texts.
         max_new_tokens: Longest response.
-        temperature: 0 for greedy.
-        seed: Seed of the sampling RNG (when temperature > 0).
         stop_at_newline: Stop at the first newline (off: JSON may span lines).
         max_length: Prompt + response budget (None: the model's maximum).
 
@@ -265,10 +280,10 @@ def generate_text(
     """
     config = SamplingConfig(
         max_new_tokens=max_new_tokens,
-        temperature=temperature,
+        temperature=0.0,
         constrained=False,
         stop_at_newline=stop_at_newline,
         max_length=max_length,
     )
-    generations = generate(policy, prompts, config=config, generator=torch.Generator().manual_seed(seed))
+    generations = generate(policy, prompts, config=config, generator=torch.Generator())
     return [generation.text for generation in generations]

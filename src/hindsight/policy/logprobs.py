@@ -36,6 +36,11 @@ from hindsight.policy.screens import image_forward_inputs
 
 logger = logging.getLogger(__name__)
 
+LOGPROB_TEMPERATURE = 1.0
+"""The temperature every log-prob of the project is taken at (the logits as they are): RL's
+rollouts sample at ``rollout.sampling.temperature``, and only when the two are equal are the
+PPO ratio and the distillation target on-policy (``config.rl.rl_setup`` warns otherwise)."""
+
 
 @dataclass
 class CachedPrefix:

@@ -36,7 +36,7 @@ sequence with its own KV cache across turns and prefills only the new observatio
 (``rollout.multiturn``); truncated contexts are re-read and counted
 (``rollout/context_reprefills``).
 
-The step-wise generation runs on ``config.backend`` (``policy.backends``; by default the
+The step-wise generation runs on ``config.inference_backend()`` (``policy.backends``; by default the
 torch engine), which gets the policy's weights at the start of every rollout
 (``weight_sync_seconds`` in the stats, ``rollout/weight_sync_s`` in the table's metrics).
 
@@ -123,10 +123,10 @@ def run_rollouts(
     config = config or RolloutConfig()
     task_refs = as_task_refs(tasks)
     _check_rollout_arguments(config, env_factory, env_pool)
-    check_vision_rollout(policy, config.layout, config.imagination, config.backend.name)
+    check_vision_rollout(policy, config.layout, config.imagination, config.backend)
     pool = env_pool or EnvPool(declaring_factory(env_factory), max_size=config.max_parallel)
     queue = deque(episode_plan(task_refs, config.group_size, config.seed, policy_version, source))
-    timer = RolloutTimer(weight_sync=config.backend.sync(policy))
+    timer = RolloutTimer(weight_sync=config.inference_backend().sync(policy))
     model = policy.model
     was_training = model.training
     model.eval()
@@ -156,7 +156,7 @@ def _check_rollout_arguments(config: RolloutConfig, env_factory: EnvFactory | No
     if env_pool is None and env_factory is None:
         raise ValueError("run_rollouts: give an env_factory or an env_pool.")
     check_imagination(config.imagination, config.sampling.constrained, config.layout)
-    check_layout(config.backend, config.layout, config.imagination)
+    check_layout(config.inference_backend(), config.layout, config.imagination)
 
 
 def planned_episode_ids(
@@ -267,7 +267,7 @@ def _generate_turn(policy: Policy, episodes: list[Episode], config, sampling, ge
             images = [screen_image(policy, episode.screen) for episode in episodes]
             generations = generate(policy, prompts, config=sampling, valid_actions=valid_actions, generator=generator, images=images)
         else:
-            generations = config.backend.generate(policy, prompts, config=sampling, valid_actions=valid_actions, generator=generator)
+            generations = config.inference_backend().generate(policy, prompts, config=sampling, valid_actions=valid_actions, generator=generator)
     return generations, [0] * len(episodes)
 
 

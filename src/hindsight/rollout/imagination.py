@@ -87,7 +87,7 @@ def check_imagination(imagination: Imagination | None, constrained: bool, layout
         return
     if not constrained:
         raise ValueError(
-            "imagination (in-response world-model calls) needs constrained decoding: set rollout.constrained: true, "
+            "imagination (in-response world-model calls) needs constrained decoding: set rollout.sampling.constrained: true, "
             "or think in imaginary turns instead (training.rl.methods.wmr1.thinking: imaginary_turn)"
         )
     if layout != "stepwise":

@@ -33,12 +33,15 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from hindsight.skills.analysis_prompt import DEFAULT_MAX_CHARS
 from hindsight.skills.episode_views import EpisodeView
 from hindsight.skills.records import SkillRecord, record_from_output
 from hindsight.skills.teachers import Teacher, episode_analysis_prompt
+
+if TYPE_CHECKING:
+    from hindsight.policy.generation import SamplingConfig
 
 logger = logging.getLogger(__name__)
 
@@ -134,7 +137,7 @@ class OpenAICompatibleTeacher(Teacher):
         max_retries: int = 3,
         backoff: float = 1.0,
         max_concurrency: int = 4,
-        temperature: float = 0.0,
+        sampling: SamplingConfig | None = None,
         max_tokens: int = 512,
         max_prompt_chars: int = DEFAULT_MAX_CHARS,
         circuit_breaker: int = 5,
@@ -152,7 +155,8 @@ class OpenAICompatibleTeacher(Teacher):
             max_retries: Retries after the first attempt, for retryable failures.
             backoff: First retry delay in seconds; doubles after each retry.
             max_concurrency: Requests in flight at once.
-            temperature: Sampling temperature.
+            sampling: How the endpoint decodes; its ``temperature`` is sent with each request
+                (None: greedy, temperature 0).
             max_tokens: Cap on the answer's length.
             max_prompt_chars: Cap on the analysis prompt's length.
             circuit_breaker: Consecutive episodes without an answer after which the endpoint
@@ -167,7 +171,8 @@ class OpenAICompatibleTeacher(Teacher):
             raise ValueError(f"timeout must be > 0 and backoff >= 0, got {timeout} and {backoff}")
         self.url = chat_completions_url(base_url)
         self.safe_url = redacted_url(self.url)
-        self.model, self.api_key, self.temperature, self.max_tokens = model, api_key, temperature, max_tokens
+        self.model, self.api_key, self.max_tokens = model, api_key, max_tokens
+        self.temperature = 0.0 if sampling is None else sampling.temperature
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
         self.max_concurrency, self.max_prompt_chars = max_concurrency, max_prompt_chars
         self.circuit_breaker, self.fallback, self.fail_when_down = circuit_breaker, fallback, fail_when_down

@@ -36,7 +36,7 @@ def policy_analyzer(policy: Policy, max_new_tokens: int, structured: bool = Fals
         summary_tokens = max(1, max_new_tokens // 3)
         skill_tokens = max(1, max_new_tokens - summary_tokens)
         return lambda prompts: structured_skill_outputs(policy, prompts, summary_tokens, skill_tokens)
-    return lambda prompts: generate_text(policy, prompts, max_new_tokens=max_new_tokens, temperature=0.0)
+    return lambda prompts: generate_text(policy, prompts, max_new_tokens=max_new_tokens)
 
 
 class PolicyTeacher(Teacher):

@@ -53,7 +53,7 @@ class BackendCorrection:
         ``batch.proximal_logp`` with this cap; adds ``rollout/sampler_logprob_gap`` (mean
         |learner - engine| per token). Nothing with an exact backend, an empty batch, or a
         batch that has proximal log-probs already."""
-        if rollout_config.backend.exact or not len(batch) or batch.proximal_logp is not None:
+        if rollout_config.inference_backend().exact or not len(batch) or batch.proximal_logp is not None:
             return
         learner = response_logprobs(
             policy.model, batch.samples, config.mini_batch_size, policy.tokenizer.pad_token_id, token_budget=config.micro_batch_tokens,

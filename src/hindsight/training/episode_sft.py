@@ -53,12 +53,12 @@ MULTITURN_COLUMNS = ("sequence", "step", "header", "valid_actions")
 @dataclass(frozen=True)
 class TurnBudget:
     """How much context a turn may hold: the engine's rule (``cached_generation.begin_turns``),
-    from the shared rollout settings (``TurnBudget.of(project.rollout.engine.sampling)``)."""
+    from the shared rollout settings (``TurnBudget.of(project.rollout.sampling)``)."""
 
     max_length: int = 1024
-    """Context + response tokens (``rollout.max_length``)."""
+    """Context + response tokens (``rollout.sampling.max_length``)."""
     max_new_tokens: int = 24
-    """Response room under free generation (``rollout.max_new_tokens``)."""
+    """Response room under free generation (``rollout.sampling.max_new_tokens``)."""
     constrained: bool = True
     """Constrained decoding: the response room is the longest valid action + EOS."""
 
@@ -250,7 +250,7 @@ def encode_examples(
     if multiturn.any():
         if budget is None:
             raise ValueError(
-                "SFT got multi-turn examples (a 'header' column) but no TurnBudget: pass TurnBudget.of(project.rollout.engine.sampling)"
+                "SFT got multi-turn examples (a 'header' column) but no TurnBudget: pass TurnBudget.of(project.rollout.sampling)"
             )
         sequences = episode_sequences(tokenizer, examples[multiturn], budget)
         logger.info("multi-turn SFT: %d steps as %d sequences", int(multiturn.sum()), len(sequences))

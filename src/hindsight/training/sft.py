@@ -127,7 +127,7 @@ def train_sft(
         parallel: One process of a ``torchrun`` learner: every rank reads the same
             examples and seed and runs its stripe of each batch under DDP (the steps equal
             the one-process ones up to float rounding); rank 0 alone logs.
-        turns: The rollout's context budget (``TurnBudget.of(project.rollout.engine.sampling)``), needed
+        turns: The rollout's context budget (``TurnBudget.of(project.rollout.sampling)``), needed
             when ``examples`` hold multi-turn rows (``episode_sft``; their context is built
             by the engine's rule, not cut to ``config.max_length``).
         screens: The screenshot table of the examples' steps (the catalog's ``screenshots``,

@@ -65,6 +65,7 @@ from hindsight.data.outcomes import episode_outcomes
 from hindsight.data.schema import make_group_id
 from hindsight.envs.base import EnvironmentConfigError, EnvironmentSpec, StepResult, TextEnvironment, check_split
 from hindsight.envs.reward import step_reward
+from hindsight.params import not_a_key
 from hindsight.policy import Policy
 from hindsight.policy.generation import generate_text
 from hindsight.world_model.transitions import SOLVED_MARKER, is_solved, transition_prompt
@@ -158,12 +159,13 @@ class WorldModelSettings:
     the world model's format (``PromptConfig.max_observation_chars`` cuts the policy's prompts)."""
     max_new_tokens: int = 128
     """Longest generated observation, in tokens (evaluation and the world-model environment)."""
-    max_length: int = 1024
-    """Prompt + prediction token budget (the world-model stage: its SFT's ``max_length``)."""
+    max_length: int = not_a_key(default=1024)
+    """Prompt + prediction token budget (the world-model stage: its SFT's ``max_length``; no
+    key of ``world_model.query``)."""
 
     def __post_init__(self) -> None:
         if self.history < 0:
-            raise ValueError(f"world_model.history must be >= 0, got {self.history}")
+            raise ValueError(f"world_model.query.history must be >= 0, got {self.history}")
 
 
 @dataclass
@@ -195,7 +197,7 @@ class WorldModelSimulator:
         """One greedy world-model answer."""
         self.calls += 1
         return generate_text(
-            self.world_model, [prompt], max_new_tokens=self.settings.max_new_tokens, temperature=0.0,
+            self.world_model, [prompt], max_new_tokens=self.settings.max_new_tokens,
             stop_at_newline=True, max_length=self.settings.max_length,
         )[0].strip()
 

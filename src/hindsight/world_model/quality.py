@@ -105,7 +105,7 @@ def heldout_quality(
     prompts, responses = heldout["prompt"].tolist(), heldout["response"].tolist()
     predicted = [
         text.strip()
-        for text in generate_text(world_model, prompts, max_new_tokens=max_new_tokens, temperature=0.0, stop_at_newline=True, max_length=max_length)
+        for text in generate_text(world_model, prompts, max_new_tokens=max_new_tokens, stop_at_newline=True, max_length=max_length)
     ]
     table = heldout[["episode_id", "step", "task_type", "terminal", "response"]].assign(
         action_type=[action_type(prompt) for prompt in prompts],

@@ -49,10 +49,10 @@ def behaviour_cloning_examples(trajectories: pd.DataFrame, project: ProjectConfi
         layout).
     """
     episodes = _training_episodes(trajectories)
-    if project.rollout.engine.layout == "multiturn":
+    if project.rollout.layout == "multiturn":
         if episodes.empty:
             raise ValueError("no successful train-fold episodes in 'trajectories' to behaviour-clone")
-        return multiturn_examples(episodes, project.rollout.engine.prompt)
+        return multiturn_examples(episodes, project.rollout.prompt)
     rows = []
     for episode_id, episode in episodes.groupby("episode_id", sort=False):
         prompts = episode_prompts(
@@ -60,7 +60,7 @@ def behaviour_cloning_examples(trajectories: pd.DataFrame, project: ProjectConfi
             episode["observation"].tolist(),
             episode["action"].tolist(),
             episode["valid_actions"].tolist(),
-            project.rollout.engine.prompt,
+            project.rollout.prompt,
         )
         for (_, row), text in zip(episode.iterrows(), prompts):
             rows.append(
@@ -165,6 +165,6 @@ def train_base_policy(
     step; a step without one is refused); a text policy ignores it."""
     history = train_sft(
         policy, examples, settings.sft, log_prefixed("bc"), seed=project.seeds.examples,
-        turns=TurnBudget.of(project.rollout.engine.sampling), screens=screenshots,
+        turns=TurnBudget.of(project.rollout.sampling), screens=screenshots,
     )
     return policy, history.assign(phase="bc")

@@ -44,8 +44,8 @@ def score_distillation_signals(
     samples = samples_from_table(
         table,
         policy.tokenizer,
-        project.rollout.engine.prompt,
-        constrained=project.rollout.engine.sampling.constrained,
+        project.rollout.prompt,
+        constrained=project.rollout.sampling.constrained,
         max_length=scoring.max_length,
     )
     batch_size = scoring.batch_size

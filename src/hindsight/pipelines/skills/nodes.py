@@ -42,7 +42,7 @@ def skill_tasks(project: ProjectConfig, skills: SkillsConfig) -> list[TaskRef]:
 
 def roll_out_base_policy(base_policy: Policy, project: ProjectConfig, skills: SkillsConfig) -> pd.DataFrame:
     """Step 1: the base policy plays every Stage-1 task ``rollouts_per_task`` times."""
-    settings = project.rollout_config(group_size=skills.rollouts_per_task, temperature=skills.temperature)
+    settings = project.rollout_config(group_size=skills.rollouts_per_task, sampling=skills.sampling)
     result = run_rollouts(base_policy, make_env, skill_tasks(project, skills), settings, policy_version=0)
     tracking.log_metrics({"skills/base_rollout_success_rate": result.stats["success_rate"]})
     return result.table
@@ -65,7 +65,7 @@ def make_teacher(base_policy: Policy, project: ProjectConfig, skills: SkillsConf
             max_retries=endpoint.max_retries,
             backoff=endpoint.backoff_s,
             max_concurrency=endpoint.max_concurrency,
-            temperature=endpoint.temperature,
+            sampling=endpoint.decoding(),
             circuit_breaker=endpoint.circuit_breaker,
             fallback=RuleMinerTeacher() if skills.teacher_fallback == "rule_miner" else None,
             fail_when_down=skills.teacher_fallback == "error",
@@ -123,7 +123,7 @@ def validate_skills(
     parsed = [record for record in records if record.parse_ok and record.group_id in plain_outcome.index]
     task_of = {task.group_id: task for task in skill_tasks(project, skills)}
     settings = project.rollout_config(
-        group_size=validation.rollouts, temperature=skills.temperature, seed=project.seeds.validation
+        group_size=validation.rollouts, sampling=skills.sampling, seed=project.seeds.validation
     )
     # Episodes of one task often get the very same skill (the rule teacher names the same
     # actions for every win of a task): each distinct (task, skill) is validated once and

@@ -21,6 +21,7 @@ from hindsight.config import ProjectConfig, Stage1Config
 from hindsight.envs import make_env
 from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples, log_prefixed
 from hindsight.policy import Policy
+from hindsight.policy.logprobs import LOGPROB_TEMPERATURE
 from hindsight.rollout.engine import run_rollouts
 from hindsight.rollout.tasks import seen_tasks, split_tasks
 from hindsight.skills.analyzers import policy_teacher, rule_teacher
@@ -135,7 +136,7 @@ def train_stage1_policy(
     refused)."""
     history = train_sft(
         base_policy, examples, settings.sft, log_prefixed("stage1"), seed=project.seeds.examples,
-        turns=TurnBudget.of(project.rollout.engine.sampling), screens=screenshots,
+        turns=TurnBudget.of(project.rollout.sampling), screens=screenshots,
     )
     return base_policy, history.assign(phase="stage1")
 
@@ -156,9 +157,9 @@ def fit_stage1_teacher(
     fit = settings.teacher_fit
     if fit.episodes_per_game == 0:
         return stage1_sft_policy, _no_fit_history()
-    if project.rollout.engine.layout == "multiturn":  # refused before any episode is played
+    if project.rollout.layout == "multiturn":  # refused before any episode is played
         raise ValueError("stage1.teacher_fit is step-wise only; rollout.layout is multiturn (set episodes_per_game: 0)")
-    rollout, episodes = _play_train_tasks(stage1_sft_policy, project, fit.episodes_per_game, 0, fit.temperature, project.seeds.validation)
+    rollout, episodes = _play_train_tasks(stage1_sft_policy, project, fit.episodes_per_game, 0, fit.sampling, project.seeds.validation)
     records = policy_teacher(stage1_sft_policy, project.analyzer).write_skills([episode for episode in episodes if episode.success])
     skill_of = {record.episode_id: record.skill for record in records if record.parse_ok}
     skilled = [episode for episode in episodes if episode.episode_id in skill_of]
@@ -183,15 +184,16 @@ def fit_stage1_teacher(
     return stage1_sft_policy, history.assign(phase="teacher_fit")
 
 
-def _play_train_tasks(policy: Policy, project: ProjectConfig, tasks_per_game: int, offset: int, temperature: float, seed: int):
+def _play_train_tasks(policy: Policy, project: ProjectConfig, tasks_per_game: int, offset: int, sampling: dict, seed: int):
     """The policy plays ``tasks_per_game`` train-fold tasks per game from position ``offset``
-    (one episode each): the rollout result and its episodes."""
+    (one episode each, decoding with the changes ``sampling``): the rollout result and its
+    episodes."""
     tasks = [task for spec in project.specs() for task in split_tasks(spec, "train", tasks_per_game, offset)]
-    return _play(policy, project, tasks, temperature, seed)
+    return _play(policy, project, tasks, sampling, seed)
 
 
-def _play(policy: Policy, project: ProjectConfig, tasks: list, temperature: float, seed: int):
-    rollout = run_rollouts(policy, make_env, tasks, project.rollout_config(group_size=1, temperature=temperature, seed=seed))
+def _play(policy: Policy, project: ProjectConfig, tasks: list, sampling: dict, seed: int):
+    rollout = run_rollouts(policy, make_env, tasks, project.rollout_config(group_size=1, sampling=sampling, seed=seed))
     return rollout, episodes_from_table(rollout.table)
 
 
@@ -223,7 +225,8 @@ def evaluate_stage1_analyzer(stage1_policy: Policy, analyzer_sft_set: pd.DataFra
 
 def check_skill_premise(stage1_policy: Policy, project: ProjectConfig, settings: Stage1Config) -> tuple[pd.DataFrame, pd.DataFrame]:
     """SEED's premise on held-out tasks: the Stage-1 policy plays ``premise_tasks_per_game``
-    seen-split tasks per game at T = 1 (as RL samples), writes its own skill for each
+    seen-split tasks per game at the temperature the log-probs are taken at
+    (``policy.logprobs.LOGPROB_TEMPERATURE``, 1: as RL samples by default), writes its own skill for each
     episode, and re-scores its actions with that skill, with the rule teacher's and with the
     controls (``stage1.premise_controls``: another task's own skill of the same outcome, the
     same-form content control, its own skill's items shuffled); then the copy test on the won
@@ -248,7 +251,8 @@ def check_skill_premise(stage1_policy: Policy, project: ProjectConfig, settings:
     offset = project.environment.seen_seed_offset
     plan = PremisePlan(
         tasks=[task for spec in project.specs() for task in seen_tasks(spec, settings.premise_tasks_per_game, offset)],
-        rollout=project.rollout_config(group_size=1, temperature=1.0, seed=seed), analyzer=project.analyzer, seed=seed,
+        rollout=project.rollout_config(group_size=1, sampling={"temperature": LOGPROB_TEMPERATURE}, seed=seed),
+        analyzer=project.analyzer, seed=seed,
         copy_pairs=settings.premise_copy_pairs, tasks_per_piece=settings.premise_tasks_per_piece,
     )
     store = None
