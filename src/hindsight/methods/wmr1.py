@@ -28,7 +28,7 @@ Between the rollout and the update:
 
 1. Replay (follows; ``replay``, ``replay_source: own_successes``, ``methods.wmr1_replay``):
    the policy's own won episodes are kept per task across updates (at most
-   ``replay_per_task``, 8) and in the checkpoint; a group whose success judgments have
+   ``replay_per_task``, 8) and (our extension) in the checkpoint; a group whose success judgments have
    std < 0.05 and mean < 0.2 has its first rollout swapped for one of them, which keeps its
    stored rows and samples (length, world-model calls) and is scored like any rollout; its
    behaviour log-probs are the current policy's. ``replay_source: expert_episodes`` (our
@@ -210,7 +210,7 @@ class WMR1Settings:
     """Replay stored successes into groups without a success (``replay_source``)."""
     replay_source: str = "own_successes"
     """own_successes (the official code: the policy's own earlier wins on the task, kept
-    across updates and in the checkpoint, swapped for the first rollout of a group whose
+    across updates and, our extension, in the checkpoint, swapped for the first rollout of a group whose
     success judgments have std < 0.05 and mean < 0.2, scored with their stored counts;
     ``methods.wmr1_replay``) or expert_episodes (our reading: a won expert episode from the
     trajectory table swapped for the last rollout of an all-failure group, earning no

@@ -2,7 +2,8 @@
 
 After every rollout each won episode joins its task's buffer (``SuccessBuffer``), at most
 ``capacity`` (official 8) kept per task, the oldest dropped first; the buffer lives across
-updates and in the run's checkpoint (``state_dict``), so a resumed run keeps it. Before the
+updates and in the run's checkpoint (``state_dict``), so a resumed run keeps it (our extension:
+the official checkpoint holds the actor, the critic and the data loader only). Before the
 buffer takes the batch's own wins, every group whose success judgments (1 won, 0 not) have
 a population std below ``TRIGGER_STD`` (0.05) and a mean below ``TRIGGER_MEAN`` (0.2)
 (``groups_to_replay``: with 0/1 judgments, a group without a win) has its first rollout
