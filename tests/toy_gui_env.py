@@ -13,7 +13,7 @@ import numpy as np
 
 from hindsight.envs.base import EnvironmentSpec
 
-from toy_env import ToyEnvironment
+from hindsight.envs.base import ToyEnvironment
 
 ACTIONS = ("click top left", "click top right", "click bottom left", "click bottom right")
 """The valid actions, one per quadrant (row-major)."""

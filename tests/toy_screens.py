@@ -20,7 +20,7 @@ from hindsight.envs.base import EnvironmentSpec
 from hindsight.envs.miniwob.view import Element, render_view
 from hindsight.envs.reward import step_reward
 
-from toy_env import ToyEnvironment
+from hindsight.envs.base import ToyEnvironment
 
 WIDTH, HEIGHT = 160, 210
 WORDS = ("apple", "river", "stone", "cloud")

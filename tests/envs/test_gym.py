@@ -23,7 +23,7 @@ from hindsight.envs.gym_wrapper import (
 )
 from hindsight.envs.textworldexpress import GAME_PARAMETERS
 from hindsight.skills.skill_bank import skill_bank_from_table
-from toy_env import ToyEnvironment
+from hindsight.envs.base import ToyEnvironment
 
 pytestmark = pytest.mark.filterwarnings("ignore:Game .* is not fully supported")
 

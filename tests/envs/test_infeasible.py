@@ -21,7 +21,7 @@ from hindsight.envs.infeasible import (
 )
 from hindsight.envs.reward import RewardConfig, step_reward
 from hindsight.rollout.tasks import TaskRef
-from toy_env import ToyEnvironment
+from hindsight.envs.base import ToyEnvironment
 
 SPEC = EnvironmentSpec("toy", "box", {"rooms": 1}, reward=RewardConfig(success_reward=5.0))
 

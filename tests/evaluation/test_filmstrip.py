@@ -132,7 +132,7 @@ def test_filmstrips_are_written_per_agent_with_a_frame_per_step(episodes, tmp_pa
 
 
 def test_a_text_game_gets_no_filmstrip_and_no_environment(episodes, tmp_path, monkeypatch):
-    monkeypatch.setitem(registry.ENV_FAMILIES, "toy_screens", ("toy_env", "ToyEnvironment"))  # renders no screen
+    monkeypatch.setitem(registry.ENV_FAMILIES, "toy_screens", ("hindsight.envs.base", "ToyEnvironment"))  # renders no screen
 
     def no_env(spec):
         raise AssertionError("no environment should be built for a text game")

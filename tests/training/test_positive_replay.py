@@ -23,7 +23,7 @@ from hindsight.training.positive_replay import REPLAY_SOURCE, replay_hard_succes
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.rl_update import update_policy
 from hindsight.training.schedule import Schedule
-from toy_env import ToyEnvironment
+from hindsight.envs.base import ToyEnvironment
 from hindsight.policy.generation import SamplingConfig
 
 SPEC = EnvironmentSpec("toy", "box", {}, max_steps=2)

@@ -20,7 +20,7 @@ from hindsight.training.rl_config import RLConfig
 from hindsight.envs.base import EnvironmentConfigError
 from hindsight.world_model.environment import IMAGINARY_LAYOUT, IMAGINE_PREFIX, RecordedTasks, WorldModelSimulator
 from hindsight.world_model.transitions import SOLVED_MARKER
-from toy_env import ToyEnvironment
+from hindsight.envs.base import ToyEnvironment
 from hindsight.policy.generation import SamplingConfig
 
 SPEC = EnvironmentSpec("toy", "box", {}, max_steps=2)

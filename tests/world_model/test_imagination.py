@@ -23,7 +23,7 @@ from hindsight.rollout.imagination import CALLS_COLUMN, PREDICTION_LAYOUT, Imagi
 from hindsight.rollout.tasks import make_tasks
 from hindsight.training.rl_config import RLConfig
 from hindsight.world_model.environment import IMAGINE_PREFIX, RecordedTasks, WorldModelSettings, WorldModelSimulator
-from toy_env import ToyEnvironment
+from hindsight.envs.base import ToyEnvironment
 from hindsight.policy.generation import SamplingConfig
 
 SPEC = EnvironmentSpec("toy", "box", {}, max_steps=4)

@@ -24,7 +24,7 @@ from hindsight.training.checkpoint import ResumedRun, resume_rl, save_rl_checkpo
 from hindsight.training.distillation import response_logprobs
 from hindsight.training.rl_config import RLConfig
 from hindsight.world_model.environment import RecordedTasks, WorldModelSimulator
-from toy_env import ToyEnvironment
+from hindsight.envs.base import ToyEnvironment
 from hindsight.policy.generation import SamplingConfig
 
 SPEC = EnvironmentSpec("toy", "box", {}, max_steps=2)

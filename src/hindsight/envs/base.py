@@ -130,3 +130,28 @@ class TextEnvironment(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class ToyEnvironment(TextEnvironment):
+    """A base for small hand-written games (``examples/seed_update.py``, the tests' worlds):
+    task seeds ``offset .. offset + count - 1`` in every fold, ``gold_actions`` returns
+    ``GOLD`` (override it where the gold depends on the task), and restart and close do
+    nothing. A subclass writes ``reset`` and ``step``."""
+
+    GOLD: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, spec: EnvironmentSpec | None = None) -> None:
+        if spec is not None:
+            self.spec = spec
+
+    def gold_actions(self) -> list[str]:
+        return list(self.GOLD)
+
+    def seeds(self, split: str, count: int, offset: int = 0) -> list[int]:
+        return list(range(offset, offset + count))
+
+    def restart(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
