@@ -14,6 +14,11 @@ does not exist in it: the right answer is to say so. ``DeclarableEnvironment`` w
   the episode ends there as a failure);
 - feasible (``infeasible=False``): the task is unchanged.
 
+On a GUI page (the observation is a page's text view, its first line ``Instruction: ...``:
+MiniWoB) the infeasible goal is ``GUI_INFEASIBLE_GOAL`` with the absent object, a label that
+no element of the page carries (checked against the whole view), and the view's instruction
+line says it in every observation of the episode, since the policy reads its goal there.
+
 Both offer one more valid action, ``DECLARE_ACTION``; it ends the episode. On an
 infeasible task it wins (the environment's ``success_reward``, ``won`` True); on a
 feasible task it is a failure (reward 0, ``won`` False). Our choice: offering it on
@@ -47,6 +52,10 @@ ABSENT_OBJECT_CANDIDATES = (
     "hourglass", "compass rose", "lighthouse lamp", "parachute", "crystal skull",
 )
 """Objects an infeasible goal may name (the first absent one in a seed-shuffled order)."""
+GUI_INFEASIBLE_GOAL = 'Click on the "{object}" button.'
+"""The infeasible goal on a GUI page (``{object}``: the absent object)."""
+INSTRUCTION = "Instruction: "
+"""How a GUI page's text view starts (``envs.miniwob.view``)."""
 
 
 def infeasible_spec(spec: EnvironmentSpec) -> EnvironmentSpec:
@@ -96,18 +105,29 @@ class DeclarableEnvironment(TextEnvironment):
         self.env, self.infeasible = env, infeasible
         self.spec = infeasible_spec(env.spec) if infeasible else declare_offered_spec(env.spec)
         self.missing_object: str | None = None
+        self.gui_goal: str | None = None
+        """The infeasible goal written into a GUI page's instruction line (None elsewhere)."""
         self.last_info: dict[str, Any] = {}
         reward = getattr(env.spec, "reward", None)
         self.success_reward = reward.success_reward if reward is not None else RewardConfig().success_reward
 
     def reset(self, seed: int, split: str = "train") -> tuple[str, dict[str, Any]]:
         observation, info = self.env.reset(seed, split)
-        info = dict(info)
+        info, self.gui_goal = dict(info), None
         if self.infeasible:
             texts = [observation, str(info.get("task", "")), str(info.get("inventory", "")), *map(str, info.get("valid_actions") or [])]
             self.missing_object = absent_object(seed, texts)
             info["task"] = f"Your task is to find the {self.missing_object} and take it."
-        return observation, self._offer(info)
+            if str(observation).startswith(INSTRUCTION):
+                self.gui_goal = info["task"] = GUI_INFEASIBLE_GOAL.format(object=self.missing_object)
+        return self._view(observation), self._offer(info)
+
+    def _view(self, observation: str) -> str:
+        """A GUI page's view with the infeasible goal on its instruction line."""
+        if self.gui_goal is None or not str(observation).startswith(INSTRUCTION):
+            return observation
+        rest = str(observation).split("\n", 1)[1:]
+        return "\n".join([INSTRUCTION + self.gui_goal, *rest])
 
     def step(self, action: str) -> StepResult:
         if action.strip().lower() == DECLARE_ACTION:
@@ -119,7 +139,9 @@ class DeclarableEnvironment(TextEnvironment):
         if self.infeasible and info.get("won"):  # the real game's goal is not this task's
             reward -= self.success_reward
             info["won"], info["score"], terminated = False, 0.0, True
-        return observation, reward, terminated, truncated, self._offer(info)
+        if self.gui_goal is not None:
+            info["task"] = self.gui_goal
+        return self._view(observation), reward, terminated, truncated, self._offer(info)
 
     def _offer(self, info: dict[str, Any]) -> dict[str, Any]:
         actions = list(info.get("valid_actions") or [])
