@@ -7,7 +7,8 @@ seeded instances, reading, acting, screenshots), ``solvers`` (gold solvers readi
 page), ``env`` (the ``MiniWobEnvironment`` adapter, its folds and parameters), ``browser``
 and ``pool`` (the bounded browsers of a process, their windows, the crash and timeout
 errors, clean-up at exit), ``processes`` (every pid a browser is made of, killed as a
-whole), ``system`` (``check_chromium``). docs/gui.md describes the environment.
+whole), ``system`` (``check_chromium``), ``action_match`` (EMPO's match of a GUI action against
+the expert's, UI-S1's rule). docs/gui.md describes the environment.
 
 Importing this package starts no browser and imports no Selenium.
 """
