@@ -81,8 +81,12 @@ def test_type_and_extract_match_and_the_official_click_check():
     assert click_lands((8.5, 15.0), (10.0, 10.0, 20.0, 20.0), None) is False
     assert click_lands((8.7, 15.0), (10.0, 10.0, 20.0, 20.0), (15.0, 15.0)) is True  # 6.3/160 = 0.039
     assert click_lands((8.5, 15.0), (10.0, 10.0, 20.0, 20.0), (15.0, 15.0)) is False  # 6.5/160 = 0.041
-    with pytest.raises(ValueError, match="does not read on its page"):
-        gui_match("click [4]", "click [42]", PAGE)
+    with pytest.raises(ValueError, match="none of the GUI actions"):
+        gui_match("click [4]", "open the door", PAGE)
+    # the expert's element is not in its (capped) view: only the same action is an extract match
+    assert gui_action_score("click [42]", "click [42]", PAGE) == 1.0
+    assert gui_action_score("click 40 60", "click [42]", PAGE) == 0.5
+    assert gui_action_score("click 400 60", "click 400 60", PAGE) == 1.0  # off this screen (another size)
 
 
 def test_a_gui_trajectory_file_replays_with_the_gui_match_and_the_patch_module():

@@ -103,9 +103,9 @@ class ExpertTrajectory:
 
 
 def is_gui_trajectory(observations: Sequence[str], actions: Sequence[str]) -> bool:
-    """Whether every observation is a GUI page view and every action reads on its page."""
+    """Whether every observation is a GUI page view and every action one of the GUI actions."""
     return all(
-        is_page_view(observation) and read_action(action, page_elements(observation))[1] is not None
+        is_page_view(observation) and read_action(action, page_elements(observation))[0] is not None
         for observation, action in zip(observations, actions)
     )
 
