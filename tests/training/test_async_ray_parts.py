@@ -14,7 +14,7 @@ import pytest
 from hindsight.rollout.faults import FailedEpisode, RolloutFaults
 from hindsight.rollout.results import RolloutResult
 from hindsight.rollout.stats import FAULTS_ATTR
-from hindsight.training.async_rollouts import AsyncSettings
+from hindsight.training.scheduler_settings import AsyncSettings
 from hindsight.training.ray_rollouts import merge_results, part_seed, split_parts
 
 

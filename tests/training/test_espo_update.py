@@ -59,7 +59,7 @@ def step(policy, samples, old, config, advantages=(1.0, -1.0, 1.0, -1.0)):
         table=pd.DataFrame(), samples=list(samples), played=pd.DataFrame(), old_logp=list(old),
         teacher_logp=[None] * len(samples), advantages=torch.tensor(advantages),
     )
-    schedule = Schedule.from_settings(config)  # the update asks the schedule's pieces: ODYSSE's sampler and objective
+    schedule = Schedule.from_settings(config.schedulers)  # the update asks the schedule's pieces: ODYSSE's sampler and objective
     metrics = update_policy(
         policy, None, optimizer, batch, config, build_method(config), torch.Generator().manual_seed(0),
         minibatches=schedule.minibatches, objective=schedule.objective,
@@ -129,11 +129,11 @@ def test_settings_that_cannot_run_are_refused_by_name():
         RLConfig(schedulers={"odysse": espo, "curriculum": {"enabled": True}})
     RLConfig(schedulers={"odysse": espo, "curriculum": {"enabled": True, "positive_replay": False}})
     with pytest.raises(ValueError, match="torchrun"):
-        Schedule.from_settings(ESPO).check(build_method(ESPO), parallel=True)
+        Schedule.from_settings(ESPO.schedulers).check(build_method(ESPO), parallel=True)
     opid = dataclasses.replace(ESPO, algorithm="opid")
     with pytest.raises(ValueError, match="token-level advantages"):
-        Schedule.from_settings(opid).check(build_method(opid), parallel=False)
-    Schedule.from_settings(ESPO).check(build_method(ESPO), parallel=False)
+        Schedule.from_settings(opid.schedulers).check(build_method(opid), parallel=False)
+    Schedule.from_settings(ESPO.schedulers).check(build_method(ESPO), parallel=False)
     check_espo("token", build_method(opid), parallel=True)  # the token objective refuses nothing here
 
 

@@ -71,8 +71,9 @@ def test_a_stored_success_of_a_hard_task_replaces_one_rollout(tiny_policy, playe
     behaviour["response_logprobs"] = [[value - 5.0 for value in row] for row in stored["response_logprobs"]]
     rates.successes = {hard: behaviour.to_dict("records"), other: behaviour.to_dict("records")}
     batch = RolloutBatch(table=now.table, samples=list(now.samples), played=now.table)
-    replay = Schedule.from_settings(CONFIG).replay  # the curriculum's positive replay, as the loop asks it
-    assert replay.replay(tiny_policy, batch, rates, ROLLOUT, CONFIG, update=5) == {"curriculum/replayed_successes": 1.0}
+    replay = Schedule.from_settings(CONFIG.schedulers).replay  # the curriculum's positive replay, as the loop asks it
+    sizes = {"batch_size": CONFIG.mini_batch_size, "token_budget": CONFIG.micro_batch_tokens}
+    assert replay.replay(tiny_policy, batch, rates, ROLLOUT, update=5, **sizes) == {"curriculum/replayed_successes": 1.0}
     assert batch.behaviour_weight_cap == 2.0
     assert batch.played is now.table and len(batch.samples) == len(batch.table) == len(batch.proximal_logp)
     assert batch.table.groupby("group_id")["episode_id"].nunique().to_dict() == {hard: 2, other: 2}
@@ -103,6 +104,9 @@ def test_no_replay_without_a_hard_task_or_a_stored_success(tiny_policy, played):
     rates.records = {tasks[0].group_id: TaskRecord(8, 8, 1.0)}  # mastered
     rates.successes = {tasks[0].group_id: stored.to_dict("records")}
     batch = RolloutBatch(table=now.table, samples=list(now.samples), played=now.table)
-    assert replay_hard_successes(tiny_policy, batch, rates, ROLLOUT, CONFIG, update=5, hard_threshold=0.25, weight_cap=2.0) == 0
+    assert replay_hard_successes(
+        tiny_policy, batch, rates, ROLLOUT, update=5, hard_threshold=0.25, weight_cap=2.0,
+        batch_size=CONFIG.mini_batch_size, token_budget=CONFIG.micro_batch_tokens,
+    ) == 0
     assert batch.table is now.table and batch.proximal_logp is None
     pd.testing.assert_frame_equal(batch.table, now.table)

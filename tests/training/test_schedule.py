@@ -25,7 +25,7 @@ def _rl(**schedulers) -> RLConfig:
 
 
 def test_the_default_schedule_is_the_plain_loop():
-    schedule = Schedule.from_settings(RLConfig())
+    schedule = Schedule.from_settings(RLConfig().schedulers)
     assert type(schedule.tasks) is TaskDraw and type(schedule.groups) is GroupFilter
     assert type(schedule.weights) is SampleWeights and not schedule.minibatches.episodic and schedule.asynchronous is None
     assert schedule.objective is None and schedule.replay is None and schedule.pass_rates().smoothing == 0.5
@@ -36,28 +36,28 @@ def test_each_setting_picks_its_piece():
     schedule = Schedule.from_settings(_rl(
         stepo={"pass_rate_band": [0.0, 1.0], "filter_zero_variance": True, "filter_max_rounds": 3, "step_weights": True},
         odysse={"episode_minibatches": True}, pass_rates={"smoothing": 0.25},
-    ))
+    ).schedulers)
     assert isinstance(schedule.tasks, PassRateBand) and schedule.tasks.band == (0.0, 1.0)
     assert isinstance(schedule.groups, ZeroVarianceFilter) and schedule.groups.extra_rounds == 3
     assert isinstance(schedule.weights, EpisodeBalance) and schedule.minibatches.episodic
     assert schedule.pass_rates().smoothing == 0.25
-    curriculum = Schedule.from_settings(_rl(curriculum={"enabled": True, "hard_threshold": 0.4, "replay_weight_cap": 3.0}))
+    curriculum = Schedule.from_settings(_rl(curriculum={"enabled": True, "hard_threshold": 0.4, "replay_weight_cap": 3.0}).schedulers)
     assert isinstance(curriculum.tasks, Curriculum) and curriculum.replay == PositiveReplay(0.4, 3.0)
-    assert Schedule.from_settings(_rl(curriculum={"enabled": True, "positive_replay": False})).replay is None
-    assert Schedule.from_settings(_rl(async_rollouts={"enabled": True, "max_staleness": 2})).asynchronous.max_staleness == 2
-    espo = Schedule.from_settings(_rl(odysse={"episode_minibatches": True, "objective": "espo"}))
+    assert Schedule.from_settings(_rl(curriculum={"enabled": True, "positive_replay": False}).schedulers).replay is None
+    assert Schedule.from_settings(_rl(async_rollouts={"enabled": True, "max_staleness": 2}).schedulers).asynchronous.max_staleness == 2
+    espo = Schedule.from_settings(_rl(odysse={"episode_minibatches": True, "objective": "espo"}).schedulers)
     assert isinstance(espo.objective, EspoObjective)
-    assert Schedule.from_settings(_rl(backend_correction={"weight_cap": None})).correction.weight_cap is None
-    assert Schedule.from_settings(RLConfig()).correction.weight_cap == 2.0
+    assert Schedule.from_settings(_rl(backend_correction={"weight_cap": None}).schedulers).correction.weight_cap is None
+    assert Schedule.from_settings(RLConfig().schedulers).correction.weight_cap == 2.0
 
 
 def test_what_cannot_run_under_torchrun_is_refused_by_name():
     grpo = build_method(RLConfig(algorithm="grpo"))
     with pytest.raises(ValueError, match="schedulers.async_rollouts is not supported under torchrun"):
-        Schedule.from_settings(_rl(async_rollouts={"enabled": True})).check(grpo, parallel=True)
+        Schedule.from_settings(_rl(async_rollouts={"enabled": True}).schedulers).check(grpo, parallel=True)
     with pytest.raises(ValueError, match="schedulers.stepo.filter_zero_variance is not supported under torchrun"):
-        Schedule.from_settings(_rl(stepo={"filter_zero_variance": True})).check(grpo, parallel=True)
-    Schedule.from_settings(_rl(stepo={"step_weights": True}, curriculum={"enabled": True})).check(grpo, parallel=True)
+        Schedule.from_settings(_rl(stepo={"filter_zero_variance": True}).schedulers).check(grpo, parallel=True)
+    Schedule.from_settings(_rl(stepo={"step_weights": True}, curriculum={"enabled": True}).schedulers).check(grpo, parallel=True)
 
 
 def test_settings_two_pieces_would_both_own_are_refused():
@@ -73,11 +73,11 @@ def test_settings_two_pieces_would_both_own_are_refused():
 
 def test_asynchronous_rollouts_take_the_task_draw_and_the_filter_along():
     schedule = Schedule.from_settings(
-        _rl(async_rollouts={"enabled": True}, curriculum={"enabled": True}, stepo={"filter_zero_variance": True})
+        _rl(async_rollouts={"enabled": True}, curriculum={"enabled": True}, stepo={"filter_zero_variance": True}).schedulers
     )
     assert schedule.asynchronous is not None and isinstance(schedule.tasks, Curriculum) and isinstance(schedule.groups, ZeroVarianceFilter)
     schedule.check(build_method(RLConfig(algorithm="grpo")), parallel=False)
-    banded = Schedule.from_settings(_rl(async_rollouts={"enabled": True}, stepo={"pass_rate_band": [0.0, 1.0]}))
+    banded = Schedule.from_settings(_rl(async_rollouts={"enabled": True}, stepo={"pass_rate_band": [0.0, 1.0]}).schedulers)
     assert isinstance(banded.tasks, PassRateBand)
 
 
@@ -125,7 +125,7 @@ def test_episode_balance_nets_zero_in_every_group_of_unequal_lengths():
 
 
 def test_episode_balance_refuses_a_method_with_a_step_level_term():
-    schedule = Schedule.from_settings(_rl(stepo={"step_weights": True}))
+    schedule = Schedule.from_settings(_rl(stepo={"step_weights": True}).schedulers)
     with pytest.raises(ValueError, match="'gigpo' adds a step-level term"):
         schedule.check(build_method(RLConfig(algorithm="gigpo")), parallel=False)
     schedule.check(build_method(RLConfig(algorithm="seed")), parallel=False)

@@ -75,9 +75,10 @@ def filtered(warm_policy, pool):
     config = RLConfig(
         algorithm="grpo", tasks_per_update=3, group_size=2, schedulers={"stepo": {"filter_zero_variance": True, "filter_max_rounds": 2}}
     )
-    schedule = Schedule.from_settings(config)
+    schedule = Schedule.from_settings(config.schedulers)
     batch = collect_update_batch(
-        copy.deepcopy(warm_policy), make_env, pool, PassRates(), ROLLOUT, config, 3, 0, tasks=schedule.tasks, groups=schedule.groups
+        copy.deepcopy(warm_policy), make_env, pool, PassRates(), ROLLOUT, config.tasks_per_update, config.group_size, 3, 0,
+        tasks=schedule.tasks, groups=schedule.groups,
     )
     return batch, config
 
@@ -97,7 +98,9 @@ def test_filter_keeps_only_groups_with_differing_returns(filtered):
 
 def test_without_filter_the_batch_is_the_plain_rollout(warm_policy, pool):
     config = RLConfig(algorithm="grpo", tasks_per_update=3, group_size=2)
-    batch = collect_update_batch(copy.deepcopy(warm_policy), make_env, pool, PassRates(), ROLLOUT, config, 3, 0)
+    batch = collect_update_batch(
+        copy.deepcopy(warm_policy), make_env, pool, PassRates(), ROLLOUT, config.tasks_per_update, config.group_size, 3, 0
+    )
     assert batch.table is batch.played and batch.metrics == {}
     assert batch.table["group_id"].nunique() == 3
 

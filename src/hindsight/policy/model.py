@@ -141,24 +141,29 @@ def build_policy(
     if architecture not in ARCHITECTURES:
         raise ValueError(f"Unknown policy architecture {architecture!r} (setting policy.architecture); "
                          f"choose one of {list(ARCHITECTURES)}.")
-    if vision:
-        if architecture != "qwen2":
-            raise ValueError(f"policy.vision needs architecture qwen2, got {architecture!r}")
-        from hindsight.policy.screen_model import build_screen_policy
-
-        return build_screen_policy(preset, tokenizer, seed, max_position_embeddings, device)
-    if architecture == "gpt_oss":
-        return _build_gpt_oss_policy(preset, tokenizer, seed, max_position_embeddings, device)
-    if preset not in MODEL_PRESETS:
+    if vision and architecture != "qwen2":
+        raise ValueError(f"policy.vision needs architecture qwen2, got {architecture!r}")
+    if architecture == "qwen2" and preset not in MODEL_PRESETS:
         raise ValueError(f"Unknown model preset {preset!r}; choose one of {sorted(MODEL_PRESETS)}.")
     if tokenizer.pad_token_id is None or tokenizer.eos_token_id is None:
         raise ValueError("build_policy: the tokenizer needs a pad and an eos token.")
-    config = Qwen2Config(**token_config_kwargs(tokenizer, max_position_embeddings), **MODEL_PRESETS[preset])
-    model = seeded_model(Qwen2ForCausalLM, config, seed)
+    screens = None
+    if vision:
+        from hindsight.policy.screen_model import TinyScreens, build_screen_model
+
+        model, kind = build_screen_model(MODEL_PRESETS[preset], tokenizer, seed, max_position_embeddings), "Qwen2 screen"
+        screens = TinyScreens.of(model.config)
+    elif architecture == "gpt_oss":
+        from hindsight.policy.gpt_oss_policy import build_gpt_oss_model  # registers the sink-aware attention
+
+        model, kind = build_gpt_oss_model(preset, tokenizer, seed, max_position_embeddings), "gpt-oss"
+    else:
+        config = Qwen2Config(**token_config_kwargs(tokenizer, max_position_embeddings), **MODEL_PRESETS[preset])
+        model, kind = seeded_model(Qwen2ForCausalLM, config, seed), "Qwen2"
     model.to(resolve_device(device))
     model.eval()
-    logger.info("Built a %r Qwen2 policy with %d parameters.", preset, count_parameters(model))
-    return Policy(model=model, tokenizer=tokenizer, version=0)
+    logger.info("Built a %r %s policy with %d parameters.", preset, kind, count_parameters(model))
+    return Policy(model=model, tokenizer=tokenizer, version=0, vision=screens)
 
 
 def _attention_for(directory: Path) -> dict[str, str]:
@@ -168,19 +173,6 @@ def _attention_for(directory: Path) -> dict[str, str]:
     from hindsight.policy.sink_attention import SINK_FLEX_ATTENTION  # importing registers it
 
     return {"attn_implementation": SINK_FLEX_ATTENTION}
-
-
-def _build_gpt_oss_policy(preset: str, tokenizer, seed: int, max_position_embeddings: int,
-                          device: str | torch.device | None) -> Policy:
-    from hindsight.policy.gpt_oss_policy import build_gpt_oss_model  # registers the sink-aware attention
-
-    if tokenizer.pad_token_id is None or tokenizer.eos_token_id is None:
-        raise ValueError("build_policy: the tokenizer needs a pad and an eos token.")
-    model = build_gpt_oss_model(preset, tokenizer, seed, max_position_embeddings)
-    model.to(resolve_device(device))
-    model.eval()
-    logger.info("Built a %r gpt-oss policy with %d parameters.", preset, count_parameters(model))
-    return Policy(model=model, tokenizer=tokenizer, version=0)
 
 
 def prepare_tokenizer(tokenizer):

@@ -16,18 +16,13 @@ with its ``<image>`` token beside it. Off by default: the default policy is the 
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 import torch
 from torch import nn
 from transformers import AutoConfig, AutoModelForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
 from hindsight.policy.fresh_model import seeded_model, token_config_kwargs
-from hindsight.policy.model import MODEL_PRESETS, Policy, count_parameters, resolve_device
 from hindsight.policy.screens import ScreenImage, check_screenshot, screenshot_key
-
-logger = logging.getLogger(__name__)
 
 SCREEN_MODEL_TYPE = "hindsight_screen_qwen2"
 IMAGE_TOKEN = "<image>"
@@ -137,22 +132,15 @@ class TinyScreens:
         """Nothing beside the model: its config holds the reader's settings."""
 
 
-def build_screen_policy(preset: str, tokenizer, seed: int, max_position_embeddings: int, device) -> Policy:
-    """A freshly initialised tiny screen policy sized by ``preset``; ``IMAGE_TOKEN`` is added
-    to ``tokenizer`` (in place) when it lacks it."""
-    if preset not in MODEL_PRESETS:
-        raise ValueError(f"Unknown model preset {preset!r}; choose one of {sorted(MODEL_PRESETS)}.")
-    if tokenizer.pad_token_id is None or tokenizer.eos_token_id is None:
-        raise ValueError("build_policy: the tokenizer needs a pad and an eos token.")
+def build_screen_model(sizes: dict[str, int], tokenizer, seed: int, max_position_embeddings: int) -> ScreenQwen2ForCausalLM:
+    """A freshly initialised tiny screen model with the Qwen2 ``sizes`` (a value of
+    ``model.MODEL_PRESETS``; ``model.build_policy`` makes it a policy); ``IMAGE_TOKEN`` is
+    added to ``tokenizer`` (in place) when it lacks it."""
     if IMAGE_TOKEN not in tokenizer.get_vocab():
         tokenizer.add_special_tokens({"additional_special_tokens": [IMAGE_TOKEN]}, replace_extra_special_tokens=False)
     config = ScreenQwen2Config(
         image_token_id=tokenizer.convert_tokens_to_ids(IMAGE_TOKEN),
         **token_config_kwargs(tokenizer, max_position_embeddings),
-        **MODEL_PRESETS[preset],
+        **sizes,
     )
-    model = seeded_model(ScreenQwen2ForCausalLM, config, seed)
-    model.to(resolve_device(device))
-    model.eval()
-    logger.info("Built a %r Qwen2 screen policy with %d parameters.", preset, count_parameters(model))
-    return Policy(model=model, tokenizer=tokenizer, version=0, vision=TinyScreens.of(config))
+    return seeded_model(ScreenQwen2ForCausalLM, config, seed)

@@ -3,7 +3,7 @@ itself) or the asynchronous one (our reading of EvoCUA-1.5; docs/fidelity.md, "T
 a rollout worker process generates the rollouts of the next updates while the learner trains.
 
 ``train_rl`` asks the asynchronous producer (settings ``training.rl.schedulers.async_rollouts``,
-``AsyncSettings``) for the batch of each update (``next_batch``), the proximal log-probs of
+``training.scheduler_settings.AsyncSettings``) for the batch of each update (``next_batch``), the proximal log-probs of
 its samples (``proximal_logprobs``) and tells it when a new policy version exists
 (``publish``); the synchronous loop plays its rollouts in-line
 (``training.update_batch.collect_update_batch``).
@@ -62,7 +62,7 @@ import dataclasses
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import Callable, Sequence
 
 import pandas as pd
 import torch
@@ -76,74 +76,15 @@ from hindsight.training.async_batches import Delivery, UpdatePlan, assemble_batc
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.distillation import response_logprobs
 from hindsight.training.rollout_worker import ProcessWorker, RolloutWorkerError, trainable_weights
+from hindsight.training.scheduler_settings import AsyncSettings
 from hindsight.training.update_batch import GroupFilter
-
-if TYPE_CHECKING:
-    from hindsight.training.rl_config import RLConfig
 
 logger = logging.getLogger(__name__)
 
-ENGINES = ("process", "ray")
-"""``async_rollouts.engine``: one worker process, or ``workers`` Ray actors."""
 
 
-@dataclass
-class AsyncSettings:
-    """Asynchronous rollouts (``training.rl.schedulers.async_rollouts``; module docstring)."""
 
-    enabled: bool = False
-    """Generate rollouts in a second process while the learner trains, with decoupled PPO on
-    stale samples; False: the synchronous loop."""
-    max_staleness: int = 1
-    """How many policy versions generation may run ahead of the learner (the bound on
-    learner version minus behaviour version; 0: lock-step, the synchronous loop's results
-    when the worker and the learner use the same number of torch threads)."""
-    worker_threads: int = 1
-    """Torch intra-op threads of the rollout worker process."""
-    behaviour_weight_cap: float | None = None
-    """Upper bound of the decoupled-PPO weight pi_prox / pi_behav (None: no cap)."""
-    mini_groups: int = 0
-    """Our reading of EvoCUA's mini-groups (``training.async_batches``): whole groups per
-    worker message; the learner assembles an update from them as they arrive and the worker
-    takes newer weights between them (0: one message per rollout round)."""
-    engine: str = "process"
-    """Who plays the rollouts: ``process`` (one worker process, fed through queues) or
-    ``ray`` (``workers`` Ray actors, ``training.ray_rollouts``; the weights go through Ray's
-    object store once per version). Not ``RolloutSettings.engine``, the generation backend
-    that plays each episode's turns."""
-    workers: int = 1
-    """Ray actors playing the rollouts (``engine: ray``; each request's tasks are divided
-    among them). Not ``ExperimentsConfig``'s grid workers nor the data-collection
-    ``workers``: those name processes of other stages."""
-    ray_address: str | None = None
-    """``engine: ray``: the cluster's head (``host:port`` or ``auto``); null starts a local
-    instance for the run. ``ExperimentsConfig.ray_address`` is the grid's, set apart."""
-
-    def __post_init__(self) -> None:
-        if self.engine not in ENGINES:
-            raise ValueError(f"training.rl.schedulers.async_rollouts.engine must be one of {ENGINES}, got {self.engine!r}")
-        if self.workers < 1:
-            raise ValueError(f"training.rl.schedulers.async_rollouts.workers must be >= 1, got {self.workers}")
-        if self.workers > 1 and self.engine != "ray":
-            raise ValueError(
-                f"training.rl.schedulers.async_rollouts.workers: {self.workers} needs engine: ray (the process engine has one worker)"
-            )
-        if self.max_staleness < 0 or self.worker_threads < 1:
-            raise ValueError(
-                "training.rl.schedulers.async_rollouts.max_staleness must be >= 0 and worker_threads >= 1, got "
-                f"{self.max_staleness} and {self.worker_threads}"
-            )
-        if self.mini_groups < 0:
-            raise ValueError(
-                f"training.rl.schedulers.async_rollouts.mini_groups must be >= 0 (0: one message per round), got {self.mini_groups}"
-            )
-        if self.behaviour_weight_cap is not None and self.behaviour_weight_cap <= 0:
-            raise ValueError(
-                f"training.rl.schedulers.async_rollouts.behaviour_weight_cap must be > 0 or null, got {self.behaviour_weight_cap}"
-            )
-
-
-__all__ = ["AsyncRollouts", "AsyncSettings", "RolloutWorkerError", "SyncRollouts"]
+__all__ = ["AsyncRollouts", "RolloutWorkerError", "SyncRollouts"]
 
 
 class SyncRollouts:
@@ -173,14 +114,17 @@ class AsyncRollouts:
 
     def __init__(
         self, settings: AsyncSettings, policy, env_factory: Callable, pool: Sequence[TaskRef], rates: PassRates, tasks: TaskDraw,
-        groups: GroupFilter, rollout_config: RolloutConfig, config: RLConfig, seed: int, start_update: int, end_update: int,
+        groups: GroupFilter, rollout_config: RolloutConfig, tasks_per_update: int, seed: int, start_update: int, end_update: int,
+        *, batch_size: int, token_budget: int | None,
     ):
         self.settings = settings
         self.behaviour_weight_cap = settings.behaviour_weight_cap
         """The cap of pi_prox / pi_behav the update applies to this producer's batches."""
         self.policy, self.env_factory, self.pool, self.rates = policy, env_factory, pool, rates
         self.tasks, self.groups = tasks, groups
-        self.rollout_config, self.config, self.seed = rollout_config, config, seed
+        self.rollout_config, self.tasks_per_update, self.seed = rollout_config, tasks_per_update, seed
+        self.batch_size, self.token_budget = batch_size, token_budget
+        """The proximal log-probs' scoring sizes (the run's ``mini_batch_size`` and ``micro_batch_tokens``)."""
         self.start_update, self.end_update = start_update, end_update
         self.requested = start_update  # the next update whose rollouts are not yet asked for
         self.plans: dict[int, UpdatePlan] = {}
@@ -212,7 +156,7 @@ class AsyncRollouts:
         """Draw and ask for round 0 of every update up to ``last`` (inclusive) not asked yet."""
         while self.requested <= min(last, self.end_update - 1):
             plan = self.plans[self.requested] = UpdatePlan()
-            plan.draw_metrics = self._request_round(self.requested, 0, self.config.tasks_per_update)
+            plan.draw_metrics = self._request_round(self.requested, 0, self.tasks_per_update)
             self.requested += 1
 
     def _request_round(self, update: int, round_index: int, count: int) -> dict[str, float] | None:
@@ -240,7 +184,7 @@ class AsyncRollouts:
         """Block until ``update``'s mini-groups are in (refill rounds of the group filter
         requested as needed); the assembled batch with the ``async/`` metrics."""
         started = time.perf_counter()
-        plan, wanted = self.plans[update], self.config.tasks_per_update
+        plan, wanted = self.plans[update], self.tasks_per_update
         deliveries: list[Delivery] = []
         kept: list[str] = []
         dropped = 0
@@ -279,8 +223,8 @@ class AsyncRollouts:
         proximal = list(old_logp)
         if stale:
             recomputed = response_logprobs(
-                self.policy.model, [samples[i] for i in stale], self.config.mini_batch_size,
-                self.policy.tokenizer.pad_token_id, token_budget=self.config.micro_batch_tokens,
+                self.policy.model, [samples[i] for i in stale], self.batch_size,
+                self.policy.tokenizer.pad_token_id, token_budget=self.token_budget,
             )
             for i, logp in zip(stale, recomputed):
                 proximal[i] = logp

@@ -1,5 +1,6 @@
-"""ODYSSE's settings (``training.rl.schedulers.odysse``, ``OdysseSettings``: its episodic
-sampler, ``training.minibatches``, and its objective) and ESPO in the RL update
+"""ODYSSE's objective choice (settings ``training.rl.schedulers.odysse``,
+``training.scheduler_settings.OdysseSettings``: its episodic sampler,
+``training.minibatches``, and its objective) and ESPO in the RL update
 (``objective: espo``, ``EspoObjective``): our reading of ODYSSE's episode-level objective,
 one clipped importance ratio per episode (``algorithms.espo_loss``) in place of the
 token-level PPO term.
@@ -24,7 +25,7 @@ ranks) and methods with token-level advantages (OPID), which one ratio per episo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import torch
 
@@ -34,36 +35,13 @@ from hindsight.training.batch import RolloutBatch
 from hindsight.training.loss_terms import LossTerm
 from hindsight.training.method import Method
 from hindsight.training.response_tensors import pad_right_aligned, policy_response_logprobs
-
-if TYPE_CHECKING:
-    from hindsight.training.rl_config import RLConfig
+from hindsight.training.scheduler_settings import OdysseSettings
 
 ESPO_AGGREGATION = "episode-mean"
 """How the update aggregates ESPO over episodes: each episode weighs one (``ppo.loss_agg``
 still applies to the KL and the method's own terms)."""
 
 
-@dataclass
-class OdysseSettings:
-    """ODYSSE (``training.rl.schedulers.odysse``; our reading, docs/fidelity.md)."""
-
-    episode_minibatches: bool = False
-    """Episodic sampler: every step sample of one episode goes into the same mini-batch
-    (``training.minibatches``)."""
-    objective: str = "token"
-    """The policy loss: token (token-level PPO clip) or espo (our reading of ODYSSE's
-    episode-level objective: one clipped ratio per episode, the geometric mean of its token
-    ratios, advantages re-centred over the mini-batch's episodes; ``training.espo_update``); espo needs
-    ``episode_minibatches: true``."""
-
-    def __post_init__(self) -> None:
-        if self.objective not in ("token", "espo"):
-            raise ValueError(f"training.rl.schedulers.odysse.objective must be token or espo, got {self.objective!r}")
-        if self.objective == "espo" and not self.episode_minibatches:
-            raise ValueError(
-                "training.rl.schedulers.odysse.objective: espo needs whole episodes per mini-batch: set "
-                "training.rl.schedulers.odysse.episode_minibatches: true (or objective: token)"
-            )
 
 
 class EspoObjective:
@@ -78,10 +56,12 @@ class EspoObjective:
 
     def measure(
         self, model, batch: RolloutBatch, members: Sequence[int], plan: Sequence[tuple[list[int], float]], pad: int, device,
-        config: RLConfig,
+        *, std_normalize: bool, clip_low: float, clip_high: float,
     ) -> "EpisodeTotals":
         """The mini-batch's episode totals (``EpisodeTotals.measure``)."""
-        return EpisodeTotals.measure(model, batch, members, plan, pad, device, config)
+        return EpisodeTotals.measure(
+            model, batch, members, plan, pad, device, std_normalize=std_normalize, clip_low=clip_low, clip_high=clip_high
+        )
 
 
 def episode_objective(settings: OdysseSettings) -> EspoObjective | None:
@@ -115,14 +95,20 @@ class EpisodeTotals:
     """[E] each episode's chosen tokens."""
     advantages: torch.Tensor
     """[E] each episode's advantage, normalised over the mini-batch's episodes."""
+    clip_low: float
+    """The PPO clip below 1 (the run's ``ppo.clip_low``)."""
+    clip_high: float
+    """The PPO clip above 1 (the run's ``ppo.clip_high``)."""
 
     @classmethod
     @torch.no_grad()
     def measure(
         cls, model, batch: RolloutBatch, members: Sequence[int], plan: Sequence[tuple[list[int], float]], pad: int, device,
-        config: RLConfig,
+        *, std_normalize: bool, clip_low: float, clip_high: float,
     ) -> "EpisodeTotals":
-        """One forward pass without gradient over the mini-batch ``members`` (run as ``plan``)."""
+        """One forward pass without gradient over the mini-batch ``members`` (run as ``plan``);
+        advantages scaled by their std with ``std_normalize``, the ratio clipped at ``clip_low``
+        and ``clip_high``."""
         if batch.proximal_logp is not None:
             raise ValueError(
                 "training.rl.schedulers.odysse.objective: espo has no decoupled (proximal) form: this batch has proximal "
@@ -131,7 +117,7 @@ class EpisodeTotals:
         episode_ids = [batch.samples[i].episode_id for i in members]
         index = {episode: position for position, episode in enumerate(dict.fromkeys(episode_ids))}
         rows = torch.tensor([index[episode] for episode in episode_ids])
-        per_sample = algorithms.episode_minibatch_advantages(batch.advantages[list(members)], rows, scale=config.std_normalize)
+        per_sample = algorithms.episode_minibatch_advantages(batch.advantages[list(members)], rows, scale=std_normalize)
         advantages = torch.zeros(len(index)).index_copy(0, rows, per_sample.float())
         log_ratio_sum, tokens = torch.zeros(len(index)), torch.zeros(len(index))
         for micro, _ in plan:
@@ -141,22 +127,22 @@ class EpisodeTotals:
             at = torch.tensor([index[sample.episode_id] for sample in chunk.samples])
             log_ratio_sum.index_add_(0, at, log_ratio.sum(dim=-1))
             tokens.index_add_(0, at, mask.sum(dim=-1))
-        return cls(index, log_ratio_sum, tokens, advantages)
+        return cls(index, log_ratio_sum, tokens, advantages, clip_low, clip_high)
 
-    def metrics(self, config: RLConfig) -> dict[str, float]:
+    def metrics(self) -> dict[str, float]:
         """``espo/episode_clipfrac``, ``espo/ratio_mean``, ``espo/ratio_max``, ``espo/episodes_per_minibatch``."""
-        figures = algorithms.espo_metrics(self.log_ratio_sum, self.tokens, self.advantages, config.ppo.clip_low, config.ppo.clip_high)
+        figures = algorithms.espo_metrics(self.log_ratio_sum, self.tokens, self.advantages, self.clip_low, self.clip_high)
         figures["episodes_per_minibatch"] = figures.pop("episodes")
         return {f"espo/{key}": value for key, value in figures.items()}
 
     def loss_term(
-        self, logp: torch.Tensor, old: torch.Tensor, mask: torch.Tensor, samples: Sequence[StepSample], config: RLConfig
+        self, logp: torch.Tensor, old: torch.Tensor, mask: torch.Tensor, samples: Sequence[StepSample]
     ) -> LossTerm:
         """The ESPO term of one micro-batch: its share of the mini-batch loss (``ppo`` in the
         metrics, so ``losses/ppo`` reads the ESPO loss)."""
         rows = torch.tensor([self.index[sample.episode_id] for sample in samples])
         loss, _ = algorithms.espo_loss(
-            logp, old, self.advantages[rows], mask, rows, clip_low=config.ppo.clip_low, clip_high=config.ppo.clip_high,
+            logp, old, self.advantages[rows], mask, rows, clip_low=self.clip_low, clip_high=self.clip_high,
             agg=ESPO_AGGREGATION, episode_log_ratio_sum=self.log_ratio_sum, episode_tokens=self.tokens,
         )
         share = float(mask.sum()) / max(float(self.tokens.sum()), 1.0)  # token-weighted over the micro-batches

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import pandas as pd
 import torch
@@ -33,9 +32,6 @@ from hindsight.rollout.curriculum import curriculum_bucket
 from hindsight.rollout.pass_rates import PassRates
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.distillation import response_logprobs
-
-if TYPE_CHECKING:
-    from hindsight.training.rl_config import RLConfig
 
 REPLAY_SOURCE = "replay"
 """The ``source`` of a replayed stored episode in the rollout table (episode ids ``replay/...``)."""
@@ -91,24 +87,29 @@ class PositiveReplay:
     weight_cap: float | None = None
     """Cap of pi_prox / pi_behav on the replayed samples (``replay_weight_cap``)."""
 
-    def replay(self, policy, batch: RolloutBatch, rates: PassRates, rollout: RolloutConfig, config: RLConfig, update: int) -> dict[str, float]:
+    def replay(
+        self, policy, batch: RolloutBatch, rates: PassRates, rollout: RolloutConfig, update: int, *,
+        batch_size: int, token_budget: int | None,
+    ) -> dict[str, float]:
         """``replay_hard_successes``; its metric ``curriculum/replayed_successes``."""
         replayed = replay_hard_successes(
-            policy, batch, rates, rollout, config, update, hard_threshold=self.hard_threshold, weight_cap=self.weight_cap
+            policy, batch, rates, rollout, update, hard_threshold=self.hard_threshold, weight_cap=self.weight_cap,
+            batch_size=batch_size, token_budget=token_budget,
         )
         return {"curriculum/replayed_successes": float(replayed)}
 
 
 def replay_hard_successes(
-    policy, batch: RolloutBatch, rates: PassRates, rollout: RolloutConfig, config: RLConfig, update: int,
-    *, hard_threshold: float, weight_cap: float | None = None,
+    policy, batch: RolloutBatch, rates: PassRates, rollout: RolloutConfig, update: int,
+    *, hard_threshold: float, weight_cap: float | None = None, batch_size: int, token_budget: int | None,
 ) -> int:
     """Swap the last rollout of each hard-success group for its stored won episode (module
     docstring); fills ``batch.proximal_logp`` (and ``batch.behaviour_weight_cap`` with
     ``weight_cap``) when it replays any. Returns how many.
 
     The replayed samples are scored in one pass, in batch order, with the scoring sizes of
-    the asynchronous path's proximal log-probs (``mini_batch_size``, ``micro_batch_tokens``),
+    the asynchronous path's proximal log-probs (``batch_size``, ``token_budget``: the run's
+    ``mini_batch_size`` and ``micro_batch_tokens``),
     so a lock-step asynchronous run scores them exactly as the synchronous one."""
     swapped, rows_in, samples_in = [], [], []
     for group_id in replay_candidates(batch, rates, hard_threshold):
@@ -125,7 +126,7 @@ def replay_hard_successes(
     if not swapped:
         return 0
     current = response_logprobs(
-        policy.model, samples_in, config.mini_batch_size, policy.tokenizer.pad_token_id, token_budget=config.micro_batch_tokens
+        policy.model, samples_in, batch_size, policy.tokenizer.pad_token_id, token_budget=token_budget
     )
     keep = ~batch.table["episode_id"].isin(swapped).to_numpy()
     kept_samples = [sample for sample, kept in zip(batch.samples, keep) if kept]

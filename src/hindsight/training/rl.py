@@ -118,7 +118,7 @@ def play_update(
     with inference_policy(policy, weights.merge_lora, weights.dtype) as actor:
         batch = collect_update_batch(
             actor, method.transitions(env_factory), state.pool, state.rates, method.rollout_settings(rollout_config, heldout=False),
-            config, seed, update,
+            config.tasks_per_update, config.group_size, seed, update,
             tasks=state.schedule.tasks, groups=state.schedule.groups, shard=shard, source=method.row_source,
         )
     batch.update = update
@@ -132,7 +132,9 @@ def replay_successes(
 ) -> RolloutBatch:
     """The curriculum's difficult positive replay (``training.positive_replay``), when on."""
     if state.schedule.replay is not None:
-        batch.metrics.update(state.schedule.replay.replay(policy, batch, state.rates, rollout_config, config, update))
+        batch.metrics.update(state.schedule.replay.replay(
+            policy, batch, state.rates, rollout_config, update, batch_size=config.mini_batch_size, token_budget=config.micro_batch_tokens,
+        ))
     return batch
 
 
@@ -180,7 +182,7 @@ def train_rl(
     Returns:
         The trained policy, the per-update history, the last skills and rollout tables.
     """
-    schedule = Schedule.from_settings(config)
+    schedule = Schedule.from_settings(config.schedulers)
     schedule.check(method, parallel=parallel is not None)
     if schedule.replay is not None:
         check_replayable(policy)  # before any update, not at the first replay
@@ -195,7 +197,8 @@ def train_rl(
     start_update = state.run.update
     end_update = config.updates if stop_after_updates is None else min(config.updates, start_update + stop_after_updates)
     with state.schedule.producer(
-        policy, env_factory, state.pool, state.rates, rollout_config, config, seed, start_update, end_update
+        policy, env_factory, state.pool, state.rates, rollout_config, config.tasks_per_update, seed, start_update, end_update,
+        batch_size=config.mini_batch_size, token_budget=config.micro_batch_tokens,
     ) as producer:
         for update in range(start_update, end_update):
             started = time.perf_counter()
@@ -209,7 +212,9 @@ def train_rl(
             proximal = producer.proximal_logprobs(batch.table, batch.samples, batch.old_logp, update)
             if proximal is not None:  # else the replayed successes' (if any)
                 batch.proximal_logp, batch.behaviour_weight_cap = proximal, producer.behaviour_weight_cap
-            state.schedule.correction.apply(policy, batch, rollout_config, config, metrics)  # an inexact rollout backend
+            state.schedule.correction.apply(  # an inexact rollout backend
+                policy, batch, rollout_config, metrics, batch_size=config.mini_batch_size, token_budget=config.micro_batch_tokens
+            )
             metrics.update(train_on_batch(policy, reference_model, method, batch, config, state, parallel))
             producer.publish(update + 1)
             metrics.update(rollout_metrics(played, simulated=batch.simulated))

@@ -8,7 +8,7 @@ under ``methods.<name>``; the method is picked by ``algorithm``,
 ``hindsight.methods.registry``) and the schedulers' that choose tasks, keep groups, weigh
 samples, order mini-batches and play ahead (``schedulers.<name>``: STEPO, the curriculum,
 the pass-rate estimates, ODYSSE, asynchronous rollouts, the backend correction; each a
-dataclass beside its piece, gathered in ``training.schedule.SchedulerSettings``).
+dataclass in ``training.scheduler_settings``, gathered in its ``SchedulerSettings``).
 
 Defaults follow the papers wherever they carry over to a tiny CPU policy; the learning
 rate, the number of updates and the batch size are scaled to the embedded default;
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
 from hindsight.params import ParameterError, build
-from hindsight.training.schedule import SchedulerSettings
+from hindsight.training.scheduler_settings import SchedulerSettings
 
 LOSS_AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
 
@@ -161,7 +161,7 @@ class RLConfig:
     rollout_weights: RolloutWeights = field(default_factory=RolloutWeights)
     """The weights the update's rollouts decode with (``RolloutWeights``)."""
     schedulers: SchedulerSettings = field(default_factory=SchedulerSettings)
-    """The schedulers, one block each (``training.schedule.SchedulerSettings``): ``stepo``,
+    """The schedulers, one block each (``training.scheduler_settings.SchedulerSettings``): ``stepo``,
     ``curriculum``, ``pass_rates``, ``odysse``, ``async_rollouts``, ``backend_correction``;
     a block names only what differs from its defaults (every scheduler is off by default).
     A mapping given in Python is built the same way (as for ``ppo`` and ``rollout_weights``)."""

@@ -57,7 +57,7 @@ def micro_batch_loss_terms(
     )
     distill_mask = mask * has_teacher[:, None]
     if episodes is not None:
-        terms = [episodes.loss_term(logp, old, mask, chunk, config)]
+        terms = [episodes.loss_term(logp, old, mask, chunk)]
         return terms + _other_terms(logp, teacher, distill_mask, mask, reference_rows, width, config, method, entropy)
     advantage = method.token_advantages(micro.advantages, teacher, old, distill_mask)
     ppo = config.ppo
@@ -208,7 +208,10 @@ def minibatch_step(
     )
     totals = _aggregation_totals(batch, index, config)
     episodes = (
-        objective.measure(replica, batch, index, plan, policy.tokenizer.pad_token_id, policy.device, config)
+        objective.measure(
+            replica, batch, index, plan, policy.tokenizer.pad_token_id, policy.device,
+            std_normalize=config.std_normalize, clip_low=config.ppo.clip_low, clip_high=config.ppo.clip_high,
+        )
         if objective is not None else None
     )
     optimizer.zero_grad(set_to_none=True)
@@ -235,7 +238,7 @@ def minibatch_step(
     if parallel is not None:  # each rank holds its part of every sum
         weighted, losses = parallel.sum_metrics(weighted), parallel.sum_metrics(losses)
         coefficients = _coefficients_over_ranks(parallel, coefficients)
-    metrics = {**weighted, **(episodes.metrics(config) if episodes is not None else {})}
+    metrics = {**weighted, **(episodes.metrics() if episodes is not None else {})}
     for name, value in losses.items():
         metrics["kl/ref" if name == "kl" else f"losses/{name}"] = value
     metrics["losses/total"] = sum(coefficients[name] * value for name, value in losses.items())

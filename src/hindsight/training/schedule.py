@@ -1,6 +1,6 @@
-"""The schedulers of the core loop: their settings (``training.rl.schedulers.<name>``,
-``SchedulerSettings``, each block a dataclass beside its piece) and the pieces chosen once
-from them (``Schedule.from_settings``).
+"""The schedulers of the core loop: the pieces chosen once from their settings
+(``Schedule.from_settings``, given the block ``training.rl.schedulers``:
+``training.scheduler_settings.SchedulerSettings``).
 
 Each piece has one job and one interface; the loop (``training.rl``) and the update
 (``training.rl_update``) call them and read none of their settings. Every scheduler is off
@@ -35,57 +35,20 @@ and the group filter along: the learner draws each request's tasks from pass rat
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from hindsight.policy import Policy
-from hindsight.rollout.curriculum import CurriculumSettings, TaskDraw, task_draw
-from hindsight.rollout.pass_rates import PassRates, PassRateSettings
-from hindsight.training.async_rollouts import AsyncRollouts, AsyncSettings, SyncRollouts
-from hindsight.training.backend_correction import BackendCorrection, BackendCorrectionSettings
-from hindsight.training.espo_update import EspoObjective, OdysseSettings, episode_objective
+from hindsight.rollout.curriculum import TaskDraw, task_draw
+from hindsight.rollout.pass_rates import PassRates
+from hindsight.training.async_rollouts import AsyncRollouts, SyncRollouts
+from hindsight.training.backend_correction import BackendCorrection
+from hindsight.training.espo_update import EspoObjective, episode_objective
 from hindsight.training.method import Method
 from hindsight.training.minibatches import MinibatchOrder
 from hindsight.training.positive_replay import PositiveReplay
-from hindsight.training.stepo import GroupFilter, SampleWeights, StepoSettings, group_filter, sample_weights
-
-if TYPE_CHECKING:
-    from hindsight.training.rl_config import RLConfig
+from hindsight.training.scheduler_settings import AsyncSettings, SchedulerSettings
+from hindsight.training.stepo import GroupFilter, SampleWeights, group_filter, sample_weights
 
 
-@dataclass
-class SchedulerSettings:
-    """The schedulers of the core loop (``training.rl.schedulers``), one block each; every
-    one off by default (module docstring)."""
-
-    stepo: StepoSettings = field(default_factory=StepoSettings)
-    """STEPO (``training.stepo``): step weights, the zero-variance filter, the pass-rate band."""
-    curriculum: CurriculumSettings = field(default_factory=CurriculumSettings)
-    """The task curriculum and its positive replay (``rollout.curriculum``, ``training.positive_replay``)."""
-    pass_rates: PassRateSettings = field(default_factory=PassRateSettings)
-    """The per-task pass-rate estimates the curriculum and STEPO's band read (``rollout.pass_rates.PassRates``)."""
-    odysse: OdysseSettings = field(default_factory=OdysseSettings)
-    """ODYSSE: the episodic sampler (``training.minibatches``) and the ESPO objective (``training.espo_update``)."""
-    async_rollouts: AsyncSettings = field(default_factory=AsyncSettings)
-    """Rollouts generated ahead by a worker process (``training.async_rollouts``)."""
-    backend_correction: BackendCorrectionSettings = field(default_factory=BackendCorrectionSettings)
-    """Decoupled PPO against an inexact rollout backend (``training.backend_correction``)."""
-
-    def __post_init__(self) -> None:
-        curriculum, espo = self.curriculum, self.odysse.objective == "espo"
-        if self.stepo.pass_rate_band is not None and curriculum.enabled:
-            raise ValueError(
-                "training.rl.schedulers.stepo.pass_rate_band and training.rl.schedulers.curriculum.enabled both choose the tasks: set one"
-            )
-        if espo and self.async_rollouts.enabled:
-            raise ValueError(
-                "training.rl.schedulers.odysse.objective: espo does not combine with "
-                "training.rl.schedulers.async_rollouts.enabled (set one)"
-            )
-        if espo and curriculum.enabled and curriculum.positive_replay:
-            raise ValueError(
-                "training.rl.schedulers.odysse.objective: espo has no decoupled form for replayed successes: set "
-                "training.rl.schedulers.curriculum.positive_replay: false (or objective: token)"
-            )
 
 
 @dataclass
@@ -109,9 +72,8 @@ class Schedule:
     """The pass-rate estimates' EMA weight (``pass_rates()``)."""
 
     @classmethod
-    def from_settings(cls, config: RLConfig) -> "Schedule":
-        """The pieces ``config.schedulers`` asks for."""
-        settings = config.schedulers
+    def from_settings(cls, settings: SchedulerSettings) -> "Schedule":
+        """The pieces ``settings`` (the run's ``training.rl.schedulers``) asks for."""
         curriculum = settings.curriculum
         replay = curriculum.enabled and curriculum.positive_replay
         return cls(
@@ -143,15 +105,17 @@ class Schedule:
             )
 
     def producer(
-        self, policy: Policy, env_factory, pool, rates: PassRates, rollout_config, config: RLConfig, seed: int,
-        start_update: int, end_update: int,
+        self, policy: Policy, env_factory, pool, rates: PassRates, rollout_config, tasks_per_update: int, seed: int,
+        start_update: int, end_update: int, *, batch_size: int, token_budget: int | None,
     ):
         """Who plays the rollouts (use it as a context manager); the asynchronous one draws
-        with this schedule's task draw from ``rates`` and keeps this schedule's groups."""
+        ``tasks_per_update`` tasks per update with this schedule's task draw from ``rates``,
+        keeps this schedule's groups and scores proximal log-probs ``batch_size`` samples and
+        at most ``token_budget`` padded tokens per pass."""
         if self.asynchronous is not None:
             return AsyncRollouts(
-                self.asynchronous, policy, env_factory, pool, rates, self.tasks, self.groups, rollout_config, config, seed,
-                start_update, end_update,
+                self.asynchronous, policy, env_factory, pool, rates, self.tasks, self.groups, rollout_config, tasks_per_update,
+                seed, start_update, end_update, batch_size=batch_size, token_budget=token_budget,
             )
         return SyncRollouts()
 

@@ -1,5 +1,5 @@
 """STEPO's schedulers (EvoCUA-1.5), settings ``training.rl.schedulers.stepo``
-(``StepoSettings``, every one off by default): which groups are kept (``ZeroVarianceFilter``,
+(``training.scheduler_settings.StepoSettings``, every one off by default): which groups are kept (``ZeroVarianceFilter``,
 a ``training.update_batch.GroupFilter``) and how step samples weigh (``SampleWeights``:
 equally; ``EpisodeBalance``); its pass-rate band is a task draw
 (``rollout.curriculum.PassRateBand``).
@@ -33,7 +33,6 @@ The details of STEPO are not public; this is our reading (docs/fidelity.md, "The
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 import pandas as pd
@@ -43,38 +42,13 @@ from hindsight import algorithms
 from hindsight.data.outcomes import episode_outcomes
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.method import Method
+from hindsight.training.scheduler_settings import StepoSettings
 from hindsight.training.update_batch import GroupFilter
 
 if TYPE_CHECKING:
     from hindsight.training.rl_config import RLConfig
 
 
-@dataclass
-class StepoSettings:
-    """STEPO's schedulers (``training.rl.schedulers.stepo``; module docstring)."""
-
-    step_weights: bool = False
-    """Weight each step sample's PPO term by 1/T_i (T_i = its episode's samples in the
-    batch), rescaled to mean 1, so every episode carries equal total weight (our reading)."""
-    filter_zero_variance: bool = False
-    """Drop groups whose episode returns are all equal and roll out more tasks to refill the
-    batch to ``tasks_per_update`` groups."""
-    filter_max_rounds: int = 2
-    """Filtering: at most this many extra rollout rounds per update to refill."""
-    pass_rate_band: tuple[float, float] | None = None
-    """Pass-rate calibration: draw only tasks whose pass-rate estimate lies strictly inside
-    (low, high), e.g. [0.0, 1.0] (unseen tasks count as inside); None: off."""
-
-    def __post_init__(self) -> None:
-        if self.filter_max_rounds < 0:
-            raise ValueError(f"training.rl.schedulers.stepo.filter_max_rounds must be >= 0, got {self.filter_max_rounds}")
-        band = self.pass_rate_band
-        if band is not None:  # a YAML list becomes the (low, high) tuple
-            band = self.pass_rate_band = tuple(float(value) for value in band)
-        if band is not None and (len(band) != 2 or not 0.0 <= band[0] < band[1] <= 1.0):
-            raise ValueError(
-                f"training.rl.schedulers.stepo.pass_rate_band must be [low, high] with 0 <= low < high <= 1, got {band}"
-            )
 
 
 class ZeroVarianceFilter(GroupFilter):

@@ -13,7 +13,7 @@ environment-step budget and the pass-rate estimates, kept or not (``RolloutBatch
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import Callable, Sequence
 
 import pandas as pd
 
@@ -24,9 +24,6 @@ from hindsight.rollout.engine import RolloutConfig, RolloutResult, run_rollouts
 from hindsight.rollout.stats import FAULTS_ATTR
 from hindsight.rollout.tasks import TaskRef
 from hindsight.training.batch import RolloutBatch
-
-if TYPE_CHECKING:
-    from hindsight.training.rl_config import RLConfig
 
 
 def round_seed(seed: int, update: int, round_index: int) -> int:
@@ -60,7 +57,8 @@ def collect_update_batch(
     pool: Sequence[TaskRef],
     rates: PassRates,
     rollout_config: RolloutConfig,
-    config: RLConfig,
+    tasks_per_update: int,
+    group_size: int,
     seed: int,
     update: int,
     *,
@@ -69,7 +67,7 @@ def collect_update_batch(
     shard: Callable[[list[TaskRef]], list[TaskRef]] | None = None,
     source: str = "rollout",
 ) -> RolloutBatch:
-    """Draw ``config.tasks_per_update`` tasks with ``tasks``, play ``config.group_size``
+    """Draw ``tasks_per_update`` tasks with ``tasks``, play ``group_size``
     episodes of each, and keep the groups ``groups`` keeps, refilling over at most
     ``groups.extra_rounds`` extra rounds (default: the uniform draw, every group kept).
 
@@ -90,7 +88,7 @@ def collect_update_batch(
     dropped = 0
     for round_index in range(1 + groups.extra_rounds):
         drawn, draw_metrics = tasks.draw(
-            pool, rates, config.tasks_per_update - len(kept), seed, update, round_index=round_index, exclude=played
+            pool, rates, tasks_per_update - len(kept), seed, update, round_index=round_index, exclude=played
         )
         if round_index == 0:
             metrics.update(draw_metrics)
@@ -98,13 +96,13 @@ def collect_update_batch(
             break
         if shard is not None:
             drawn = shard(drawn)
-        settings = dataclasses.replace(rollout_config, group_size=config.group_size, seed=round_seed(seed, update, round_index))
+        settings = dataclasses.replace(rollout_config, group_size=group_size, seed=round_seed(seed, update, round_index))
         result = run_rollouts(policy, env_factory, drawn, settings, policy_version=update, source=source)
         results.append(result)
         played |= {task.group_id for task in drawn}
-        new, constant = groups.keep(result.table, config.tasks_per_update - len(kept))
+        new, constant = groups.keep(result.table, tasks_per_update - len(kept))
         kept, dropped = kept + new, dropped + constant
-        if len(kept) >= config.tasks_per_update:
+        if len(kept) >= tasks_per_update:
             break
     table, samples, everything = kept_rows(results, kept)
     metrics.update(groups.metrics(len(kept), dropped, len(results), len(table), len(everything)))
