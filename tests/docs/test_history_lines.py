@@ -17,9 +17,10 @@ ALLOWED = 5
 HISTORY = re.compile(
     r"|".join(
         (
-            r"\b(this|that|the previous|previous|the last|an earlier|earlier|the next|next) (stop|session)\b",
+            r"\b(this|that|the|the previous|previous|the last|an earlier|earlier|the next|next) (stop|session)\b",
             r"\bstop \d+\b",
-            r"\bearlier versions?\b",
+            r"\b(earlier|older|former) (versions?|defaults?|figures|readings?|domain)\b",
+            r"\bwhen this was written\b",
             r"\bused to\b",
             r"\bno longer\b",
             r"\bpreviously\b",
