@@ -52,13 +52,6 @@ def _source(where: str) -> str:
 
 
 def _unknown_key_error(cls: type, where: str, unknown: list[str]) -> ParameterError:
-    moved = getattr(cls, "MOVED_KEYS", {})  # a settings class may name where its old keys went
-    if any(key in moved for key in unknown):
-        prefix = f"{where}." if where else ""
-        return ParameterError(
-            "; ".join(f"'{prefix}{key}' has moved: it is now '{prefix}{moved[key]}'" for key in unknown if key in moved)
-            + f" ({_source(where) if where else 'the parameters'}, or a --params override)"
-        )
     known = sorted(block_keys(cls))
     keys = ", ".join(f"'{where}.{key}'" if where else f"'{key}'" for key in unknown)
     return ParameterError(

@@ -34,7 +34,7 @@ class GridPreset:
     """Held-out evaluation of every cell (at its start and every ``eval_every`` updates)."""
 
     def __post_init__(self) -> None:
-        check_keys(self.rl, "experiments preset rl")  # a moved key is named with its new key
+        check_keys(self.rl, "experiments preset rl")  # an unknown key is named
         check_method_settings(with_overrides(RLConfig(), self.rl), "experiments preset rl")
 
 

@@ -14,15 +14,13 @@ Defaults follow the papers wherever they carry over to a tiny CPU policy; the le
 rate, the number of updates and the batch size are scaled to the embedded default;
 ``conf/base/parameters_training.yml`` restates the core loop's defaults (not the methods'
 or the schedulers': those live in their modules only, ``docs/configuration.md`` lists them).
-The flat scheduler keys of earlier versions (``stepo_step_weights``, ``curriculum``, ...)
-are refused with their new key (``MOVED_KEYS``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, Mapping
 
 from hindsight.params import ParameterError, build
 from hindsight.training.scheduler_settings import SchedulerSettings
@@ -72,37 +70,7 @@ class RolloutWeights:
             raise ValueError(f"training.rl.rollout_weights.dtype must be float32, bfloat16 or auto, got {self.dtype!r}")
 
 
-SCHEDULERS = "training.rl.schedulers"
 
-MOVED_KEYS: dict[str, str] = {
-    "stepo_step_weights": "schedulers.stepo.step_weights",
-    "stepo_filter_zero_variance": "schedulers.stepo.filter_zero_variance",
-    "stepo_filter_max_rounds": "schedulers.stepo.filter_max_rounds",
-    "stepo_pass_rate_band": "schedulers.stepo.pass_rate_band",
-    "curriculum": "schedulers.curriculum.enabled",
-    "curriculum_infeasible_share": "schedulers.curriculum.infeasible_share",
-    "curriculum_replay_share": "schedulers.curriculum.replay_share",
-    "curriculum_hard_threshold": "schedulers.curriculum.hard_threshold",
-    "curriculum_positive_replay": "schedulers.curriculum.positive_replay",
-    "pass_rate_smoothing": "schedulers.pass_rates.smoothing",
-    "odysse_episode_minibatches": "schedulers.odysse.episode_minibatches",
-    "odysse_objective": "schedulers.odysse.objective",
-    "async_rollouts": "schedulers.async_rollouts.enabled",
-    "async_max_staleness": "schedulers.async_rollouts.max_staleness",
-    "async_worker_threads": "schedulers.async_rollouts.worker_threads",
-    "async_mini_groups": "schedulers.async_rollouts.mini_groups",
-    "async_behaviour_weight_cap": "schedulers.async_rollouts.behaviour_weight_cap",
-    "sampler_weight_cap": "schedulers.backend_correction.weight_cap",
-    "clip_low": "ppo.clip_low",
-    "clip_high": "ppo.clip_high",
-    "dual_clip": "ppo.dual_clip",
-    "loss_agg": "ppo.loss_agg",
-    "rollout_merge_lora": "rollout_weights.merge_lora",
-    "rollout_dtype": "rollout_weights.dtype",
-}
-"""Keys of ``training.rl`` that moved (old key -> new key under ``training.rl``); the
-curriculum's positive replay, which shared ``async_behaviour_weight_cap``, now has its own
-``schedulers.curriculum.replay_weight_cap``."""
 NESTED = ("ppo", "rollout_weights", "schedulers")
 """``RLConfig``'s blocks of settings, merged key by key by ``with_overrides``."""
 
@@ -166,9 +134,6 @@ class RLConfig:
     a block names only what differs from its defaults (every scheduler is off by default).
     A mapping given in Python is built the same way (as for ``ppo`` and ``rollout_weights``)."""
 
-    MOVED_KEYS: ClassVar[dict[str, str]] = MOVED_KEYS
-    """Old keys -> their new place (``params.build`` names it when an old key is given)."""
-
     def __post_init__(self) -> None:
         if not 0 < self.task_fraction <= 1:
             raise ValueError(f"training.rl.task_fraction must be in (0, 1], got {self.task_fraction}")
@@ -182,15 +147,9 @@ class RLConfig:
 
 
 def check_keys(overrides: Mapping[str, Any], where: str = "training.rl") -> None:
-    """Refuse keys ``RLConfig`` does not have, naming the new key of a moved one."""
+    """Refuse keys ``RLConfig`` does not have, naming them."""
     known = {f.name for f in dataclasses.fields(RLConfig) if f.init}
     unknown = sorted(set(overrides) - known)
-    moved = [key for key in unknown if key in MOVED_KEYS]
-    if moved:
-        raise ParameterError(
-            "; ".join(f"'{where}.{key}' has moved: it is now '{where}.{MOVED_KEYS[key]}'" for key in moved)
-            + " (the schedulers' settings live in blocks under schedulers.<name>, docs/schedulers.md)"
-        )
     if unknown:
         raise ParameterError(f"unknown key(s) {[f'{where}.{key}' for key in unknown]}; the known keys of '{where}' are {sorted(known)}")
 
@@ -200,7 +159,7 @@ def with_overrides(base: RLConfig, overrides: Mapping[str, Any], where: str = "t
     and key by key (``{"methods": {"seed": {"opd_coef": 1.0}}}`` keeps SEED's other settings),
     and a ``schedulers``, ``ppo`` or ``rollout_weights`` override key by key
     (``{"schedulers": {"stepo": {"step_weights": True}}}`` keeps every other scheduler setting).
-    An unknown or moved key is refused by name (``check_keys``)."""
+    An unknown key is refused by name (``check_keys``)."""
     overrides = dict(overrides)
     check_keys(overrides, where)
     methods = {name: dict(values or {}) for name, values in base.methods.items()}
