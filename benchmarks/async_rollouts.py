@@ -43,13 +43,13 @@ from hindsight.data.expert import collect_expert_trajectories  # noqa: E402
 from hindsight.envs import make_env  # noqa: E402
 from hindsight.envs.base import EnvironmentSpec  # noqa: E402
 from hindsight.methods import build_method  # noqa: E402
-from hindsight.methods.run import frozen_copy  # noqa: E402
+from hindsight.training.checkpoint import frozen_copy  # noqa: E402
 from hindsight.policy.model import build_policy  # noqa: E402
 from hindsight.policy.prompts import episode_prompts  # noqa: E402
 from hindsight.policy.tokenizer import train_tokenizer  # noqa: E402
 from hindsight.rollout.engine import RolloutConfig, run_rollouts  # noqa: E402
 from hindsight.rollout.tasks import split_tasks  # noqa: E402
-from hindsight.training.rl import train_rl  # noqa: E402
+from hindsight.methods.run import train_rl  # noqa: E402
 from hindsight.training.rl_config import RLConfig  # noqa: E402
 from hindsight.training.sft import SFTConfig, train_sft  # noqa: E402
 from hindsight.policy.generation import SamplingConfig

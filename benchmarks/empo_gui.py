@@ -73,7 +73,7 @@ def main() -> None:
     from hindsight.evaluation.heldout import heldout_tasks
     from hindsight.evaluation.semi_online import evaluate_semi_online
     from hindsight.methods.empo_run import empo_grid_setup, gold_trajectories
-    from hindsight.methods.run import heldout_evaluator
+    from hindsight.evaluation.heldout import heldout_evaluator
     from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples, build_initial_policy, train_base_policy
     from hindsight.pipelines.ingestion.nodes import collect_expert_trajectories
 

@@ -80,7 +80,7 @@ def main() -> None:
     from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples, build_initial_policy, train_base_policy
     from hindsight.pipelines.ingestion.nodes import collect_expert_trajectories
     from hindsight.methods.empo_run import empo_grid_setup, gold_trajectories
-    from hindsight.methods.run import heldout_evaluator
+    from hindsight.evaluation.heldout import heldout_evaluator
 
     base = {
         "ingestion": {"expert_episodes": {"train": args.expert_episodes, "dev": 0, "test": 0}},
@@ -156,8 +156,8 @@ def _train(policy, config, setup, evaluate, seed):
 
     from hindsight.envs import make_env
     from hindsight.methods import build_method
-    from hindsight.methods.run import frozen_copy
-    from hindsight.training.rl import train_rl
+    from hindsight.training.checkpoint import frozen_copy
+    from hindsight.methods.run import train_rl
 
     trained = copy.deepcopy(policy)
     return train_rl(

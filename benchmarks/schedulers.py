@@ -42,12 +42,12 @@ from hindsight.evaluation.heldout import HeldoutConfig, HeldoutPlay, evaluate_ag
 from hindsight.evaluation.metrics import success_summary  # noqa: E402
 from hindsight.experiments.grid import Cell, cell_rl_config  # noqa: E402
 from hindsight.methods import build_method  # noqa: E402
-from hindsight.methods.run import frozen_copy  # noqa: E402
+from hindsight.training.checkpoint import frozen_copy  # noqa: E402
 from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples  # noqa: E402
 from hindsight.policy.model import build_policy  # noqa: E402
 from hindsight.policy.tokenizer import train_tokenizer  # noqa: E402
 from hindsight.rollout.tasks import make_tasks  # noqa: E402
-from hindsight.training.rl import train_rl  # noqa: E402
+from hindsight.methods.run import train_rl  # noqa: E402
 from hindsight.training.rl_config import RLConfig  # noqa: E402
 from hindsight.training.sft import SFTConfig, train_sft  # noqa: E402
 

@@ -36,7 +36,7 @@ from hindsight.data.expert import collect_expert_trajectories  # noqa: E402
 from hindsight.envs import make_env  # noqa: E402
 from hindsight.envs.base import EnvironmentSpec  # noqa: E402
 from hindsight.methods import MethodContext, build_method  # noqa: E402
-from hindsight.methods.run import frozen_copy  # noqa: E402
+from hindsight.training.checkpoint import frozen_copy  # noqa: E402
 from hindsight.policy.model import build_policy  # noqa: E402
 from hindsight.policy.prompts import PromptConfig, episode_prompts  # noqa: E402
 from hindsight.policy.tokenizer import train_tokenizer  # noqa: E402
@@ -48,7 +48,7 @@ from hindsight.skills.episode_views import episodes_from_table  # noqa: E402
 from hindsight.skills.records import skills_table  # noqa: E402
 from hindsight.training.batch import RolloutBatch  # noqa: E402
 from hindsight.training.rl_config import RLConfig  # noqa: E402
-from hindsight.training.rl_update import update_policy  # noqa: E402
+from hindsight.methods.update import update_policy  # noqa: E402
 from hindsight.policy.generation import SamplingConfig
 
 SPECS = [

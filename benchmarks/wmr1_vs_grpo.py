@@ -64,7 +64,8 @@ def main() -> None:
 
     from hindsight.config import rl_setup
     from hindsight.envs import make_env
-    from hindsight.methods.run import heldout_evaluator, run_rl
+    from hindsight.methods.run import run_rl
+    from hindsight.evaluation.heldout import heldout_evaluator
     from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples, build_initial_policy, train_base_policy
     from hindsight.pipelines.ingestion.nodes import collect_expert_trajectories
     from hindsight.pipelines.world_model.nodes import build_world_model, train_world_model, world_model_examples, world_model_simulator

@@ -82,7 +82,7 @@ def _stages(params: dict) -> dict:
         )),
         "stage1.premise": _engine(project.rollout_config(group_size=1, sampling={"temperature": LOGPROB_TEMPERATURE}, seed=project.seeds.evaluation)),
         "training.rollout": _engine(rl_rollout),
-        # RL's held-out evaluation plays without the random floor (methods.run.heldout_evaluator)
+        # RL's held-out evaluation plays without the random floor (evaluation.heldout.heldout_evaluator)
         "training.heldout": _heldout(project.heldout_config(settings["training"].heldout), rl_rollout, False),
         "evaluation": _heldout(project.heldout_config(settings["evaluation"].heldout), project.rollout_config(), settings["evaluation"].random_floor),
         "empo.rollout": _engine(project.rollout_config()),

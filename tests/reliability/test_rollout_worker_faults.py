@@ -28,11 +28,11 @@ import pytest
 
 from hindsight.envs import make_env
 from hindsight.methods import build_method
-from hindsight.methods.run import frozen_copy
+from hindsight.training.checkpoint import frozen_copy
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.policy.generation import SamplingConfig
 from hindsight.training.async_rollouts import RolloutWorkerError
-from hindsight.training.rl import train_rl
+from hindsight.methods.run import train_rl
 from hindsight.training.rl_config import RLConfig
 
 pytestmark = pytest.mark.slow  # a multi-process or whole-grid test: `-m slow` (CI runs it)
@@ -124,13 +124,13 @@ import faulthandler, logging, signal, sys, torch
 faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks for the threads' stacks if it hangs
 from hindsight.envs import EnvironmentSpec, make_env
 from hindsight.methods import build_method
-from hindsight.methods.run import frozen_copy
+from hindsight.training.checkpoint import frozen_copy
 from hindsight.policy.generation import SamplingConfig
 from hindsight.policy.model import build_policy
 from hindsight.policy.tokenizer import train_tokenizer
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.rollout.tasks import make_tasks
-from hindsight.training.rl import train_rl
+from hindsight.methods.run import train_rl
 from hindsight.training.rl_config import RLConfig
 
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)

@@ -16,12 +16,12 @@ def test_stays_climbs_and_returns_are_counted_as_defined():
         _visit("config/rl.py", 2, 1),
         _visit("methods/run.py", 3, 2),
         _visit("methods/run.py", 3, 3),  # same file: one stay
-        _visit("training/rl.py", 4, 3),
+        _visit("training/schedule.py", 4, 3),
         _visit("methods/seed.py", 3, 4),  # a climb: training calls a method's hook
-        _visit("training/rl.py", 4, 3),  # a return to a file already left
+        _visit("training/schedule.py", 4, 3),  # a return to a file already left
     ]
     assert figures(walk) == {"calls": 7, "stays": 6, "files": 5, "climbs": 1, "rises": 1, "returns": 1, "climbs_back_up": 2}
-    walk.append(_visit("methods/run.py", 3, None))  # back up after training/rl.py returned: a rise, no climb
+    walk.append(_visit("methods/run.py", 3, None))  # back up after training/schedule.py returned: a rise, no climb
     assert figures(walk) == {"calls": 8, "stays": 7, "files": 5, "climbs": 1, "rises": 2, "returns": 2, "climbs_back_up": 3}
 
 

@@ -13,7 +13,7 @@ import torch
 
 from hindsight.envs import make_env
 from hindsight.methods import MethodContext, build_method
-from hindsight.methods.run import frozen_copy
+from hindsight.training.checkpoint import frozen_copy
 from hindsight.policy.encoding import collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.rollout import RolloutConfig, run_rollouts
@@ -27,9 +27,9 @@ from hindsight.training.episode_batches import (
 )
 from hindsight.training.minibatches import epoch_minibatches
 from hindsight.training.batch import RolloutBatch
-from hindsight.training.rl import train_rl
+from hindsight.methods.run import train_rl
 from hindsight.training.rl_config import RLConfig
-from hindsight.training.rl_update import micro_batch_loss_terms, update_policy
+from hindsight.methods.update import micro_batch_loss_terms, update_policy
 from hindsight.policy.generation import SamplingConfig
 
 SKILL = "do: take the object; put it where it belongs"

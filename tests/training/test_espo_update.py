@@ -13,7 +13,7 @@ import torch
 
 from hindsight.envs import make_env
 from hindsight.methods import build_method
-from hindsight.methods.run import frozen_copy
+from hindsight.training.checkpoint import frozen_copy
 from hindsight.policy.constrained import ActionTrie
 from hindsight.policy.encoding import StepSample, encode_ids, encode_prompt, encode_response
 from hindsight.rollout.engine import RolloutConfig
@@ -22,9 +22,9 @@ from hindsight.rollout.tasks import make_tasks
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.distillation import response_logprobs
 from hindsight.training.espo_update import check_espo
-from hindsight.training.rl import train_rl
+from hindsight.methods.run import train_rl
 from hindsight.training.rl_config import RLConfig, with_overrides
-from hindsight.training.rl_update import update_policy
+from hindsight.methods.update import update_policy
 from hindsight.training.schedule import Schedule
 
 

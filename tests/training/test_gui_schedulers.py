@@ -15,11 +15,11 @@ import pytest
 from hindsight.envs import EnvironmentSpec, make_env
 from hindsight.envs.infeasible import DECLARE_ACTION, GUI_INFEASIBLE_GOAL, declaring_factory, declare_offered_spec, infeasible_spec
 from hindsight.methods import build_method
-from hindsight.methods.run import frozen_copy
+from hindsight.training.checkpoint import frozen_copy
 from hindsight.policy.generation import SamplingConfig
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.rollout.tasks import make_tasks
-from hindsight.training.rl import train_rl
+from hindsight.methods.run import train_rl
 from hindsight.training.rl_config import RLConfig
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "envs"))
 from miniwob_checks import no_browser_left  # noqa: E402, F401  (fixture)

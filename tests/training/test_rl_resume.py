@@ -16,11 +16,11 @@ import torch
 
 from hindsight.envs import make_env
 from hindsight.methods import MethodContext, build_method
-from hindsight.methods.run import frozen_copy
+from hindsight.training.checkpoint import frozen_copy
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.policy.generation import SamplingConfig
 from hindsight.training.checkpoint import latest_checkpoint, list_checkpoints, load_training_state
-from hindsight.training.rl import train_rl
+from hindsight.methods.run import train_rl
 from hindsight.training.rl_config import RLConfig
 
 WALL_CLOCK_COLUMNS = ["charts/update_seconds"]

@@ -13,12 +13,12 @@ import torch
 
 from hindsight.envs import make_env
 from hindsight.methods import build_method
-from hindsight.methods.run import frozen_copy
+from hindsight.training.checkpoint import frozen_copy
 from hindsight.policy.lora import LoraSettings
 from hindsight.policy.model import load_policy, save_policy
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.policy.generation import SamplingConfig
-from hindsight.training.rl import train_rl
+from hindsight.methods.run import train_rl
 from hindsight.training.rl_config import RLConfig
 
 

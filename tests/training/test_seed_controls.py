@@ -19,12 +19,12 @@ from hindsight.envs import make_env
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.experiments.grid import Cell, cell_rl_config
 from hindsight.methods import MethodContext, build_method, method_settings
-from hindsight.methods.run import frozen_copy
+from hindsight.training.checkpoint import frozen_copy
 from hindsight.params import ParameterError, build
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.policy.generation import SamplingConfig
 from hindsight.rollout.tasks import make_tasks
-from hindsight.training.rl import train_rl
+from hindsight.methods.run import train_rl
 from hindsight.training.rl_config import RLConfig
 
 COOKING = EnvironmentSpec(

@@ -11,12 +11,12 @@ import torch
 from hindsight.config import AnalyzerConfig
 from hindsight.envs import make_env
 from hindsight.methods import MethodContext, build_method
-from hindsight.methods.run import frozen_copy
+from hindsight.training.checkpoint import frozen_copy
 from hindsight.policy.model import build_policy
 from hindsight.policy.sink_attention import SINK_FLEX_ATTENTION
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.policy.generation import SamplingConfig
-from hindsight.training.rl import train_rl
+from hindsight.methods.run import train_rl
 from hindsight.training.rl_config import RLConfig
 
 

@@ -13,14 +13,14 @@ import torch
 from hindsight import algorithms
 from hindsight.envs import make_env
 from hindsight.methods import build_method
-from hindsight.methods.run import frozen_copy
+from hindsight.training.checkpoint import frozen_copy
 from hindsight.rollout.curriculum import in_band
 from hindsight.rollout.pass_rates import PassRates
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.policy.generation import SamplingConfig
 from hindsight.rollout.tasks import make_tasks
 from hindsight.training.checkpoint import latest_checkpoint, load_training_state
-from hindsight.training.rl import train_rl
+from hindsight.methods.run import train_rl
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.schedule import Schedule
 from hindsight.training.stepo import informative_groups, stepo_step_weights

@@ -129,7 +129,7 @@ def test_wmr1_scores_follow_the_reward_and_an_expert_replay_earns_no_call_bonus(
 def test_wmr1_without_a_world_model_says_which_pipeline_to_run():
     from hindsight.methods import build_method
     from hindsight.rollout.engine import RolloutConfig
-    from hindsight.training.rl import train_rl
+    from hindsight.methods.run import train_rl
     from hindsight.training.rl_config import RLConfig
 
     config = RLConfig(algorithm="wmr1")
@@ -193,9 +193,9 @@ def test_wmr1_training_keeps_imagined_turns_within_their_bound(gold_table, train
     from hindsight.rollout.engine import RolloutConfig
     from hindsight.rollout.tasks import make_tasks
     from hindsight.methods import MethodContext, build_method
-    from hindsight.methods.run import frozen_copy
+    from hindsight.training.checkpoint import frozen_copy
     from hindsight.methods.wmr1 import imagined_turns
-    from hindsight.training.rl import train_rl
+    from hindsight.methods.run import train_rl
     from hindsight.training.rl_config import RLConfig
 
     with pytest.raises(ValueError, match=r"training\.rl\.methods\.wmr1\b.*\bimagined_turns must be >= 1"):
@@ -229,11 +229,12 @@ def test_wmr1_trains_thinking_with_the_world_model_and_evaluates_in_the_real_gam
 
     from hindsight.evaluation.heldout import HeldoutConfig, HeldoutPlay
     from hindsight.methods import MethodContext, build_method
-    from hindsight.methods.run import frozen_copy, heldout_evaluator
+    from hindsight.training.checkpoint import frozen_copy
+    from hindsight.evaluation.heldout import heldout_evaluator
     from hindsight.rollout.engine import RolloutConfig
     from hindsight.rollout.imagination import CALLS_COLUMN
     from hindsight.rollout.tasks import make_tasks
-    from hindsight.training.rl import train_rl
+    from hindsight.methods.run import train_rl
     from hindsight.training.rl_config import RLConfig
 
     world_model, _, _ = trained_world_model

@@ -11,7 +11,8 @@ trained on, in two splits like ALFWorld's seen/unseen.
 ``trials_per_task`` > 1 plays every task several times, each trial with its own seed, for
 pass^k (``evaluation.pass_k``).
 
-Used by the evaluation pipeline and, every K updates, by the RL loop.
+Used by the evaluation pipeline and, every K updates, by the RL loop (``heldout_evaluator``:
+the success rates, pass^k and world-model calls an RL run logs).
 """
 
 from __future__ import annotations
@@ -22,10 +23,14 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
+from hindsight.envs import make_env
 from hindsight.envs.base import EnvironmentSpec
+from hindsight.evaluation.metrics import success_summary
+from hindsight.evaluation.pass_k import pass_k_summary
 from hindsight.policy import Policy
 from hindsight.policy.generation import sampling_changes
 from hindsight.rollout.engine import RolloutConfig, run_rollouts
+from hindsight.rollout.imagination import CALLS_COLUMN
 from hindsight.rollout.tasks import TaskRef, seen_tasks, split_tasks
 from hindsight.rollout.random_agent import run_random_agent
 
@@ -174,3 +179,40 @@ def _label(table: pd.DataFrame, agent: str, split: str, trial: int = 0) -> pd.Da
     return table.assign(
         agent=agent, eval_split=split, trial=int(trial), episode_id=agent + ":" + table["episode_id"].astype(str)
     )
+
+
+def imagination_metrics(steps: pd.DataFrame) -> dict[str, float]:
+    """``eval/{split}/world_model/calls_per_step``: in-response world-model calls per step of
+    the held-out episodes, when the policy imagined (``rollout.imagination``)."""
+    if CALLS_COLUMN not in steps.columns:
+        return {}
+    calls = steps.groupby("eval_split")[CALLS_COLUMN].mean()
+    return {f"eval/{split}/world_model/calls_per_step": float(value) for split, value in calls.items()}
+
+
+def heldout_evaluator(
+    specs: Sequence[EnvironmentSpec], rollout: RolloutConfig, heldout: HeldoutConfig
+) -> Callable[[object, int], dict[str, float]]:
+    """``(policy, update) -> metrics``: success rate and episode count per held-out split and
+    task type of the first decoding in ``heldout.play.decodings``, with ``heldout.play.trials_per_task``
+    above 1 also ``eval/{split}/{task_type}/pass_hat_{k}`` for k = 1..trials (and the
+    in-response world-model calls per step when ``rollout.imagination`` is set)."""
+    first = next(iter(heldout.play.decodings))
+
+    def evaluate(policy, update: int) -> dict[str, float]:
+        steps = evaluate_agents(policy, specs, make_env, rollout, heldout, policy_label="policy", include_random=False)
+        summary = success_summary(steps)
+        metrics = {}
+        for row in summary.itertuples(index=False):
+            if row.agent == f"policy-{first}":
+                metrics[f"eval/{row.eval_split}/{row.task_type}/success_rate"] = row.success_rate
+                metrics[f"eval/{row.eval_split}/{row.task_type}/episodes"] = float(row.episodes)
+        if heldout.play.trials_per_task > 1:
+            played = steps[steps["agent"] == f"policy-{first}"]
+            for row in pass_k_summary(played, resamples=1).itertuples(index=False):
+                if row.breakdown == "task_type":
+                    metrics[f"eval/{row.eval_split}/{row.group}/pass_hat_{row.k}"] = float(row.pass_k)
+        metrics.update(imagination_metrics(steps[steps["agent"] == f"policy-{first}"]))
+        return metrics
+
+    return evaluate

@@ -4,8 +4,10 @@
 - ``registry``: ``@register("name")``, ``build_method(rl, context)``;
 - one module per method: ``grpo``, ``gigpo``, ``seed`` and ``opid`` (both over
   ``skill_distillation``), ``empo`` (its run on expert replay: ``empo_run``), ``wmr1``;
-- ``run``: one RL run (a private copy of the start, the reference, the method, the
-  held-out evaluator, the core loop ``training.rl.train_rl``).
+- ``run``: one RL run, its setup and its loop (a private copy of the start, the reference,
+  the method, the held-out evaluator, ``train_rl``): the module to open first;
+- ``update``: one RL update (PPO epochs over mini-batches), the loss of a micro-batch
+  assembled in one function (``micro_batch_loss_terms``).
 
 Importing this package registers the built-in methods.
 """

@@ -23,8 +23,9 @@ from hindsight.evaluation.semi_online import evaluate_semi_online
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.rollout.tasks import TaskRef, make_tasks, spec_key
 from hindsight.methods.registry import build_method, check_method_settings, method_class
-from hindsight.methods.run import RLSetup, frozen_copy
-from hindsight.training.rl import RLRunResult, train_rl
+from hindsight.methods.run import RLSetup
+from hindsight.training.checkpoint import frozen_copy
+from hindsight.methods.run import RLRunResult, train_rl
 from hindsight.training.rl_config import RLConfig
 
 logger = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """The State2State stage as library calls: explore the training games, and RL on the goal
-tasks from a starting policy with the project's RL loop (``training.rl.train_rl`` with the method ``rl.algorithm`` names:
+tasks from a starting policy with the project's RL loop (``methods.run.train_rl`` with the method ``rl.algorithm`` names:
 the goal environments come in through its ``env_factory``).
 
 The calls take the pieces of the run's settings they use (specs, rollout settings, seeds,
@@ -20,14 +20,15 @@ from hindsight.envs import make_env
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.evaluation.heldout import HeldoutConfig
 from hindsight.methods.registry import build_method
-from hindsight.methods.run import checkpoint_directory, frozen_copy, heldout_evaluator
+from hindsight.training.checkpoint import checkpoint_directory, frozen_copy
+from hindsight.evaluation.heldout import heldout_evaluator
 from hindsight.policy import Policy
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.rollout.tasks import seen_offset, split_tasks
 from hindsight.state2state.exploration import explore_states
 from hindsight.state2state.goal_env import GoalEnvironmentFactory, goal_task_refs
 from hindsight.state2state.task_set import check_task_set
-from hindsight.training.rl import RLRunResult, train_rl
+from hindsight.methods.run import RLRunResult, train_rl
 from hindsight.training.rl_config import RLConfig
 
 logger = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """The engine's learner side: supervised fine-tuning (``sft``: behaviour cloning, Stage 1),
-the core RL loop (``rl``: rollout -> batch -> the method's signals and advantages -> update,
-naming no method; methods live in ``hindsight.methods``) over one ``batch.RolloutBatch``,
-its update (``rl_update``: PPO clip, the method's terms and KL as ``loss_terms.LossTerm``),
+the pieces of the core RL loop (the loop and its update live in ``hindsight.methods.run``
+and ``hindsight.methods.update``, beside the methods whose hooks they call): the method
+interface (``method``), one ``batch.RolloutBatch``, the loss terms (``loss_terms.LossTerm``),
 one update's rollout rounds (``update_batch``), the schedulers, each a piece with its settings
 under ``training.rl.schedulers`` (``schedule`` composes them: ``stepo``: which groups, how
 samples weigh; ``minibatches`` and ``espo_update``: ODYSSE's sampler and objective;

@@ -11,10 +11,17 @@ a temporary name and renamed when complete, so a run killed during a save leaves
 previous checkpoint as the latest one.
 ``latest_checkpoint`` ignores partial directories, and the next complete save removes them
 (``remove_stale_partials``).
+
+An RL run's checkpoints live under a fingerprint of its settings and starting weights
+(``checkpoint_directory``), so a killed run restarted with the same inputs resumes; its KL
+reference is a frozen copy of the starting model (``frozen_copy``).
 """
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import json
 import random
 import re
 import shutil
@@ -203,3 +210,28 @@ def save_rl_checkpoint(checkpoint_dir: str | Path, run: ResumedRun, policy: Poli
         "method_state": run.method_state,
     }
     return save_checkpoint(checkpoint_dir, run.update, policy, optimizer, generators=generators, extra=extra)
+
+
+def weights_fingerprint(model) -> str:
+    """A short hash of a model's weights (identifies a starting checkpoint's content)."""
+    digest = hashlib.sha1()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().float().cpu().numpy().tobytes())
+    return digest.hexdigest()[:12]
+
+
+def checkpoint_directory(root: str | Path, settings: dict[str, Any], start_model) -> Path:
+    """Checkpoints of a run live under a fingerprint of its settings and starting weights:
+    a killed run restarted with the same inputs resumes; changed inputs start afresh."""
+    blob = json.dumps(settings, sort_keys=True, default=str)
+    fingerprint = hashlib.sha1((blob + weights_fingerprint(start_model)).encode()).hexdigest()[:12]
+    return Path(root) / fingerprint
+
+
+def frozen_copy(model):
+    """A copy of ``model`` with gradients off, in eval mode (the KL reference)."""
+    reference = copy.deepcopy(model).eval()
+    for parameter in reference.parameters():
+        parameter.requires_grad_(False)
+    return reference

@@ -213,7 +213,7 @@ def episode_response_logprobs(
 def right_aligned_logprobs(
     model, chunk: Sequence[StepSample], pad_token_id: int, entropy: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor, int, torch.Tensor | None]:
-    """The micro-batch tensors ``rl_update`` takes from a ``TokenBatch``, from chain passes:
+    """The micro-batch tensors ``methods.update`` takes from a ``TokenBatch``, from chain passes:
     (log-probs [B, R] with gradient, choice mask [B, R], R, and with ``entropy`` the token
     entropies [B, R] with gradient, else None), responses right-aligned."""
     width = max(len(sample.response_ids) for sample in chunk)

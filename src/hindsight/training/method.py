@@ -4,7 +4,7 @@ It is declared here, beside the loop that calls it (``training.rl``), so the eng
 on no method; the methods (``hindsight.methods``) implement it one module each and import
 it as ``hindsight.methods.Method``.
 
-The core loop (``training.rl.train_rl``) is the same for every method: rollout -> batch
+The core loop (``methods.run.train_rl``) is the same for every method: rollout -> batch
 -> advantages -> update -> checkpoint -> evaluation. A method changes it only through the
 hooks below, each with a default that is plain GRPO, so a method module overrides only what
 makes it different and reads top to bottom:

@@ -3,7 +3,7 @@
 ``training.scheduler_settings.SchedulerSettings``).
 
 Each piece has one job and one interface; the loop (``training.rl``) and the update
-(``training.rl_update``) call them and read none of their settings. Every scheduler is off
+(``methods.update``) call them and read none of their settings. Every scheduler is off
 by default: the plain loop draws uniformly, keeps every group, weighs samples equally and
 shuffles them, and plays its rollouts itself.
 

@@ -11,7 +11,7 @@ from hindsight.config import EmpoConfig, ProjectConfig
 from hindsight.params import as_dict
 from hindsight.policy import Policy
 from hindsight.methods.empo_run import EmpoSource, run_empo, semi_online_table
-from hindsight.methods.run import checkpoint_directory
+from hindsight.training.checkpoint import checkpoint_directory
 
 logger = logging.getLogger(__name__)
 

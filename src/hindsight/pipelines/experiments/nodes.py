@@ -21,7 +21,9 @@ from hindsight.experiments.report import data_efficiency_plot, learning_curves_p
 from hindsight.experiments.starts import GridStarts, catalog_models_for
 from hindsight.methods.empo_run import empo_grid_setup
 from hindsight.methods.registry import method_class
-from hindsight.methods.run import heldout_evaluator, run_rl, weights_fingerprint
+from hindsight.methods.run import run_rl
+from hindsight.training.checkpoint import weights_fingerprint
+from hindsight.evaluation.heldout import heldout_evaluator
 from hindsight.params import as_dict
 from hindsight.skills.skill_bank import skill_bank_from_table
 from hindsight.training.rl_config import RLConfig, with_overrides

@@ -15,7 +15,8 @@ from hindsight.config import ProjectConfig, TrainingConfig, rl_setup  # noqa: E4
 from hindsight.params import as_dict  # noqa: E402
 from hindsight.policy import Policy  # noqa: E402
 from hindsight.skills.skill_bank import skill_bank_from_table  # noqa: E402
-from hindsight.methods.run import checkpoint_directory, run_rl  # noqa: E402
+from hindsight.methods.run import run_rl  # noqa: E402
+from hindsight.training.checkpoint import checkpoint_directory
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,8 @@ from hindsight.params import as_dict
 from hindsight.policy import Policy
 from hindsight.policy.model import build_policy, count_parameters, load_policy
 from hindsight.policy.tokenizer import train_tokenizer
-from hindsight.methods.run import checkpoint_directory, run_rl, weights_fingerprint
+from hindsight.methods.run import run_rl
+from hindsight.training.checkpoint import checkpoint_directory, weights_fingerprint
 from hindsight.training.sft import train_sft
 from hindsight.world_model.quality import heldout_quality
 from hindsight.world_model.transitions import transition_examples

@@ -1,7 +1,9 @@
-"""One RL update of the policy: PPO epochs over mini-batches of a ``RolloutBatch``, each
-loss term a named ``LossTerm``: PPO clip (or decoupled PPO on stale samples), the method's
-own terms (``Method.extra_loss_terms``: SEED's gated distillation), the entropy bonus
-(``training.rl.entropy_coef``, any method) and the KL to the reference.
+"""One RL update of the policy (step 4 of the loop in ``methods.run``): PPO epochs over
+mini-batches of a ``RolloutBatch`` (``update_policy``), one optimizer step per mini-batch
+over micro-batches (``minibatch_step``), and the loss of one micro-batch assembled in one
+function, term by term (``micro_batch_loss_terms``): PPO clip (or decoupled PPO on stale
+samples), the method's own terms (``Method.extra_loss_terms``: SEED's gated distillation),
+the entropy bonus (``training.rl.entropy_coef``, any method) and the KL to the reference.
 
 Token tensors are response-aligned: with left padding the response of every sample ends at
 the last column, so the last R columns of a [B, L] batch hold the responses, right-aligned.
@@ -40,14 +42,23 @@ def micro_batch_loss_terms(
     model, micro: MicroBatch, pad: int, reference_rows: Sequence[torch.Tensor] | None, config: RLConfig, method: Method, device,
     episodes: MinibatchTerm | None = None,
 ) -> list[LossTerm]:
-    """The loss terms of one micro-batch, each aggregated over its own tokens: ppo always,
-    then the method's own (SEED's distillation where some sample has a teacher), kl when a
-    reference is given. With ``micro.proximal_logp`` (asynchronous rollouts, replayed
-    successes, an inexact rollout backend) the ppo term is decoupled PPO: ``old_logp`` are
-    the behaviour log-probs, the clip is centred on the proximal ones, the weight capped at
-    ``micro.behaviour_weight_cap``. With ``episodes`` (the schedule's mini-batch objective,
-    ESPO: ``training.espo_update``) the ppo term is its share of the mini-batch's loss."""
+    """The loss of one micro-batch, assembled here term by term, each aggregated over its own
+    tokens (``training.rl.ppo.loss_agg``) and weighed by its ``coefficient`` in the total
+    (``minibatch_step``):
+
+    1. ``ppo``: the clipped (dual-clip) PPO term on the method's token advantages. With
+       ``micro.proximal_logp`` (asynchronous rollouts, replayed successes, an inexact rollout
+       backend) it is decoupled PPO: ``old_logp`` are the behaviour log-probs, the clip is
+       centred on the proximal ones, the weight capped at ``micro.behaviour_weight_cap``. With
+       ``episodes`` (the schedule's mini-batch objective, ESPO: ``training.espo_update``) it is
+       that objective's share of the mini-batch's loss.
+    2. the method's own terms (``Method.extra_loss_terms``: SEED's gated distillation on the
+       samples that have a teacher);
+    3. ``entropy``, weighing ``-entropy_coef``, when ``training.rl.entropy_coef`` is not 0;
+    4. ``kl`` to the reference, weighing ``kl_coef``, when a reference is given.
+    """
     chunk = micro.samples
+    agg = config.ppo.loss_agg
     logp, mask, width, entropy = policy_response_logprobs(model, chunk, pad, device, entropy=bool(config.entropy_coef))
     old = pad_right_aligned(micro.old_logp, width)
     has_teacher = torch.tensor([row is not None for row in micro.teacher_logp], dtype=torch.float32)
@@ -56,40 +67,33 @@ def micro_batch_loss_terms(
         width,
     )
     distill_mask = mask * has_teacher[:, None]
+
+    # 1. the policy term
     if episodes is not None:
         terms = [episodes.loss_term(logp, old, mask, chunk)]
-        return terms + _other_terms(logp, teacher, distill_mask, mask, reference_rows, width, config, method, entropy)
-    advantage = method.token_advantages(micro.advantages, teacher, old, distill_mask)
-    ppo = config.ppo
-    clip = {"clip_low": ppo.clip_low, "clip_high": ppo.clip_high, "dual_clip": ppo.dual_clip, "agg": ppo.loss_agg}
-    if micro.proximal_logp is None:
-        loss, ppo_metrics = algorithms.ppo_clip_loss(logp, old, advantage, mask, **clip)
     else:
-        loss, ppo_metrics = algorithms.decoupled_ppo_loss(
-            logp, pad_right_aligned(micro.proximal_logp, width), old, advantage, mask,
-            behaviour_weight_cap=micro.behaviour_weight_cap, **clip,
-        )
-    ppo_metrics = {f"ppo/{k}": float(v) for k, v in ppo_metrics.items()}
-    # |l - l_old|: before the first optimizer step l is the old policy recomputed by the trainer
-    ppo_metrics["rollout/logprob_gap"] = float(algorithms.masked_mean((logp - old).abs().detach(), mask))
-    terms = [LossTerm("ppo", loss, mask, ppo_metrics)]
-    return terms + _other_terms(logp, teacher, distill_mask, mask, reference_rows, width, config, method, entropy)
-
-
-def _other_terms(
-    logp, teacher, distill_mask, mask, reference_rows, width: int, config: RLConfig, method: Method,
-    entropy: torch.Tensor | None = None,
-) -> list[LossTerm]:
-    """The method's own terms, the entropy bonus when ``config.entropy_coef`` is not 0
-    (``entropy``: the token entropies of this pass), then the KL to the reference when given."""
-    terms = method.extra_loss_terms(logp, teacher, distill_mask, config.ppo.loss_agg)
+        advantage = method.token_advantages(micro.advantages, teacher, old, distill_mask)
+        ppo = config.ppo
+        clip = {"clip_low": ppo.clip_low, "clip_high": ppo.clip_high, "dual_clip": ppo.dual_clip, "agg": agg}
+        if micro.proximal_logp is None:
+            loss, ppo_metrics = algorithms.ppo_clip_loss(logp, old, advantage, mask, **clip)
+        else:
+            loss, ppo_metrics = algorithms.decoupled_ppo_loss(
+                logp, pad_right_aligned(micro.proximal_logp, width), old, advantage, mask,
+                behaviour_weight_cap=micro.behaviour_weight_cap, **clip,
+            )
+        ppo_metrics = {f"ppo/{k}": float(v) for k, v in ppo_metrics.items()}
+        # |l - l_old|: before the first optimizer step l is the old policy recomputed by the trainer
+        ppo_metrics["rollout/logprob_gap"] = float(algorithms.masked_mean((logp - old).abs().detach(), mask))
+        terms = [LossTerm("ppo", loss, mask, ppo_metrics)]
+    # 2. the method's own terms
+    terms += method.extra_loss_terms(logp, teacher, distill_mask, agg)
+    # 3. the entropy bonus, logged as losses/entropy (the aggregated entropy)
     if config.entropy_coef:
-        # logged as losses/entropy (the aggregated entropy); weighs -entropy_coef in the total
-        mean_entropy = algorithms.aggregate_loss(entropy, mask, config.ppo.loss_agg)
-        terms.append(LossTerm("entropy", mean_entropy, mask, {}, coefficient=-config.entropy_coef))
+        terms.append(LossTerm("entropy", algorithms.aggregate_loss(entropy, mask, agg), mask, {}, coefficient=-config.entropy_coef))
+    # 4. the KL to the reference
     if reference_rows is not None:
-        reference = pad_right_aligned(reference_rows, width)
-        kl = algorithms.aggregate_loss(algorithms.kl_low_var(logp, reference), mask, config.ppo.loss_agg)
+        kl = algorithms.aggregate_loss(algorithms.kl_low_var(logp, pad_right_aligned(reference_rows, width)), mask, agg)
         terms.append(LossTerm("kl", kl, mask, {}, coefficient=config.kl_coef))
     return terms
 
