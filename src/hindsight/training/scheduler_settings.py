@@ -95,8 +95,8 @@ class AsyncSettings:
     engine: str = "process"
     """Who plays the rollouts: ``process`` (one worker process, fed through queues) or
     ``ray`` (``workers`` Ray actors, ``training.ray_rollouts``; the weights go through Ray's
-    object store once per version). Not ``RolloutSettings.engine``, the generation backend
-    that plays each episode's turns."""
+    object store once per version). Not ``rollout.backend``, the generation backend that
+    plays each episode's turns."""
     workers: int = 1
     """Ray actors playing the rollouts (``engine: ray``; each request's tasks are divided
     among them). Not ``ExperimentsConfig``'s grid workers nor the data-collection
