@@ -36,7 +36,7 @@ from hindsight.policy.encoding import encode_ids  # noqa: E402
 from hindsight.policy.model import build_policy, load_policy, save_policy  # noqa: E402
 from hindsight.policy.tokenizer import train_tokenizer  # noqa: E402
 from hindsight.training.distillation import response_logprobs  # noqa: E402
-from hindsight.training.distributed import launch, save_rollout_batch  # noqa: E402
+from hindsight.training.torchrun_jobs import launch, save_rollout_batch  # noqa: E402
 from hindsight.training.rl_config import RLConfig  # noqa: E402
 
 TEXTS = ["You are in the kitchen. You see a fridge, a counter and a red apple.", "take red apple", "put red apple in fridge"] * 50

@@ -1,6 +1,6 @@
 """The learner under ``torchrun``: SFT, one RL update and the whole RL loop as data-parallel
 jobs (DDP; gloo on CPU, NCCL on GPU), launched by a user or by a Kedro node
-(``training.distributed.launch``), reading and writing plain files.
+(``training.torchrun_jobs.launch``), reading and writing plain files.
 
     torchrun --nproc-per-node 2 -m hindsight.distributed sft \\
         --policy data/06_models/base_policy --examples examples.parquet --out out/ [--settings sft.yml]
@@ -15,10 +15,10 @@ each rank plays its share of every update's task groups, the update runs on the 
 batch (``training.rl_parallel``). Checkpoints (``--checkpoints``) are written by rank 0 and
 resumed by every rank. ``--out`` gets ``policy/``, ``history.parquet`` and ``last_rollout.parquet``.
 
-``sft``: ``training.distributed.run_sft``.
+``sft``: ``training.torchrun_jobs.run_sft``.
 
 ``rl-update``: one RL update (``update_policy``) on a saved rollout batch, a ``torch.save``
-file written by ``training.distributed.save_rollout_batch``: the step samples, their
+file written by ``training.torchrun_jobs.save_rollout_batch``: the step samples, their
 advantages, sampling-time and teacher log-probs, the RL settings (its method among them)
 and the mini-batch seed. Without a reference the KL term is off (``kl_coef`` 0).
 
@@ -47,7 +47,7 @@ from hindsight.methods.run import run_rl
 from hindsight.policy.model import load_policy, save_policy
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.data_parallel import DataParallel
-from hindsight.training.distributed import load_rollout_batch, project_parameters, run_sft, seed_everything
+from hindsight.training.torchrun_jobs import load_rollout_batch, project_parameters, run_sft, seed_everything
 from hindsight.training.rl_config import RLConfig
 from hindsight.methods.update import update_policy
 

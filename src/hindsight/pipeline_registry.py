@@ -38,7 +38,7 @@ from hindsight.pipelines import (
     training,
     world_model,
 )
-from hindsight.pipelines.settings import shared_settings
+from hindsight.pipelines.settings_nodes import shared_settings
 
 STAGES = {
     "ingestion": ingestion,

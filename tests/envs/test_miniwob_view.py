@@ -238,7 +238,7 @@ def test_check_chromium_finds_the_installed_pair_and_explains_what_is_missing(tm
 def test_a_run_on_miniwob_checks_for_chromium_at_start(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
-    from hindsight.hooks.run import EnvironmentCheckHooks
+    from hindsight.hooks.run_lifecycle import EnvironmentCheckHooks
 
     context = SimpleNamespace(params={"environment": {"env": "miniwob", "games": [{"game": "click-test"}]}})
     EnvironmentCheckHooks().after_context_created(context)  # installed: passes

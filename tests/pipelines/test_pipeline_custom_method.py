@@ -16,7 +16,7 @@ import torch
 from safetensors.torch import load_file
 
 from hindsight.methods import Method, register
-from hindsight.methods.base import episode_return_scores
+from hindsight.training.method import episode_return_scores
 
 from kedro_project import KedroProject
 

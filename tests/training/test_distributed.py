@@ -29,7 +29,7 @@ from hindsight.policy.encoding import encode_ids, encode_prompt, encode_response
 from hindsight.policy.model import load_policy, save_policy
 from hindsight.training.distillation import response_logprobs, skill_augmented_logprobs
 from hindsight.distributed import run_rl_update
-from hindsight.training.distributed import LearnerTimeout, launch, run_sft, save_rollout_batch
+from hindsight.training.torchrun_jobs import LearnerTimeout, launch, run_sft, save_rollout_batch
 from hindsight.training.rl_config import RLConfig
 from hindsight.policy.generation import SamplingConfig
 
@@ -200,7 +200,7 @@ def test_multiturn_sft_under_torchrun_equals_one_process(multiturn_rollout, gold
 
 
 def test_rollout_batch_file_errors_name_the_field(tiny_policy, gold_examples, tmp_path):
-    from hindsight.training.distributed import load_rollout_batch
+    from hindsight.training.torchrun_jobs import load_rollout_batch
 
     path = rollout_batch(tiny_policy, gold_examples, tmp_path / "batch.pt")
     content = torch.load(path, weights_only=False)
@@ -221,7 +221,7 @@ def test_rl_loop_under_torchrun_shards_the_rollouts(start_dir, tmp_path):
     from hindsight.config import rl_setup
     from hindsight.config.files import check_parameters
     from hindsight.rollout.tasks import sample_update_tasks, training_task_pool
-    from hindsight.training.distributed import project_parameters
+    from hindsight.training.torchrun_jobs import project_parameters
 
     settings = check_parameters(project_parameters(CONF, "test", RL_OVERRIDES))
     seed, rl = settings["project"].seeds.rollouts, settings["training"].rl

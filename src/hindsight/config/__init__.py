@@ -21,7 +21,7 @@ are re-exported or held here, each under its own key (``rollout.sampling`` is
 (the layers contract in ``pyproject.toml``, ``[tool.importlinter]``).
 """
 
-from hindsight.config.empo import EmpoConfig
+from hindsight.methods.empo_run import EmpoConfig
 from hindsight.config.experiments import ExperimentsConfig, GridPreset, GridSettings
 from hindsight.config.files import STAGE_FILES, check_parameters, file_of_key, file_settings, project_settings
 from hindsight.config.pretrained import PretrainedModelConfig

@@ -2,7 +2,7 @@
 
 - ``prerequisites``: before a run, stop it when an input it reads from disk was never
   written, naming the commands that write it;
-- ``run``: before a run, check the parameters and the machine's system needs (Java 17) and
+- ``run_lifecycle``: before a run, check the parameters and the machine's system needs (Java 17) and
   provide the settings a partial run skips; seed everything; tag the run with what
   reproduces it (commit, package versions, parameter hash); record data versions; log every
   report (08_reporting) and every checkpoint (``model_logging``) to the MLflow run;
@@ -17,7 +17,7 @@ from hindsight.hooks.lineage import DatasetLineageHooks
 from hindsight.hooks.mlflow_run import SystemMetricsHooks, TrainingRunHooks
 from hindsight.hooks.prerequisites import MissingInputError, MissingInputHooks
 from hindsight.hooks.resources import MemoryReleaseHooks, NodeResourceHooks
-from hindsight.hooks.run import (
+from hindsight.hooks.run_lifecycle import (
     DataVersionHooks,
     EnvironmentCheckHooks,
     ModelLoggingHooks,

@@ -1,6 +1,7 @@
 """RL methods: one module per method, and the registry that maps a name to its module.
 
-- ``base``: the ``Method`` interface (its hooks default to GRPO) and ``MethodContext``;
+- the ``Method`` interface (its hooks default to GRPO) and ``MethodContext`` live in
+  ``training.method``, beside the core loop that calls them (the loop names no method);
 - ``registry``: ``@register("name")``, ``build_method(rl, context)``;
 - one module per method: ``grpo``, ``gigpo``, ``seed`` and ``opid`` (both over
   ``skill_distillation``), ``empo`` (its run on expert replay: ``empo_run``), ``wmr1``;
@@ -12,7 +13,7 @@
 Importing this package registers the built-in methods.
 """
 
-from hindsight.methods.base import Method, MethodContext, NoSettings
+from hindsight.training.method import Method, MethodContext, NoSettings
 from hindsight.methods.registry import build_method, check_method_settings, method_class, method_names, method_settings, register
 from hindsight.methods import empo, gigpo, grpo, opid, seed, wmr1  # noqa: F401,E402  (registers the built-in methods)
 

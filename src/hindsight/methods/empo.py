@@ -30,7 +30,7 @@ import torch
 
 from hindsight import algorithms
 from hindsight.evaluation.semi_online import empo_rollout_metrics
-from hindsight.methods.base import Method, episode_return_scores
+from hindsight.training.method import Method, episode_return_scores
 from hindsight.methods.registry import register
 from hindsight.policy import Policy
 from hindsight.rollout.engine import RolloutConfig

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from hindsight import algorithms
-from hindsight.methods.base import Method, episode_return_scores
+from hindsight.training.method import Method, episode_return_scores
 from hindsight.methods.registry import register
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.rl_config import RLConfig

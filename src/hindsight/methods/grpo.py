@@ -3,12 +3,12 @@
 Each step sample's score is its episode's return; the advantage is that score minus the
 mean of its group (the ``group_size`` episodes of one task), divided by the group's std
 (``training.rl.std_normalize``). The loss is the core loop's PPO clip and KL. Every
-default of ``methods.base.Method`` is GRPO's, so this module only names it.
+default of ``training.method.Method`` is GRPO's, so this module only names it.
 """
 
 from __future__ import annotations
 
-from hindsight.methods.base import Method
+from hindsight.training.method import Method
 from hindsight.methods.registry import register
 
 

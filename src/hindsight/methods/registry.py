@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, TypeVar
 
-from hindsight.methods.base import Method, MethodContext
+from hindsight.training.method import Method, MethodContext
 from hindsight.params import ParameterError, _source, build
 from hindsight.training.rl_config import RLConfig
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from hindsight.methods.base import Method
+from hindsight.training.method import Method
 from hindsight.policy import Policy
 from hindsight.skills.analyzers import policy_teacher
 from hindsight.skills.assignment import SKILL_ASSIGNMENTS, assigned_skills

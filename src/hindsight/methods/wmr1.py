@@ -65,7 +65,7 @@ import torch
 
 from hindsight import algorithms
 from hindsight.data.outcomes import episode_outcomes
-from hindsight.methods.base import Method, MethodContext
+from hindsight.training.method import Method, MethodContext
 from hindsight.methods.registry import register
 from hindsight.methods.wmr1_replay import SuccessBuffer, replay_own_successes, swap_episodes
 from hindsight.policy import Policy

@@ -1,7 +1,7 @@
 """One term of the RL loss in one micro-batch: what the update sums and logs.
 
 The update (``methods.update``) always has the PPO term and, with a reference model,
-the KL term; a method adds its own (``methods.base.Method.extra_loss_terms``: SEED's
+the KL term; a method adds its own (``training.method.Method.extra_loss_terms``: SEED's
 distillation). Each term is aggregated over its own tokens and weighs ``coefficient``.
 A schedule may replace the PPO term by one measured over the whole mini-batch first
 (``MinibatchObjective``: ESPO, ``training.espo_update``).

@@ -8,7 +8,7 @@ from hindsight.pipelines.behaviour_cloning.nodes import (
     pretrained_policy,
     train_base_policy,
 )
-from hindsight.pipelines.settings import stage_pipeline
+from hindsight.pipelines.settings_nodes import stage_pipeline
 
 
 def create_pipeline(**kwargs) -> Pipeline:

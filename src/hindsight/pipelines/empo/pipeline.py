@@ -4,7 +4,7 @@ EMPO policy, its history, last replay rollout and semi-online evaluations out.""
 from kedro.pipeline import Node, Pipeline
 
 from hindsight.pipelines.empo.nodes import train_with_empo
-from hindsight.pipelines.settings import stage_pipeline
+from hindsight.pipelines.settings_nodes import stage_pipeline
 
 
 def create_pipeline(**kwargs) -> Pipeline:

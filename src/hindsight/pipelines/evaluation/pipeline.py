@@ -4,7 +4,7 @@ for games that render no screen)."""
 from kedro.pipeline import Node, Pipeline
 
 from hindsight.pipelines.evaluation.nodes import evaluate_rl_policy, evaluate_stage1_policy, log_filmstrips, report_evaluation
-from hindsight.pipelines.settings import stage_pipeline
+from hindsight.pipelines.settings_nodes import stage_pipeline
 
 SETTINGS = ["project_settings", "evaluation_settings"]
 

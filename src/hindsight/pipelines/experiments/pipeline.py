@@ -16,7 +16,7 @@ from hindsight.pipelines.experiments.nodes import (
     report_experiments,
     run_experiment_grid,
 )
-from hindsight.pipelines.settings import read_settings
+from hindsight.pipelines.settings_nodes import read_settings
 
 
 def create_pipeline(**kwargs) -> Pipeline:

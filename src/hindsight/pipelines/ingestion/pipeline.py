@@ -15,7 +15,7 @@ from hindsight.pipelines.ingestion.nodes import (
     load_external_trajectories,
     summarize_trajectories,
 )
-from hindsight.pipelines.settings import stage_pipeline
+from hindsight.pipelines.settings_nodes import stage_pipeline
 
 
 def create_pipeline(**kwargs) -> Pipeline:

@@ -3,7 +3,7 @@
 from kedro.pipeline import Node, Pipeline
 
 from hindsight.pipelines.pretrained_model.nodes import import_pretrained_model
-from hindsight.pipelines.settings import stage_pipeline
+from hindsight.pipelines.settings_nodes import stage_pipeline
 
 
 def create_pipeline(**kwargs) -> Pipeline:

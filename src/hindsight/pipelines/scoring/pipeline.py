@@ -3,7 +3,7 @@
 from kedro.pipeline import Node, Pipeline
 
 from hindsight.pipelines.scoring.nodes import plot_gate_distribution, score_distillation_signals
-from hindsight.pipelines.settings import stage_pipeline
+from hindsight.pipelines.settings_nodes import stage_pipeline
 
 
 def create_pipeline(**kwargs) -> Pipeline:

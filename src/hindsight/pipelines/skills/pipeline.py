@@ -2,7 +2,7 @@
 
 from kedro.pipeline import Node, Pipeline
 
-from hindsight.pipelines.settings import stage_pipeline
+from hindsight.pipelines.settings_nodes import stage_pipeline
 from hindsight.pipelines.skills.nodes import (
     build_analyzer_sft_set,
     make_teacher,

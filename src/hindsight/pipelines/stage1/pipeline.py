@@ -2,7 +2,7 @@
 
 from kedro.pipeline import Node, Pipeline
 
-from hindsight.pipelines.settings import stage_pipeline
+from hindsight.pipelines.settings_nodes import stage_pipeline
 from hindsight.pipelines.stage1.nodes import (
     check_skill_premise,
     evaluate_stage1_analyzer,

@@ -2,7 +2,7 @@
 
 from kedro.pipeline import Node, Pipeline
 
-from hindsight.pipelines.settings import stage_pipeline
+from hindsight.pipelines.settings_nodes import stage_pipeline
 from hindsight.pipelines.state2state.nodes import explore_reached_states, make_goal_tasks, train_on_state2state
 
 

@@ -2,7 +2,7 @@
 
 from kedro.pipeline import Node, Pipeline
 
-from hindsight.pipelines.settings import stage_pipeline
+from hindsight.pipelines.settings_nodes import stage_pipeline
 from hindsight.pipelines.training.nodes import plot_training_curves, train_with_rl
 
 

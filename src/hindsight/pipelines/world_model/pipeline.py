@@ -2,7 +2,7 @@
 
 from kedro.pipeline import Node, Pipeline
 
-from hindsight.pipelines.settings import read_settings, stage_pipeline
+from hindsight.pipelines.settings_nodes import read_settings, stage_pipeline
 from hindsight.pipelines.world_model.nodes import (
     build_world_model,
     evaluate_world_model,
