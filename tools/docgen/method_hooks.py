@@ -2,11 +2,13 @@
 (``hindsight.methods.Method``) its default and, for each registered method, whether the
 method overrides it, read from the classes themselves.
 
-A hook is every public name the interface's class body defines (its methods, properties and
-class attributes) except ``name``, which the registry sets. A method overrides a hook when
-a class of its own line (the method's class or a base below ``Method``) defines it; the cell
-names that base where it is not the method's own class (SEED and OPID share
-``SkillDistillation``'s). The hook's description is the interface's docstring of it (the string after a class attribute), which is what the default does.
+A hook is every public name the interface's class body defines (its methods, properties
+and class attributes) except ``name``, the algorithm name that picks the method. A method
+overrides a hook when a class of its own line (the method's class or a base below
+``Method``) defines it; the cell names that base where it is not the method's own class
+(SEED and OPID share ``SkillDistillation``'s). The hook's description is the interface's
+docstring of it (for a class attribute, the string after it), which says what the default
+does.
 
 The table lives in ``docs/methods.md`` between ``BEGIN`` and ``END``;
 ``tests/tools/test_docgen_method_hooks.py`` fails when the page and the code differ. From
