@@ -2,20 +2,18 @@
 
 - the ``Method`` interface (its hooks default to GRPO) and ``MethodContext`` live in
   ``training.method``, beside the core loop that calls them (the loop names no method);
-- ``registry``: ``@register("name")``, ``build_method(rl, context)``;
+- ``registry``: the built-in methods listed (``BUILT_IN``), ``@register("name")`` for a
+  method defined elsewhere, ``build_method(rl, context)``;
 - one module per method: ``grpo``, ``gigpo``, ``seed`` and ``opid`` (both over
   ``skill_distillation``), ``empo`` (its run on expert replay: ``empo_run``), ``wmr1``;
 - ``run``: one RL run, its setup and its loop (a private copy of the start, the reference,
   the method, the held-out evaluator, ``train_rl``): the module to open first;
 - ``update``: one RL update (PPO epochs over mini-batches), the loss of a micro-batch
   assembled in one function (``micro_batch_loss_terms``).
-
-Importing this package registers the built-in methods.
 """
 
 from hindsight.training.method import Method, MethodContext, NoSettings
 from hindsight.methods.registry import build_method, check_method_settings, method_class, method_names, method_settings, register
-from hindsight.methods import empo, gigpo, grpo, opid, seed, wmr1  # noqa: F401,E402  (registers the built-in methods)
 
 __all__ = [
     "Method",

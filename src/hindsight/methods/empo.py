@@ -31,7 +31,6 @@ import torch
 from hindsight import algorithms
 from hindsight.evaluation.semi_online import empo_rollout_metrics
 from hindsight.training.method import Method, episode_return_scores
-from hindsight.methods.registry import register
 from hindsight.policy import Policy
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.training.batch import RolloutBatch
@@ -57,9 +56,10 @@ class EMPOSettings:
             raise ValueError(f"{SETTINGS_KEY}.min_group_score_std must be >= 0 (0: off), got {self.min_group_score_std}")
 
 
-@register("empo")
 class EMPO(Method):
     """Expert replay as the environment; episode plus step-index group advantages."""
+
+    name = "empo"
 
     Settings = EMPOSettings
     transition_source = "expert_replay"

@@ -15,7 +15,6 @@ import torch
 
 from hindsight import algorithms
 from hindsight.training.method import Method, episode_return_scores
-from hindsight.methods.registry import register
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.rl_config import RLConfig
 
@@ -34,9 +33,10 @@ class GiGPOSettings:
     """None: exact anchor matching; else the difflib ratio above which anchors share a group."""
 
 
-@register("gigpo")
 class GiGPO(Method):
     """Episode- plus anchor-state step-level group-relative advantages."""
+
+    name = "gigpo"
 
     Settings = GiGPOSettings
     step_level = True

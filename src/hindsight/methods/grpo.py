@@ -9,9 +9,9 @@ default of ``training.method.Method`` is GRPO's, so this module only names it.
 from __future__ import annotations
 
 from hindsight.training.method import Method
-from hindsight.methods.registry import register
 
 
-@register("grpo")
 class GRPO(Method):
     """Group-relative policy optimisation over episode returns."""
+
+    name = "grpo"

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import torch
 
 from hindsight import algorithms
-from hindsight.methods.registry import register
 from hindsight.methods.skill_distillation import SkillDistillation, SkillSettings
 
 
@@ -25,9 +24,10 @@ class OPIDSettings(SkillSettings):
     """Weight of (l_skill - l_old) folded into the token advantage."""
 
 
-@register("opid")
 class OPID(SkillDistillation):
     """GRPO whose token advantage carries the skill-conditioned log-prob shift."""
+
+    name = "opid"
 
     Settings = OPIDSettings
 

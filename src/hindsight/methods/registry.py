@@ -1,26 +1,37 @@
 """Method names -> method classes: the one place an algorithm name is looked up.
 
-A method module registers its class with ``@register("name")``; ``training.rl.algorithm``
-names it, and ``training.rl.methods.<name>`` holds its settings (``build_method``). A
-method defined outside the project (a user's package, a test file) registers the same way
-and trains by configuration alone.
+The project's methods are listed here (``BUILT_IN``), each class naming itself (its
+``name``); ``training.rl.algorithm`` names one, and ``training.rl.methods.<name>`` holds its
+settings (``build_method``). A method defined outside the project (a user's package, a test
+file) is added with ``@register("name")`` and trains by configuration alone.
 """
 
 from __future__ import annotations
 
 from typing import Callable, TypeVar
 
+from hindsight.methods.empo import EMPO
+from hindsight.methods.gigpo import GiGPO
+from hindsight.methods.grpo import GRPO
+from hindsight.methods.opid import OPID
+from hindsight.methods.seed import SEED
+from hindsight.methods.wmr1 import WMR1
 from hindsight.training.method import Method, MethodContext
 from hindsight.params import ParameterError, _source, build
 from hindsight.training.rl_config import RLConfig
 
 M = TypeVar("M", bound=type[Method])
 
-_METHODS: dict[str, type[Method]] = {}
+BUILT_IN: tuple[type[Method], ...] = (EMPO, GiGPO, GRPO, OPID, SEED, WMR1)
+"""The project's methods, in the order ``method_names`` lists them."""
+
+_METHODS: dict[str, type[Method]] = {cls.name: cls for cls in BUILT_IN}
+"""The built-in methods and those added with ``register``."""
 
 
 def register(name: str) -> Callable[[M], M]:
-    """Class decorator: make ``cls`` the method that ``training.rl.algorithm: name`` picks."""
+    """Class decorator for a method defined outside the project: make ``cls`` the method
+    that ``training.rl.algorithm: name`` picks."""
 
     def decorate(cls: M) -> M:
         known = _METHODS.get(name)
@@ -34,7 +45,7 @@ def register(name: str) -> Callable[[M], M]:
 
 
 def method_names() -> tuple[str, ...]:
-    """Every registered method, in registration order."""
+    """Every method: the built-in ones, then those registered, in registration order."""
     return tuple(_METHODS)
 
 

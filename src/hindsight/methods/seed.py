@@ -25,7 +25,6 @@ import torch
 
 from hindsight import algorithms
 from hindsight.algorithms.losses import DISTILL_GATES
-from hindsight.methods.registry import register
 from hindsight.methods.skill_distillation import SkillDistillation, SkillSettings
 from hindsight.methods.step_scores import STEP_SCORES, release_step_scores
 from hindsight.training.batch import RolloutBatch
@@ -61,9 +60,10 @@ class SEEDSettings(SkillSettings):
             raise ValueError(f"step_score must be one of {STEP_SCORES}, got {self.step_score!r}")
 
 
-@register("seed")
 class SEED(SkillDistillation):
     """GRPO + gated distillation toward the policy conditioned on its own hindsight skill."""
+
+    name = "seed"
 
     Settings = SEEDSettings
 

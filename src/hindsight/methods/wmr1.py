@@ -66,7 +66,6 @@ import torch
 from hindsight import algorithms
 from hindsight.data.outcomes import episode_outcomes
 from hindsight.training.method import Method, MethodContext
-from hindsight.methods.registry import register
 from hindsight.methods.wmr1_replay import SuccessBuffer, replay_own_successes, swap_episodes
 from hindsight.policy import Policy
 from hindsight.policy.encoding import StepSample
@@ -265,9 +264,10 @@ class WMR1Settings:
             raise ValueError(f"world_model_weight must be >= 0 (0: no R_wm), got {self.world_model_weight}")
 
 
-@register("wmr1")
 class WMR1(Method):
     """GRPO on world-model rollouts with the replay of its own successes and the WM-R1 reward."""
+
+    name = "wmr1"
 
     Settings = WMR1Settings
     transition_source = "world_model"
