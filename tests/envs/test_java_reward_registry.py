@@ -13,7 +13,7 @@ from hindsight.envs import (
     spec_from_params,
     step_reward,
 )
-from hindsight.envs.actions import match_valid_action, normalize_action
+from hindsight.envs.valid_actions import match_valid_action, normalize_action
 from hindsight.envs.java import parse_java_major
 
 

@@ -8,6 +8,10 @@ Gymnasium id (``gymnasium.make("hindsight/twx-twc-v0")``, ``gym_wrapper``);
 invalid actions, what it costs, and how it recovers from a crash; what the adapters share
 (episode bookkeeping, the guarded JVM or engine calls, restart and close) is in ``adapter``.
 
+A world with a package of its own (``miniwob``, ``dual_control``) has its environment class
+in its ``env.py``; ``valid_actions`` matches action text against a simulator's list of valid
+actions.
+
 Faults. A JVM simulator whose process dies (killed, out of memory) raises
 ``EnvironmentCrashedError`` on the next call; one whose call hangs past
 ``spec.step_timeout_s`` is killed by a watchdog (``watchdog``) and the call raises

@@ -16,7 +16,7 @@ its fold's seeds. Beyond that, there are two ways a simulator is driven, one bas
 
 Simulators that list every action they accept (TextWorldExpress, TextWorld, ALFWorld) step
 through ``ListedActionStep``: an action not in the list is never sent (see
-``hindsight.envs.actions``). ScienceWorld lets its own parser judge and steps itself.
+``hindsight.envs.valid_actions``). ScienceWorld lets its own parser judge and steps itself.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, ClassVar, Sequence
 
-from hindsight.envs.actions import match_valid_action
+from hindsight.envs.valid_actions import match_valid_action
 from hindsight.envs.base import (
     EnvironmentConfigError,
     EnvironmentCrashedError,

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from hindsight.envs.actions import match_valid_action
+from hindsight.envs.valid_actions import match_valid_action
 from hindsight.envs.adapter import EnvironmentAdapter, seed_window
 from hindsight.envs.base import EnvironmentConfigError, EnvironmentSpec, StepResult
 from hindsight.envs.dual_control.folds import FOLD_SIZES, make_task, split_seeds
