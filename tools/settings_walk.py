@@ -2,13 +2,16 @@
 that carry the settings (``TrainingConfig`` and every settings object inside it) to where
 their fields are read, measured over one tiny RL update.
 
-Dynamic, not static: ``sys.settrace`` watches every call into ``src/hindsight`` while the
-node runs one update of the default method (SEED) on the test configuration (``conf/base``
-with ``conf/test``, one update, a tiny policy on TextWorldExpress). A call is part of the walk
-when an argument is one of the settings objects (by type: the classes of the objects
-reachable from the ``TrainingConfig`` and the run's method settings) or holds one directly
-(``self.config``). Each function counts once, at its first call (a loop's repeats are one
-visit), and the visits are kept in call order (depth first). Then:
+Dynamic, not static: the node runs one update of the default method (SEED) on the test
+configuration (``conf/base`` with ``conf/test``; one update of one task played twice, 6 steps
+at most, a tiny policy on TextWorldExpress) while every read of a settings field is watched
+(the settings: by type, the classes of the objects reachable from the ``TrainingConfig`` and
+the run's method settings). At each read, the chain of ``src/hindsight`` functions on the
+call stack, from the node down to the reader, joins the walk (``read_walk``). With
+``--carrying`` the walk is instead every call whose arguments carry a settings object or an
+object holding one directly (``self.config``; ``sys.settrace``, ``trace_walk``), fields read
+below it or not. Each function counts once, at its first appearance (a loop's repeats are
+one visit), and the visits are kept in call order (depth first). Then:
 
 - a *stay* is a run of consecutive visits in one file (``stays``; ``files``: distinct files);
 - a *climb* is a call from a lower floor to a higher one (the floors are the layers of the
@@ -18,10 +21,10 @@ visit), and the visits are kept in call order (depth first). Then:
 - a *return* is a stay in a file the walk had already left;
 - *climbs back up* = climbs + returns.
 
-Run from the project root (about a minute of CPU; the figures are printed, with the walk
+Run from the project root (under a minute of CPU; the figures are printed, with the walk
 itself under ``--show``)::
 
-    python -m tools.settings_walk [--show]
+    python -m tools.settings_walk [--show] [--carrying]
 """
 
 from __future__ import annotations
@@ -122,6 +125,53 @@ def trace_walk(run, types: tuple[type, ...]) -> list[Visit]:
     return visits
 
 
+def read_walk(run, types: tuple[type, ...]) -> list[Visit]:
+    """Run ``run()`` while every read of a field of the ``types`` is watched: at each read, the
+    chain of hindsight functions on the call stack (outermost first) joins the walk, each
+    function once, at its first appearance. Functions that carry the settings without
+    reading a field below them are not part of this walk (``trace_walk`` counts them)."""
+    table, source = floors(), str(SOURCE)
+    seen: set[Any] = set()
+    visits: list[Visit] = []
+
+    def record() -> None:
+        chain = []
+        frame = sys._getframe(2)
+        while frame is not None:
+            if frame.f_code.co_filename.startswith(source):
+                chain.append(frame.f_code)
+            frame = frame.f_back
+        chain.reverse()
+        for index, code in enumerate(chain):
+            if code in seen:
+                continue
+            seen.add(code)
+            caller_floor = floor_of(chain[index - 1].co_filename, table) if index else None
+            visits.append(Visit(code.co_filename, code.co_qualname, floor_of(code.co_filename, table), caller_floor))
+
+    originals = {}
+    for cls in types:
+        names = {field.name for field in dataclasses.fields(cls)}
+        original = cls.__getattribute__
+
+        def getattribute(self, name, _original=original, _names=names):
+            if name in _names:
+                record()
+            return _original(self, name)
+
+        originals[cls] = cls.__dict__.get("__getattribute__")
+        cls.__getattribute__ = getattribute
+    try:
+        run()
+    finally:
+        for cls, original in originals.items():
+            if original is None:
+                del cls.__getattribute__
+            else:
+                cls.__getattribute__ = original
+    return visits
+
+
 def figures(visits: list[Visit]) -> dict[str, int]:
     """Stays, files, climbs, rises, returns and climbs back up of a walk (module docstring)."""
     stays: list[str] = []
@@ -156,7 +206,8 @@ def _tiny_node_inputs(checkpoints: str):
     for path in sorted((ROOT / "conf" / "base").glob("parameters*.yml")):
         params.update(yaml.safe_load(path.read_text()))
     params.update(yaml.safe_load((ROOT / "conf" / "test" / "parameters.yml").read_text()))
-    params["training"]["rl"] = {**params["training"]["rl"], "updates": 1}
+    params["training"]["rl"] = {**params["training"]["rl"], "updates": 1, "tasks_per_update": 1, "group_size": 2}
+    params["environment"] = {**params["environment"], "max_steps": 6}
     params["training"]["checkpoint_root"] = checkpoints
     params["rollout"] = {**params["rollout"], "progress": False}
     settings = check_parameters(params)
@@ -170,12 +221,20 @@ def _tiny_node_inputs(checkpoints: str):
             env.close()
         texts += [text for row in rows for text in (row["observation"], row["action"], *row["valid_actions"])]
     policy = build_policy("tiny", train_tokenizer(texts, vocab_size=600), seed=0, device="cpu")
-    return policy, pd.DataFrame(), project, training
+    skills = pd.DataFrame({
+        "group_id": pd.Series(dtype="str"), "skill": pd.Series(dtype="str"), "accepted": pd.Series(dtype="bool"),
+        "parse_ok": pd.Series(dtype="bool"), "success": pd.Series(dtype="bool"),
+    })  # no accepted Stage-1 skill: SEED's policy writes its own
+    return policy, skills, project, training
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--show", action="store_true", help="print the walk, one visit a line")
+    parser.add_argument(
+        "--carrying", action="store_true",
+        help="walk every call whose arguments carry the settings (sys.settrace), not only the paths to a field read",
+    )
     args = parser.parse_args()
 
     import torch
@@ -188,7 +247,8 @@ def main() -> None:
         policy, skills, project, training = _tiny_node_inputs(checkpoints)
         types = settings_types(training) | {method_class(training.rl.algorithm).Settings}
         types = {cls for cls in types if cls.__module__.startswith("hindsight.")}
-        visits = trace_walk(lambda: train_with_rl(policy, policy, skills, project, training), tuple(types))
+        walk = trace_walk if args.carrying else read_walk
+        visits = walk(lambda: train_with_rl(policy, policy, skills, project, training), tuple(types))
     if args.show:
         for visit in visits:
             relative = Path(visit.file).relative_to(SOURCE.parent)

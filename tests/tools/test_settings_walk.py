@@ -1,9 +1,9 @@
 """The settings walk's counts (``tools.settings_walk``) on walks whose figures are known, and
-its tracer on a call chain of the project's own modules."""
+its two walks (the calls carrying the settings, the paths to a field read) on the project's own code."""
 
 from __future__ import annotations
 
-from tools.settings_walk import SOURCE, Visit, figures, floors, trace_walk
+from tools.settings_walk import SOURCE, Visit, figures, floors, read_walk, trace_walk
 
 
 def _visit(file: str, floor: int, caller_floor: int | None) -> Visit:
@@ -41,3 +41,14 @@ def test_the_tracer_follows_a_settings_object_through_the_projects_calls():
     assert names[0] == "build" and visits[0].floor == floors()["params"]  # the defaults carry the settings
     assert len(names) == len(set(names))  # each function once (build's recursive calls are not repeated)
     assert all(visit.file.startswith(str(SOURCE)) for visit in visits)
+
+
+def test_the_read_walk_joins_the_stack_at_each_field_read_and_restores_the_classes():
+    from hindsight.params import as_dict, build
+    from hindsight.training.rl_config import RLConfig
+
+    config = build(RLConfig, {"updates": 2}, "training.rl")
+    visits = read_walk(lambda: as_dict(config), (RLConfig,))
+    assert [visit.function for visit in visits][:1] == ["as_dict"] and visits[0].floor == floors()["params"]
+    assert "__getattribute__" not in RLConfig.__dict__ and as_dict(config)["updates"] == 2  # put back as it was
+    assert read_walk(lambda: config.learning_rate, (RLConfig,)) == []  # a read from no project function: no walk

@@ -7,7 +7,7 @@ stage reads it. Each random stream of a run derives from the one ``seed`` (``See
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -186,7 +186,7 @@ class ProjectConfig:
         """The held-out evaluation of a stage: its play (budget, splits, decodings, trials;
         a copy) with the environment's "seen" offset and the run's evaluation seed."""
         return HeldoutConfig(
-            play=dataclasses.replace(play, splits=list(play.splits), decodings=dict(play.decodings)),
+            play=copy.deepcopy(play),
             seen_seed_offset=self.environment.seen_seed_offset,
             seed=self.seeds.evaluation,
             unseen_type_specs=self.environment.heldout_specs(),
