@@ -8,7 +8,8 @@ configuration itself is checked in ``tests/config/test_parameter_files.py``. It 
 what the job promises: every planned evaluation episode is in the table (per
 agent, split and task type), the gold agent wins all of them, the report gives pass^1..2
 by task type for random, gold, Stage-1 and SEED and SEED's mechanism figures, and no
-browser process is left after the run."""
+browser process is left after the run. Then WM-R1 on the same project: the world model of
+the page with its held-out scores per action type, and one update inside it."""
 
 from __future__ import annotations
 
@@ -110,3 +111,27 @@ def test_gold_episodes_keep_their_screens_and_every_agent_gets_a_filmstrip(miniw
 def test_no_browser_is_left_after_the_run_and_the_limits_are_put_back(miniwob_run):
     assert [process.pid for process in marked_processes(os.getpid())] == []
     assert browser_pool().browsers == [] and browser_pool().settings.idle_browsers == 0
+
+
+@pytest.mark.slow  # the world model and one WM-R1 update on the job's gold episodes and rollouts
+def test_wmr1_learns_the_page_and_trains_inside_it(miniwob_run):
+    """``--pipeline world_model`` on the page views (held-out scores per action type), then
+    ``--pipeline wmr1``: one update inside the world model, no browser left."""
+    _, project = miniwob_run
+    world = project.run(pipeline_names=["world_model"])
+    examples = pd.read_parquet(world.outputs["05_model_input/world_model_examples.parquet"])
+    assert examples["prompt"].str.contains(r"\[\d+\] [A-Z]").all()  # every prompt shows a page view
+    evaluation = pd.read_parquet(world.outputs["07_model_output/world_model_evaluation.parquet"])
+    kinds = set(evaluation["action_type"])
+    assert kinds and kinds <= {"click", "type", "press"}
+    metrics = world.mlflow_run.data.metrics
+    for kind in kinds:
+        mine = evaluation[evaluation["action_type"] == kind]
+        assert metrics[f"world_model/heldout_exact_match/{kind}"] == pytest.approx(mine["exact_match"].mean())
+        assert metrics[f"world_model/heldout_line_score/{kind}"] == pytest.approx(mine["line_score"].mean())
+    assert (evaluation["line_score"] >= evaluation["exact_match"].astype(float)).all()  # an exact match has every line right
+    rl = project.run(pipeline_names=["wmr1"], runtime_params={"training": {"tasks_per_game": 1, "rl": {"updates": 1, "eval_every": 0}}})
+    history = pd.read_parquet(rl.outputs["07_model_output/training_history.parquet"])
+    assert len(history) == 1 and (history["world_model/calls"] > 0).all()
+    assert (history["charts/env_steps_total"] == 0).all(), "the update played inside the world model, not the browser"
+    assert [process.pid for process in marked_processes(os.getpid())] == []
