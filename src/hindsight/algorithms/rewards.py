@@ -198,7 +198,8 @@ def wm_r1_rewards(
     progress: float | None = None,
     imagined: Any = None,
 ) -> torch.Tensor:
-    """WM-R1 trajectory reward ``1.0 R_succ + 0.5 R_len + 0.1 R_wm`` (docs/fidelity.md, WM-R1).
+    """WM-R1 trajectory reward ``1.0 R_succ + 0.5 R_len + gamma R_wm``, gamma = ``world_model_weight``
+    (default 0.1; docs/fidelity.md, WM-R1).
 
     ``R_succ`` is 1 for a success and 0 otherwise; ``R_len`` is ``wm_r1_length_rewards``
     over the trajectory lengths with budget ``max_length`` (the step limit); ``R_wm`` is the
