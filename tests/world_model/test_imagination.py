@@ -164,7 +164,7 @@ def test_a_real_tiny_world_model_predicts_inside_the_response(tiny_policy, token
 
 def test_free_generation_and_the_multiturn_layout_are_refused(tiny_policy, recorded):
     imagination = Imagination(ScriptedSimulator(tiny_policy, recorded))
-    with pytest.raises(ValueError, match=r"rollout\.constrained: true"):
+    with pytest.raises(ValueError, match=r"rollout\.sampling\.constrained: true"):
         run_rollouts(tiny_policy, BoxEnv, make_tasks(SPEC, "train", [0]), dataclasses.replace(ROLLOUT, sampling=dataclasses.replace(ROLLOUT.sampling, constrained=False), imagination=imagination))
     with pytest.raises(ValueError, match=r"rollout\.layout: stepwise"):
         run_rollouts(tiny_policy, BoxEnv, make_tasks(SPEC, "train", [0]), dataclasses.replace(ROLLOUT, layout="multiturn", imagination=imagination))
