@@ -259,7 +259,7 @@ def test_a_hung_launch_is_killed_with_its_ranks_and_names_their_stacks(tmp_path,
     holds the ranks' stacks (or why they could not be read) and their output."""
     import psutil
 
-    from hindsight.training import distributed
+    from hindsight.training import torchrun_jobs as distributed
 
     script = tmp_path / "hang.py"
     script.write_text("import os, sys, time\nprint('rank', os.environ['RANK'], 'started', file=sys.stderr, flush=True)\ntime.sleep(600)\n")

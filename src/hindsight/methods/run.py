@@ -282,7 +282,7 @@ def train_rl(
     end_update = config.updates if stop_after_updates is None else min(config.updates, start_update + stop_after_updates)
     with state.schedule.producer(
         policy, env_factory, state.pool, state.rates, rollout_config, config.tasks_per_update, seed, start_update, end_update,
-        batch_size=config.mini_batch_size, token_budget=config.micro_batch_tokens,
+        group_size=config.group_size, batch_size=config.mini_batch_size, token_budget=config.micro_batch_tokens,
     ) as producer:
         for update in range(start_update, end_update):
             started = time.perf_counter()

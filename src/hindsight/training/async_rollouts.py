@@ -115,7 +115,7 @@ class AsyncRollouts:
     def __init__(
         self, settings: AsyncSettings, policy, env_factory: Callable, pool: Sequence[TaskRef], rates: PassRates, tasks: TaskDraw,
         groups: GroupFilter, rollout_config: RolloutConfig, tasks_per_update: int, seed: int, start_update: int, end_update: int,
-        *, batch_size: int, token_budget: int | None,
+        *, group_size: int, batch_size: int, token_budget: int | None,
     ):
         self.settings = settings
         self.behaviour_weight_cap = settings.behaviour_weight_cap
@@ -123,6 +123,8 @@ class AsyncRollouts:
         self.policy, self.env_factory, self.pool, self.rates = policy, env_factory, pool, rates
         self.tasks, self.groups = tasks, groups
         self.rollout_config, self.tasks_per_update, self.seed = rollout_config, tasks_per_update, seed
+        self.group_size = group_size
+        """Rollouts per task (the run's ``group_size``)."""
         self.batch_size, self.token_budget = batch_size, token_budget
         """The proximal log-probs' scoring sizes (the run's ``mini_batch_size`` and ``micro_batch_tokens``)."""
         self.start_update, self.end_update = start_update, end_update
@@ -172,7 +174,7 @@ class AsyncRollouts:
         for chunk, tasks in enumerate(chunk_tasks(drawn, self.settings.mini_groups)):
             key = (update, round_index, chunk)
             settings = dataclasses.replace(
-                self.rollout_config, group_size=self.config.group_size, seed=chunk_seed(self.seed, update, round_index, chunk)
+                self.rollout_config, group_size=self.group_size, seed=chunk_seed(self.seed, update, round_index, chunk)
             )
             self.workers.send_rollout(key, tasks, settings)
             keys.append(key)

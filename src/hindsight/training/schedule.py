@@ -106,7 +106,7 @@ class Schedule:
 
     def producer(
         self, policy: Policy, env_factory, pool, rates: PassRates, rollout_config, tasks_per_update: int, seed: int,
-        start_update: int, end_update: int, *, batch_size: int, token_budget: int | None,
+        start_update: int, end_update: int, *, group_size: int, batch_size: int, token_budget: int | None,
     ):
         """Who plays the rollouts (use it as a context manager); the asynchronous one draws
         ``tasks_per_update`` tasks per update with this schedule's task draw from ``rates``,
@@ -115,7 +115,7 @@ class Schedule:
         if self.asynchronous is not None:
             return AsyncRollouts(
                 self.asynchronous, policy, env_factory, pool, rates, self.tasks, self.groups, rollout_config, tasks_per_update,
-                seed, start_update, end_update, batch_size=batch_size, token_budget=token_budget,
+                seed, start_update, end_update, group_size=group_size, batch_size=batch_size, token_budget=token_budget,
             )
         return SyncRollouts()
 
