@@ -225,6 +225,7 @@ def test_a_gymnasium_id_plays_a_gold_episode(no_browser_left):  # noqa: F811
 SCRIPT = textwrap.dedent(
     """
     import os, signal, sys, time
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C as in a terminal (a job started in the background inherits SIGINT ignored)
     from hindsight.envs import EnvironmentSpec, make_env
     env = make_env(EnvironmentSpec("miniwob", "click-test"))
     env.reset(0, "train")
