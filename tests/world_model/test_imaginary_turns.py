@@ -13,7 +13,7 @@ import pytest
 
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.methods import MethodContext, build_method
-from hindsight.methods.wmr1 import imagined_turns, wmr1_scores, world_model_calls, world_model_metrics
+from hindsight.methods.wmr1_rewards import imagined_turns, wmr1_scores, world_model_calls, world_model_metrics
 from hindsight.rollout.engine import RolloutConfig, run_rollouts
 from hindsight.rollout.tasks import make_tasks
 from hindsight.training.rl_config import RLConfig

@@ -13,7 +13,7 @@ import torch
 from hindsight import algorithms
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.methods import MethodContext, build_method
-from hindsight.methods.wmr1 import wmr1_scores, world_model_metrics
+from hindsight.methods.wmr1_rewards import wmr1_scores, world_model_metrics
 from hindsight.policy.constrained import ActionTrie
 from hindsight.policy.encoding import collate
 from hindsight.policy.logprobs import token_logprobs

@@ -14,7 +14,7 @@ import torch
 from hindsight import algorithms
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.methods import MethodContext, build_method
-from hindsight.methods.wmr1 import wmr1_scores
+from hindsight.methods.wmr1_rewards import wmr1_scores
 from hindsight.methods.wmr1_replay import SuccessBuffer, groups_to_replay, replay_own_successes
 from hindsight.rollout.engine import RolloutConfig, run_rollouts
 from hindsight.rollout.imagination import CALLS_COLUMN, Imagination

@@ -14,7 +14,7 @@ from hindsight.world_model.environment import RecordedTasks, WorldModelSettings,
 from hindsight.policy.model import build_policy
 from hindsight.policy.tokenizer import train_tokenizer
 from hindsight.training.sft import SFTConfig, train_sft
-from hindsight.methods.wmr1 import wmr1_scores
+from hindsight.methods.wmr1_rewards import wmr1_scores
 from hindsight.world_model.quality import heldout_quality
 from hindsight.world_model.transitions import SOLVED_MARKER, is_solved, transition_examples
 from hindsight.policy.generation import SamplingConfig
@@ -194,7 +194,7 @@ def test_wmr1_training_keeps_imagined_turns_within_their_bound(gold_table, train
     from hindsight.rollout.tasks import make_tasks
     from hindsight.methods import MethodContext, build_method
     from hindsight.training.checkpoint import frozen_copy
-    from hindsight.methods.wmr1 import imagined_turns
+    from hindsight.methods.wmr1_rewards import imagined_turns
     from hindsight.methods.run import train_rl
     from hindsight.training.rl_config import RLConfig
 
