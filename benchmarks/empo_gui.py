@@ -40,6 +40,7 @@ sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
 os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
 
 from behaviour_cloning_settings import benchmark_settings  # noqa: E402
+from empo_start import empo_start  # noqa: E402
 from empo_vs_grpo import _train, pearson  # noqa: E402
 
 
@@ -68,14 +69,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: HINDSIGHT_TORCH_THREADS or all)")
     args = parser.parse_args()
 
-    from hindsight.config import EmpoConfig, rl_setup
-    from hindsight.envs.expert_replay import ReplaySet, expert_trajectories
-    from hindsight.evaluation.heldout import heldout_tasks
-    from hindsight.evaluation.semi_online import evaluate_semi_online
-    from hindsight.methods.empo_run import empo_grid_setup, gold_trajectories
-    from hindsight.evaluation.heldout import heldout_evaluator
-    from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples, build_initial_policy, train_base_policy
-    from hindsight.pipelines.ingestion.nodes import collect_expert_trajectories
+    from hindsight.config import EmpoConfig
+    from hindsight.methods.empo_run import empo_grid_setup
 
     base = environment_parameters(args.env)
     base["ingestion"] = {**base.get("ingestion", {}), "expert_episodes": {"train": args.expert_episodes, "dev": 0, "test": 0}}
@@ -87,23 +82,9 @@ def main() -> None:
         training, tasks_per_game=args.tasks_per_game,
         heldout=dataclasses.replace(training.heldout, episodes_per_game=args.heldout, splits=["seen"], trials_per_task=args.trials),
     )
-    started = time.perf_counter()
-    experts, _ = collect_expert_trajectories(project, settings["ingestion"])  # (steps, screenshots)
-    examples = behaviour_cloning_examples(experts, project)
-    policy = build_initial_policy(examples, project, settings["behaviour_cloning"], None)
-    policy, _ = train_base_policy(policy, examples, project, settings["behaviour_cloning"])
-    cloned = time.perf_counter()
-
-    setup = rl_setup(project, training)
-    online = heldout_evaluator(setup.specs, setup.rollout, setup.heldout)
-    heldout_gold = gold_trajectories(heldout_tasks(setup.specs, setup.heldout)["seen"])
-    semi_online_set = ReplaySet({"test": expert_trajectories(heldout_gold, successful_only=False)})
+    start = empo_start(settings, training)
+    policy, setup, evaluate, semi_online_set = start.policy, start.setup, start.evaluate, start.semi_online_set
     gui = sum(t.gui for t in semi_online_set.by_split["test"])
-
-    def evaluate(model_policy, update: int) -> dict[str, float]:
-        metrics = online(model_policy, update)
-        metrics.update(evaluate_semi_online(model_policy, semi_online_set, setup.rollout, split="test"))
-        return metrics
 
     rl = dataclasses.replace(
         training.rl, updates=args.updates, tasks_per_update=args.tasks_per_update, group_size=args.group_size,
@@ -126,7 +107,7 @@ def main() -> None:
 
     games = [spec.game for spec in setup.specs]
     print(f"settings: conf/{args.env} {' '.join(args.set)}; task types {games}; {args.expert_episodes} gold episodes per type, "
-          f"{args.bc_steps} BC steps ({cloned - started:.0f} s with the gold episodes); {args.updates} updates x "
+          f"{args.bc_steps} BC steps ({start.cloning_seconds:.0f} s with the gold episodes); {args.updates} updates x "
           f"{args.tasks_per_update} tasks x {args.group_size} rollouts; {args.heldout} held-out tasks per type x {args.trials} "
           f"plays; {len(semi_online_set.by_split['test'])} held-out gold episodes ({gui} read as GUI trajectories)")
     print("seconds: " + ", ".join(f"{name} {value:.0f}" for name, value in timings.items()))

@@ -47,6 +47,7 @@ sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
 os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
 
 from behaviour_cloning_settings import benchmark_settings  # noqa: E402
+from empo_start import empo_start  # noqa: E402
 
 
 def pearson(xs: list[float], ys: list[float]) -> float:
@@ -73,14 +74,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: HINDSIGHT_TORCH_THREADS or all)")
     args = parser.parse_args()
 
-    from hindsight.config import EmpoConfig, rl_setup
-    from hindsight.envs.expert_replay import ReplaySet, expert_trajectories
-    from hindsight.evaluation.heldout import heldout_tasks
-    from hindsight.evaluation.semi_online import evaluate_semi_online
-    from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples, build_initial_policy, train_base_policy
-    from hindsight.pipelines.ingestion.nodes import collect_expert_trajectories
-    from hindsight.methods.empo_run import empo_grid_setup, gold_trajectories
-    from hindsight.evaluation.heldout import heldout_evaluator
+    from hindsight.config import EmpoConfig
+    from hindsight.methods.empo_run import empo_grid_setup
 
     base = {
         "ingestion": {"expert_episodes": {"train": args.expert_episodes, "dev": 0, "test": 0}},
@@ -93,22 +88,8 @@ def main() -> None:
         tasks_per_game=args.tasks_per_game,
         heldout=dataclasses.replace(training.heldout, episodes_per_game=args.heldout, splits=["seen"], decodings={"sampled": {"temperature": 1.0}}),
     )
-    started = time.perf_counter()
-    experts, _ = collect_expert_trajectories(project, settings["ingestion"])  # (steps, screenshots)
-    examples = behaviour_cloning_examples(experts, project)
-    policy = build_initial_policy(examples, project, settings["behaviour_cloning"], None)
-    policy, _ = train_base_policy(policy, examples, project, settings["behaviour_cloning"])
-    cloned = time.perf_counter()
-
-    setup = rl_setup(project, training)
-    online = heldout_evaluator(setup.specs, setup.rollout, setup.heldout)
-    heldout_gold = gold_trajectories(heldout_tasks(setup.specs, setup.heldout)["seen"])
-    semi_online_set = ReplaySet({"test": expert_trajectories(heldout_gold, successful_only=False)})
-
-    def evaluate(model_policy, update: int) -> dict[str, float]:
-        metrics = online(model_policy, update)
-        metrics.update(evaluate_semi_online(model_policy, semi_online_set, setup.rollout, split="test"))
-        return metrics
+    start = empo_start(settings, training)
+    policy, setup, evaluate, semi_online_set = start.policy, start.setup, start.evaluate, start.semi_online_set
 
     rl = dataclasses.replace(
         training.rl, updates=args.updates, tasks_per_update=args.tasks_per_update, group_size=args.group_size,
@@ -132,7 +113,7 @@ def main() -> None:
 
     print(f"settings: {' '.join(args.set) or '(project parameters)'}; games {[s.game for s in setup.specs]}; "
           f"preset {settings['behaviour_cloning'].policy.preset}; {args.expert_episodes} expert episodes/game, "
-          f"{args.bc_steps} BC steps ({cloned - started:.0f} s); {args.updates} updates x {args.tasks_per_update} tasks x "
+          f"{args.bc_steps} BC steps ({start.cloning_seconds:.0f} s); {args.updates} updates x {args.tasks_per_update} tasks x "
           f"{args.group_size} rollouts; {args.heldout} held-out tasks/game ({len(semi_online_set.by_split['test'])} gold episodes)")
     print(f"seconds: grpo {timings['grpo']:.0f}, empo {timings['empo']:.0f}")
     print(f"{'method':<6} {'update':>6} {'env steps':>9} {'online %':>8} {'semi-online %':>13} {'progress %':>10}")
