@@ -228,6 +228,7 @@ def test_the_hidden_rooms_135m_configuration_is_hidden_rooms_with_the_pretrained
     settings = check_parameters(_merged_parameters("hidden_rooms_135m"))
     rooms = check_parameters(_merged_parameters("hidden_rooms"))
     assert settings["project"].environment == rooms["project"].environment
+    assert settings["project"].rollout.layout == "multiturn"  # a turn reads only its new observation
     policy = settings["behaviour_cloning"].policy
     assert policy.from_pretrained_model and policy.lora is None and policy.model_dir is None
     stage1 = settings["stage1"]
