@@ -22,6 +22,7 @@ import yaml
 
 from hindsight.envs.miniwob import browser_pool
 from hindsight.envs.miniwob.processes import marked_processes
+from hindsight.world_model.transitions import FAILED_MARKER, ended_lost
 from kedro_project import KedroProject
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,10 +118,15 @@ def test_no_browser_is_left_after_the_run_and_the_limits_are_put_back(miniwob_ru
 def test_wmr1_learns_the_page_and_trains_inside_it(miniwob_run):
     """``--pipeline world_model`` on the page views (held-out scores per action type), then
     ``--pipeline wmr1``: one update inside the world model, no browser left."""
-    _, project = miniwob_run
-    world = project.run(pipeline_names=["world_model"])
+    record, project = miniwob_run
+    world = project.run(pipeline_names=["world_model"], runtime_params={"world_model": {"random_episodes_per_game": 1}})
     examples = pd.read_parquet(world.outputs["05_model_input/world_model_examples.parquet"])
     assert examples["prompt"].str.contains(r"\[\d+\] [A-Z]").all()  # every prompt shows a page view
+    explored = pd.read_parquet(world.outputs["02_intermediate/world_model_exploration.parquet"])
+    assert explored["episode_id"].nunique() == len(TRAINED)  # one random episode per task type, in Chromium
+    steps = pd.concat([explored] + [pd.read_parquet(record.outputs[name]) for name in ("03_primary/trajectories.parquet", "04_feature/skill_rollouts.parquet")])
+    lost = sum(ended_lost(episode.sort_values("step"), JOB["environment"]["max_steps"]) for _, episode in steps.groupby("episode_id"))
+    assert (examples["response"] == FAILED_MARKER).sum() == lost  # every episode the page ended lost, learnt as failed
     evaluation = pd.read_parquet(world.outputs["07_model_output/world_model_evaluation.parquet"])
     kinds = set(evaluation["action_type"])
     assert kinds and kinds <= {"click", "type", "press"}

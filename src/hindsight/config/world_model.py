@@ -34,10 +34,17 @@ class WorldModelConfig:
     use_rollouts: bool = True
     """Also learn from the base policy's rollouts of the skills stage (``skill_rollouts``:
     its mistakes show transitions the expert never made), not only ``trajectories``."""
+    random_episodes_per_game: int = 0
+    """Random-valid-action episodes played in the real environment per game, one on each of
+    the first train-fold tasks, learnt from beside the trajectories
+    (``world_model_exploration``): the expert never errs, so without them the world model
+    sees few episodes end lost (``transitions.FAILED_MARKER``) and judges every ending a win
+    (0: none; a web task needs a browser for them)."""
     terminal_repeat: int = 1
-    """Each training episode's solved step (response ``[task solved]``) appears this many
-    times in the SFT set: a won episode ends once, so the marker the world model judges
-    success by is a small share of the examples (1: as collected)."""
+    """Each training episode's last step when its outcome is known (response ``[task
+    solved]`` or ``[task failed]``) appears this many times in the SFT set: an episode ends
+    once, so the markers the world model judges outcomes by are a small share of the
+    examples (1: as collected)."""
     heldout_fraction: float = 0.2
     """Share of episodes held out (never trained on) to score the world model
     (``EmpoConfig`` holds out its own share of expert trajectories, for EMPO's evaluation)."""
@@ -47,6 +54,8 @@ class WorldModelConfig:
     def __post_init__(self) -> None:
         if not 0 <= self.heldout_fraction < 1:
             raise ValueError(f"world_model.heldout_fraction must be in [0, 1), got {self.heldout_fraction}")
+        if self.random_episodes_per_game < 0:
+            raise ValueError(f"world_model.random_episodes_per_game must be >= 0, got {self.random_episodes_per_game}")
         if self.terminal_repeat < 1:
             raise ValueError(f"world_model.terminal_repeat must be >= 1, got {self.terminal_repeat}")
         if self.model.vision:

@@ -7,12 +7,14 @@ asks the world model for the next observation (greedy, one line; the text format
 
 Three decisions, and why:
 
-- **Success is judged by a rule on the world model's own answer**: the episode is won when
-  the model answers ``SOLVED_MARKER`` (it was trained to, on the last step of every won
-  episode). No separate success head: the table never holds the observation after a
-  winning step, so the one thing a success judge can learn from is "this action ended a won
-  episode", which is exactly what the marker encodes; one model, one held-out score
-  (the marker's exact match on held-out terminal steps, ``world_model_evaluation``).
+- **The outcome is judged by a rule on the world model's own answer**: the episode is won
+  when the model answers ``SOLVED_MARKER`` (it was trained to, on the last step of every won
+  episode) and ends lost when it answers ``FAILED_MARKER`` (the last step of an episode the
+  real environment ended without a win before its step limit). No separate success head:
+  the table never holds the observation after an episode's last step, so the one thing a
+  judge can learn from is "this action ended a won (or a lost) episode", which is exactly
+  what the markers encode; one model, one held-out score (the markers' exact match on
+  held-out terminal steps, ``world_model_evaluation``).
 - **Valid actions come from the recorded real states of the same task**: the valid actions
   of the state reached by the same action sequence when one was recorded, else those of the
   recorded state whose observation is closest to the predicted one (difflib ratio). The
@@ -32,10 +34,10 @@ message, ``IMAGINARY_LAYOUT``), ``(observation, a)`` enters the history the worl
 and the valid actions are those of the state reached. An imaginary turn never ends the
 episode: the prediction is an observation, and only a committed action is judged (the
 official worker marks an episode done only on a committed action, and judges it after the
-last one), so no episode is won with 0 committed actions. A predicted ``SOLVED_MARKER`` is
-shown (``[imagined] [task solved]``) and the state stays where it was (our reading: the
-marker is a terminal answer, no page to step on from; the official world model draws a
-screen). The step info says ``imaginary: True``, so the episode
+last one), so no episode is won with 0 committed actions. A predicted ``SOLVED_MARKER`` or
+``FAILED_MARKER`` is shown (``[imagined] [task solved]``) and the state stays where it was
+(our reading: a marker is a terminal answer, no page to step on from; the official world
+model draws a screen). The step info says ``imaginary: True``, so the episode
 does not count the turn in its step limit (``rollout.live_episode``); ``R_len`` does not count
 it and ``R_wm`` does (``methods.wmr1``). Past the cap the options are gone, and a request all
 the same (free generation) is refused: an invalid action, no world-model call.
@@ -68,13 +70,20 @@ from hindsight.envs.reward import step_reward
 from hindsight.params import not_a_key
 from hindsight.policy import Policy
 from hindsight.policy.generation import generate_text
-from hindsight.world_model.transitions import SOLVED_MARKER, is_solved, transition_prompt
+from hindsight.world_model.transitions import FAILED_MARKER, SOLVED_MARKER, is_failed, is_solved, transition_prompt
 
 
 IMAGINE_PREFIX = "imagine: "
 """The action of an imagined turn: ``imagine: <action>`` asks what ``<action>`` would do."""
 IMAGINARY_LAYOUT = "[imagined] {}"
 """How an imaginary turn's prediction is shown to the policy (its new observation)."""
+
+
+def _outcome_marker(predicted: str) -> str | None:
+    """``SOLVED_MARKER`` or ``FAILED_MARKER`` when the prediction is that outcome, else None."""
+    if is_solved(predicted):
+        return SOLVED_MARKER
+    return FAILED_MARKER if is_failed(predicted) else None
 
 
 def imagined_action(action: str) -> str | None:
@@ -275,8 +284,9 @@ class WorldModelEnvironment(TextEnvironment):
         self.imaginary_used += 1
         predicted = self._predict(action)
         action_valid = not self.valid or action in self.valid
-        if is_solved(predicted):
-            predicted = SOLVED_MARKER
+        marker = _outcome_marker(predicted)
+        if marker is not None:
+            predicted = marker
         else:
             self._move_to(action, predicted)
         reward = step_reward(False, action_valid, self.spec.reward)
@@ -291,15 +301,16 @@ class WorldModelEnvironment(TextEnvironment):
 
     def _advance(self, action: str) -> StepResult:
         """Commit ``action`` in the world model: its prediction becomes the state; a predicted
-        ``SOLVED_MARKER`` wins."""
+        ``SOLVED_MARKER`` wins, a predicted ``FAILED_MARKER`` ends the episode lost."""
         predicted = self._predict(action)
         action_valid = not self.valid or action in self.valid
-        won = is_solved(predicted)
-        self._move_to(action, SOLVED_MARKER if won else predicted)
-        if won:
+        marker = _outcome_marker(predicted)
+        won = marker == SOLVED_MARKER
+        self._move_to(action, marker or predicted)
+        if marker is not None:
             self.valid = []
         reward = step_reward(won, action_valid, self.spec.reward)
-        return self.observation, reward, won, False, self._info(won, action_valid)
+        return self.observation, reward, marker is not None, False, self._info(won, action_valid)
 
     def _move_to(self, action: str, observation: str) -> None:
         """The state after ``action``: ``observation``, the action in the history, the valid

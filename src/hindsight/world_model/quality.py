@@ -2,8 +2,9 @@
 generation, the way the world-model environment queries it) and token accuracy (teacher
 forced: the share of response tokens, EOS included, that are the model's argmax).
 
-Reported overall and separately for terminal examples (the response is ``SOLVED_MARKER``:
-how well the model judges success) and ordinary transitions, and per action type (the first
+Reported overall and separately for terminal examples (the response is ``SOLVED_MARKER`` or
+``FAILED_MARKER``: how well the model judges outcomes; each marker also on its own) and
+ordinary transitions, and per action type (the first
 word of the action played: ``click``, ``type``, ``press`` on a web page; the verb in a text
 game) with a softer score beside exact match: the line score, the F1 of the predicted and true
 observations' lines (``observation_lines``: a page view's element lines, ``[ref] TAG ...``,
@@ -24,6 +25,7 @@ from hindsight.policy import Policy
 from hindsight.policy.encoding import collate, encode_sample
 from hindsight.policy.logprobs import response_logits
 from hindsight.policy.generation import generate_text
+from hindsight.world_model.transitions import FAILED_MARKER, SOLVED_MARKER
 
 QUALITY_COLUMNS = [
     "episode_id", "step", "task_type", "action_type", "terminal", "response", "predicted", "exact_match", "line_score", "token_accuracy",
@@ -101,6 +103,7 @@ def heldout_quality(
             "world_model/heldout_examples": 0.0, "world_model/heldout_exact_match": nan, "world_model/heldout_token_accuracy": nan,
             "world_model/heldout_line_score": nan,
             "world_model/heldout_terminal_exact_match": nan, "world_model/heldout_transition_exact_match": nan,
+            "world_model/heldout_solved_exact_match": nan, "world_model/heldout_failed_exact_match": nan,
         }
     prompts, responses = heldout["prompt"].tolist(), heldout["response"].tolist()
     predicted = [
@@ -123,6 +126,11 @@ def heldout_quality(
     for kind, part in table.groupby("action_type"):
         metrics[f"world_model/heldout_exact_match/{kind}"] = float(part["exact_match"].mean())
         metrics[f"world_model/heldout_line_score/{kind}"] = float(part["line_score"].mean())
-    for name, part in (("terminal", table[table["terminal"]]), ("transition", table[~table["terminal"]])):
+    responses = table["response"].str.strip()
+    parts = (
+        ("terminal", table[table["terminal"]]), ("transition", table[~table["terminal"]]),
+        ("solved", table[responses == SOLVED_MARKER]), ("failed", table[responses == FAILED_MARKER]),
+    )
+    for name, part in parts:
         metrics[f"world_model/heldout_{name}_exact_match"] = float(part["exact_match"].mean()) if len(part) else math.nan
     return table, metrics

@@ -14,10 +14,15 @@ policy rollouts alike): step t of an episode gives one example
 
 whose response is ``o_{t+1}`` (the observation of the episode's next row), on one line.
 The table does not hold the observation after an episode's last step; the last step of a
-won episode gets the response ``SOLVED_MARKER`` instead, and the last step of an episode
-that was not won gives no example (what followed it is unknown). So the same model judges
-success: a world-model episode is won when the model answers ``SOLVED_MARKER`` (a rule on
-the model's own output; see ``hindsight.world_model.environment``).
+won episode gets the response ``SOLVED_MARKER`` instead, and the last step of an episode the
+environment ended without a win before the step limit (a wrong click that closes a web
+task) gets ``FAILED_MARKER``: its outcome is known, the episode is over and lost. The last
+step of an episode cut at the step limit gives no example (what followed it is unknown).
+So the same model judges the outcome: a world-model episode is won when the model answers
+``SOLVED_MARKER`` and lost when it answers ``FAILED_MARKER`` (a rule on the model's own
+output; see ``hindsight.world_model.environment``). Without the failed endings a model
+trained on expert episodes sees only won endings, and every action that may end an episode
+reads as a win to it.
 
 Held-out examples are whole episodes (a stable hash of the episode id), so that no
 held-out transition's history was seen in training.
@@ -35,6 +40,9 @@ from hindsight.policy.prompts import TASK_PREFIX, one_line
 
 SOLVED_MARKER = "[task solved]"
 """The response that says the action solved the task."""
+
+FAILED_MARKER = "[task failed]"
+"""The response that says the action ended the episode without solving the task."""
 
 NEXT_LINE = "Next observation:"
 """The prompt's last line; the response follows it."""
@@ -69,6 +77,20 @@ def is_solved(response: str) -> bool:
     return response.strip().startswith(SOLVED_MARKER)
 
 
+def is_failed(response: str) -> bool:
+    """Whether a world-model answer says the action ended the episode lost."""
+    return response.strip().startswith(FAILED_MARKER)
+
+
+def ended_lost(episode: pd.DataFrame, max_steps: int | None) -> bool:
+    """Whether the environment itself ended ``episode`` (its rows, step order) without a win:
+    its last row is ``done`` and it is shorter than the step limit (an episode of
+    ``max_steps`` rows was cut there; None: the limit is unknown, so no episode counts)."""
+    if max_steps is None or "done" not in episode or len(episode) >= max_steps:
+        return False
+    return bool(episode["done"].iloc[-1]) and not bool(episode["won"].any())
+
+
 def is_heldout(episode_id: str, fraction: float) -> bool:
     """A stable draw of an episode into the held-out share ``fraction`` (hash of its id)."""
     digest = int(hashlib.sha1(str(episode_id).encode()).hexdigest()[:8], 16)
@@ -76,16 +98,18 @@ def is_heldout(episode_id: str, fraction: float) -> bool:
 
 
 def transition_examples(
-    table: pd.DataFrame, *, history: int, max_chars: int, heldout_fraction: float
+    table: pd.DataFrame, *, history: int, max_chars: int, heldout_fraction: float, max_steps: int | None = None
 ) -> pd.DataFrame:
-    """One world-model example per step whose next observation (or solved outcome) is known.
+    """One world-model example per step whose next observation (or outcome) is known.
 
     Args:
         table: Trajectory rows (any sources; ``episode_id``, ``step``, ``task``,
-            ``observation``, ``action``, ``won``, ...).
+            ``observation``, ``action``, ``won``, ``done``, ...).
         history: Earlier steps shown in a prompt.
         max_chars: Longest observation shown.
         heldout_fraction: Share of episodes held out for evaluation.
+        max_steps: The environment's step limit: a lost episode that ended before it ends
+            with ``FAILED_MARKER`` (``ended_lost``); None: lost episodes end with no example.
 
     Returns:
         Columns ``EXAMPLE_COLUMNS``.
@@ -104,6 +128,8 @@ def transition_examples(
                 response, terminal = one_line(observations[t + 1], max_chars), False
             elif bool(won[episode_id]):
                 response, terminal = SOLVED_MARKER, True
+            elif ended_lost(episode, max_steps):
+                response, terminal = FAILED_MARKER, True
             else:
                 continue
             past = list(zip(observations[:t], actions[:t]))[-history:] if history else []

@@ -1,6 +1,7 @@
 """Nodes of the world-model stage and of WM-R1 training (docs/fidelity.md, WM-R1).
 
-World model: examples from the trajectories (and the base policy's rollouts), a model
+World model: examples from the trajectories (and the base policy's rollouts, and random
+episodes on the real environment when ``world_model.random_episodes_per_game`` asks), a model
 (a local HF directory, or the embedded Qwen2 with a tokenizer trained on the examples),
 SFT on the training episodes, then exact match and token accuracy on held-out episodes.
 WM-R1: the policy is trained by GRPO inside the world model (``training.rl.algorithm:
@@ -16,32 +17,64 @@ import pandas as pd
 
 from hindsight import tracking
 from hindsight.config import ProjectConfig, TrainingConfig, WorldModelConfig, rl_setup
+from hindsight.envs import make_env
 from hindsight.world_model.environment import RecordedTasks, WorldModelSimulator
 from hindsight.params import as_dict
 from hindsight.policy import Policy
 from hindsight.policy.model import build_policy, count_parameters, load_policy
 from hindsight.policy.tokenizer import train_tokenizer
 from hindsight.methods.run import run_rl
+from hindsight.rollout.live_episode import TABLE_COLUMNS
+from hindsight.rollout.random_agent import run_random_agent
+from hindsight.rollout.tasks import split_tasks
 from hindsight.training.checkpoint import checkpoint_directory, weights_fingerprint
 from hindsight.training.sft import train_sft
 from hindsight.world_model.quality import heldout_quality
-from hindsight.world_model.transitions import transition_examples
+from hindsight.world_model.transitions import FAILED_MARKER, SOLVED_MARKER, transition_examples
 
 logger = logging.getLogger(__name__)
 
 
-def world_model_examples(trajectories: pd.DataFrame, skill_rollouts: pd.DataFrame, settings: WorldModelConfig) -> pd.DataFrame:
-    """(prompt, response = next observation) examples of every episode, held-out ones marked.
+def explore_for_world_model(project: ProjectConfig, settings: WorldModelConfig) -> pd.DataFrame:
+    """``world_model.random_episodes_per_game`` random-valid-action episodes per game on the
+    real environment (the first train-fold tasks, one episode each): a trajectory table
+    (``rollout.live_episode.TABLE_COLUMNS``), empty when the setting is 0."""
+    if not settings.random_episodes_per_game:
+        return pd.DataFrame(columns=TABLE_COLUMNS)
+    tasks = [task for spec in project.specs() for task in split_tasks(spec, "train", settings.random_episodes_per_game)]
+    result = run_random_agent(make_env, tasks, seed=project.seeds.rollouts, prompt=project.rollout.prompt)
+    table = result.table
+    ended = table.groupby("episode_id", sort=False).agg(won=("won", "any"), steps=("step", "size"))
+    tracking.log_metrics({
+        "world_model/exploration_episodes": float(len(ended)),
+        "world_model/exploration_success_rate": float(ended["won"].mean()) if len(ended) else 0.0,
+    })
+    logger.info("World model: %d random episodes played for its examples (%d won)", len(ended), int(ended["won"].sum()))
+    return table
+
+
+def world_model_examples(
+    trajectories: pd.DataFrame, skill_rollouts: pd.DataFrame, exploration: pd.DataFrame, project: ProjectConfig, settings: WorldModelConfig
+) -> pd.DataFrame:
+    """(prompt, response = next observation or outcome) examples of every episode (the
+    trajectories, the skills stage's rollouts and the random exploration), held-out ones marked.
 
     Returns:
         ``world_model.transitions.EXAMPLE_COLUMNS``.
     """
+    episodes = pd.concat([settings.recorded_episodes(trajectories, skill_rollouts)] + ([exploration] if len(exploration) else []), ignore_index=True)
     examples = transition_examples(
-        settings.recorded_episodes(trajectories, skill_rollouts), history=settings.query.history, max_chars=settings.query.max_observation_chars, heldout_fraction=settings.heldout_fraction
+        episodes, history=settings.query.history, max_chars=settings.query.max_observation_chars,
+        heldout_fraction=settings.heldout_fraction, max_steps=project.environment.max_steps,
     )
     heldout = int(examples["heldout"].sum())
+    outcomes = examples.loc[~examples["heldout"], "response"]
     logger.info("World model: %d training and %d held-out transitions", len(examples) - heldout, heldout)
-    tracking.log_metrics({"world_model/train_examples": float(len(examples) - heldout), "world_model/heldout_examples_total": float(heldout)})
+    tracking.log_metrics({
+        "world_model/train_examples": float(len(examples) - heldout), "world_model/heldout_examples_total": float(heldout),
+        "world_model/train_solved_endings": float((outcomes == SOLVED_MARKER).sum()),
+        "world_model/train_failed_endings": float((outcomes == FAILED_MARKER).sum()),
+    })
     return examples
 
 

@@ -6,6 +6,7 @@ from hindsight.pipelines.settings_nodes import read_settings, stage_pipeline
 from hindsight.pipelines.world_model.nodes import (
     build_world_model,
     evaluate_world_model,
+    explore_for_world_model,
     train_in_world_model,
     train_world_model,
     world_model_examples,
@@ -14,11 +15,17 @@ from hindsight.pipelines.world_model.nodes import (
 
 
 def create_pipeline(**kwargs) -> Pipeline:
-    """The world model: examples -> model -> SFT -> held-out scores."""
+    """The world model: random exploration + examples -> model -> SFT -> held-out scores."""
     return stage_pipeline(
         "world_model",
         [
-            Node(world_model_examples, inputs=["trajectories", "skill_rollouts", "world_model_settings"], outputs="world_model_examples", name="make_world_model_examples"),
+            Node(explore_for_world_model, inputs=["project_settings", "world_model_settings"], outputs="world_model_exploration", name="explore_for_world_model"),
+            Node(
+                world_model_examples,
+                inputs=["trajectories", "skill_rollouts", "world_model_exploration", "project_settings", "world_model_settings"],
+                outputs="world_model_examples",
+                name="make_world_model_examples",
+            ),
             Node(build_world_model, inputs=["world_model_examples", "project_settings", "world_model_settings"], outputs="initial_world_model", name="build_world_model"),
             Node(
                 train_world_model,
