@@ -62,7 +62,9 @@ def world_model_examples(
     Returns:
         ``world_model.transitions.EXAMPLE_COLUMNS``.
     """
-    episodes = pd.concat([settings.recorded_episodes(trajectories, skill_rollouts)] + ([exploration] if len(exploration) else []), ignore_index=True)
+    sources = [trajectories, skill_rollouts, exploration] if settings.use_rollouts else [trajectories, exploration]
+    kept = [source for source in sources if len(source)]
+    episodes = pd.concat(kept, ignore_index=True) if kept else trajectories
     examples = transition_examples(
         episodes, history=settings.query.history, max_chars=settings.query.max_observation_chars,
         heldout_fraction=settings.heldout_fraction, max_steps=project.environment.max_steps,
