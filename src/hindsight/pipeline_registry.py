@@ -13,7 +13,9 @@ on the trajectories and the skills stage's rollouts; ``wmr1`` trains the policy 
 pretrained route's weights once into the catalog (``kedro run --env pretrained`` then starts
 behaviour cloning from them); ``premise_zero_shot`` is Stage 1's premise check on that
 model as it is, with no behaviour cloning, skills stage or Stage 1 (``conf/hidden_rooms_135m``:
-SmolLM2-135M-Instruct zero-shot on hidden rooms, in pieces a rerun resumes). ``state2state`` is the State2State
+SmolLM2-135M-Instruct zero-shot on hidden rooms, in pieces a rerun resumes);
+``premise_behaviour_cloned`` is ingestion, behaviour cloning and that premise check on the
+behaviour-cloned policy, no skills stage or Stage 1 (``conf/hidden_rooms_135m_bc``). ``state2state`` is the State2State
 mid-training stage alone (from the catalog's base policy); ``training_from_state2state`` is
 the training stage started from the catalog's State2State checkpoint; ``with_state2state`` is
 the default run with the State2State stage before training. Every runnable pipeline starts with the
@@ -53,7 +55,8 @@ STAGES = {
 
 def register_pipelines() -> dict[str, Pipeline]:
     """Register each stage alone, ``__default__`` (all stages), ``scoring``, ``experiments``,
-    ``empo``, ``world_model``, ``wmr1``, ``pretrained_model``, ``premise_zero_shot`` and the State2State pipelines.
+    ``empo``, ``world_model``, ``wmr1``, ``pretrained_model``, ``premise_zero_shot``,
+    ``premise_behaviour_cloned`` and the State2State pipelines.
 
     Returns:
         A mapping from pipeline names to ``Pipeline`` objects.
@@ -78,5 +81,8 @@ def register_pipelines() -> dict[str, Pipeline]:
         shared
         + behaviour_cloning.create_pretrained_policy_pipeline("zero_shot_policy")
         + stage1.create_premise_pipeline("zero_shot_policy", ("zero_shot_premise", "zero_shot_premise_summary"))
+    )
+    pipelines["premise_behaviour_cloned"] = sum(before_training[:2], shared) + stage1.create_premise_pipeline(
+        "base_policy", ("behaviour_cloned_premise", "behaviour_cloned_premise_summary")
     )
     return pipelines

@@ -237,6 +237,18 @@ def test_the_hidden_rooms_135m_configuration_is_hidden_rooms_with_the_pretrained
     assert check_parameters(_merged_parameters("base"))["stage1"].premise_tasks_per_piece == 0  # the default run keeps nothing
 
 
+def test_the_hidden_rooms_135m_bc_configuration_is_the_zero_shot_check_after_cloning_with_an_adapter():
+    """conf/hidden_rooms_135m_bc: conf/hidden_rooms_135m's game, layout and premise check, with
+    behaviour cloning through a LoRA adapter first (docs/hidden_information.md)."""
+    cloned = check_parameters(_merged_parameters("hidden_rooms_135m_bc"))
+    zero_shot = check_parameters(_merged_parameters("hidden_rooms_135m"))
+    assert cloned["project"].environment == zero_shot["project"].environment
+    assert cloned["project"].rollout == zero_shot["project"].rollout
+    assert cloned["stage1"] == zero_shot["stage1"]
+    policy = cloned["behaviour_cloning"].policy
+    assert policy.from_pretrained_model and policy.lora is not None and cloned["behaviour_cloning"].sft.max_steps > 0
+
+
 def test_the_dual_control_configuration_builds_on_the_telecom_domain():
     settings = check_parameters(_merged_parameters("dual_control"))
     environment = settings["project"].environment

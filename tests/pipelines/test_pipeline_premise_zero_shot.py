@@ -62,3 +62,34 @@ def test_a_rerun_takes_every_piece_and_writes_the_same_tables(zero_shot_runs):
     for name in ("08_reporting/zero_shot_premise.parquet", "08_reporting/zero_shot_premise_summary.csv"):
         read = pd.read_parquet if name.endswith("parquet") else pd.read_csv
         pd.testing.assert_frame_equal(read(second.outputs[name]), read(first.outputs[name]))
+
+
+BEHAVIOUR_CLONED = {
+    "rollout": {"layout": "multiturn"},
+    "behaviour_cloning": {
+        "policy": {"from_pretrained_model": True, "lora": {"rank": 2, "alpha": 4, "target_modules": ["q_proj", "v_proj"]}},
+        "sft": {"max_steps": 2, "batch_size": 2, "log_every": 1},
+    },
+    "stage1": {"premise_tasks_per_game": 1, "premise_tasks_per_piece": 1, "premise_copy_pairs": 10},
+}
+"""conf/hidden_rooms_135m_bc's shape at conf/test's size: an adapter cloned for 2 steps in the
+multi-turn layout, then the premise on one held-out task per game."""
+
+
+def test_the_behaviour_cloned_check_clones_with_an_adapter_then_checks_the_premise(tmp_path):
+    pipeline = register_pipelines()["premise_behaviour_cloned"]
+    assert {"behaviour_cloning.train_base_policy", "stage1.check_skill_premise"} <= {node.name for node in pipeline.nodes}
+    assert not pipeline.inputs() & {"stage1_policy", "base_policy", "trajectories"}  # it writes what it reads
+    source = tmp_path / "tiny.gguf"
+    write_tiny_gguf(source)
+    project = KedroProject(tmp_path / "project")
+    project.run(pipeline_names=["pretrained_model"], runtime_params={"pretrained_model": {"gguf_path": str(source)}})
+    record = project.run(pipeline_names=["premise_behaviour_cloned"], runtime_params=BEHAVIOUR_CLONED)
+    assert {"08_reporting/behaviour_cloned_premise.parquet", "08_reporting/behaviour_cloned_premise_summary.csv", "06_models/base_policy"} <= set(record.outputs)
+    history = pd.read_parquet(record.outputs["07_model_output/bc_history.parquet"])
+    assert history["step"].max() == 2 and history["loss"].notna().all()
+    table = pd.read_parquet(record.outputs["08_reporting/behaviour_cloned_premise.parquet"])
+    assert len(table[table["skill_source"] == "own"]) == 2 and (table["tokens"] > 0).all()  # one task per game of conf/test
+    metrics = record.mlflow_run.data.metrics
+    assert 0 < metrics["warmup/trainable_parameters"] < metrics["warmup/parameters"]  # the adapter alone trains
+    assert "stage1/premise/own/all/gap_mean" in metrics
