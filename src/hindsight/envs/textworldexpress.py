@@ -44,6 +44,7 @@ from textworld_express.constants import JAR_PATH
 
 from hindsight.envs.adapter import JavaObjectAdapter, ListedActionStep, seed_window
 from hindsight.envs.base import EnvironmentConfigError, EnvironmentSpec, check_split
+from hindsight.envs.coin_expert import walk_map
 from hindsight.envs.tracker import make_info
 from hindsight.envs.java_backend import JavaBackend, shared_backend
 from hindsight.envs.reward import RewardConfig
@@ -160,6 +161,7 @@ class TextWorldExpressEnvironment(ListedActionStep, JavaObjectAdapter):
             )
         self._episode.stop()
         self._state = json.loads(self._call("generateNewGameJSON", int(seed), split, True))
+        self._generated = (int(seed), split, self._state)
         self._task = str(self._call("getTaskDescription")).strip()
         return self._start_episode(self._state["observation"].strip())
 
@@ -189,4 +191,19 @@ class TextWorldExpressEnvironment(ListedActionStep, JavaObjectAdapter):
         )
 
     def _expert_actions(self) -> list[str]:
+        if self.game == "coin":  # the simulator's coin sequence differs from call to call: coin_expert
+            return self._coin_expert_actions()
         return self._call_list("getGoldActionSequence")
+
+    def _coin_expert_actions(self) -> list[str]:
+        """``coin_expert``'s shortest way to the coin: the map walked on this game, then the
+        same task generated again, so that the episode starts where ``reset`` left it."""
+        seed, split, state = self._generated
+
+        def step(action: str) -> tuple[str, list[str]]:
+            walked = json.loads(self._call("stepJSON", action))
+            return walked["observation"], list(walked["validActions"])
+
+        start, found = walk_map(state["observation"], list(state["validActions"]), step)
+        self._state = json.loads(self._call("generateNewGameJSON", seed, split, True))
+        return found.path(start)
