@@ -46,3 +46,15 @@ def test_the_coin_expert_is_the_same_on_every_call_and_wins():
     assert all(rows[-1]["won"] for rows in episodes)
     assert all(len(rows) == len(first[seed]) for rows, seed in zip(episodes, seeds))  # straight to the coin, no step wasted
     assert any(rows[0]["action"].startswith("open door") for rows in episodes)  # some coins lie behind closed doors
+
+
+def test_the_coin_expert_is_asked_for_before_the_first_step():
+    env = make_env(HIDDEN_ROOMS)
+    try:
+        seed = env.seeds("train", 1)[0]
+        env.reset(seed, "train")
+        env.step("look around")
+        with pytest.raises(RuntimeError, match="before the first step"):
+            env.gold_actions()
+    finally:
+        env.close()

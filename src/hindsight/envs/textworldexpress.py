@@ -161,7 +161,7 @@ class TextWorldExpressEnvironment(ListedActionStep, JavaObjectAdapter):
             )
         self._episode.stop()
         self._state = json.loads(self._call("generateNewGameJSON", int(seed), split, True))
-        self._generated = (int(seed), split, self._state)
+        self._generated = (int(seed), split)
         self._task = str(self._call("getTaskDescription")).strip()
         return self._start_episode(self._state["observation"].strip())
 
@@ -197,13 +197,25 @@ class TextWorldExpressEnvironment(ListedActionStep, JavaObjectAdapter):
 
     def _coin_expert_actions(self) -> list[str]:
         """``coin_expert``'s shortest way to the coin: the map walked on this game, then the
-        same task generated again, so that the episode starts where ``reset`` left it."""
-        seed, split, state = self._generated
+        same task generated again, so that the episode starts where ``reset`` left it (asked
+        for before the episode's first step: the walk replaces the simulator's state)."""
+        seed, split = self._generated
+        if self._episode.steps:
+            raise RuntimeError(
+                f"TextWorldExpress coin: the expert's actions are asked for before the first step "
+                f"(task {split}/{seed} is at step {self._episode.steps})"
+            )
 
         def step(action: str) -> tuple[str, list[str]]:
             walked = json.loads(self._call("stepJSON", action))
             return walked["observation"], list(walked["validActions"])
 
-        start, found = walk_map(state["observation"], list(state["validActions"]), step)
+        start, found = walk_map(self._state["observation"], list(self._state["validActions"]), step)
         self._state = json.loads(self._call("generateNewGameJSON", seed, split, True))
-        return found.path(start)
+        path = found.path(start)
+        if not path:
+            raise EnvironmentConfigError(
+                f"TextWorldExpress coin {dict(self.spec.params)}, task {split}/{seed}: the map walk "
+                f"found no way to the coin ({len(found.exits)} rooms seen)"
+            )
+        return path

@@ -44,12 +44,12 @@ def explore_for_world_model(project: ProjectConfig, settings: WorldModelConfig) 
     tasks = [task for spec in project.specs() for task in split_tasks(spec, "train", settings.random_episodes_per_game)]
     result = run_random_agent(make_env, tasks, seed=project.seeds.rollouts, prompt=project.rollout.prompt)
     table = result.table
-    ended = table.groupby("episode_id", sort=False).agg(won=("won", "any"), steps=("step", "size"))
+    won = table.groupby("episode_id", sort=False)["won"].any()
     tracking.log_metrics({
-        "world_model/exploration_episodes": float(len(ended)),
-        "world_model/exploration_success_rate": float(ended["won"].mean()) if len(ended) else 0.0,
+        "world_model/exploration_episodes": float(len(won)),
+        "world_model/exploration_success_rate": float(won.mean()) if len(won) else 0.0,
     })
-    logger.info("World model: %d random episodes played for its examples (%d won)", len(ended), int(ended["won"].sum()))
+    logger.info("World model: %d random episodes played for its examples (%d won)", len(won), int(won.sum()))
     return table
 
 
