@@ -262,7 +262,8 @@ def test_a_hung_launch_is_killed_with_its_ranks_and_names_their_stacks(tmp_path,
     from hindsight.training import torchrun_jobs as distributed
 
     script = tmp_path / "hang.py"
-    script.write_text("import os, sys, time\nprint('rank', os.environ['RANK'], 'started', file=sys.stderr, flush=True)\ntime.sleep(600)\n")
+    # one write per rank: print() writes its parts separately, and two ranks sharing stderr interleaved them
+    script.write_text("import os, time\nos.write(2, ('rank %s started\\n' % os.environ['RANK']).encode())\ntime.sleep(600)\n")
     real_popen = subprocess.Popen
 
     def popen(command, **kwargs):  # the same torchrun, running a script that never ends
