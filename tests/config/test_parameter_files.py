@@ -281,6 +281,20 @@ def test_the_miniwob_configuration_builds_on_trained_and_held_out_web_task_types
     assert not settings["behaviour_cloning"].policy.vision  # the text view; vision: true is the documented variant
 
 
+def test_the_miniwob_grid_is_the_gui_methods_at_one_budget_in_the_real_browser():
+    """conf/miniwob's experiment grid (docs/gui.md, "The GUI grid"): GRPO, SEED, EMPO, WM-R1 and
+    STEPO, three seeds, one RL budget, every cell played on seen and unseen held-out tasks
+    several times (pass^k); WM-R1 reads the catalog's world model, so the grid names it first."""
+    from hindsight.experiments.methods import METHODS
+    from hindsight.experiments.starts import needed_catalog_models
+
+    grid = check_parameters(_merged_parameters("miniwob"))["experiments"].grid
+    assert grid.methods == ["grpo", "seed", "empo", "wmr1", "grpo_stepo"] and len(grid.seeds) == 3
+    assert {METHODS[name].rl.get("algorithm") for name in grid.methods} == {"grpo", "seed", "empo", "wmr1"}
+    assert grid.fractions == [1.0] and grid.heldout.trials_per_task > 1 and grid.heldout.splits == ["seen", "unseen"]
+    assert needed_catalog_models(grid.methods) == {"world_model": ["wmr1"]}
+
+
 def test_rollout_backend_is_chosen_by_configuration():
     """``rollout.backend`` builds the engine every stage's rollouts use: the torch engine by
     default and in conf/pretrained (measured fastest on 2 cores), CTranslate2 when named."""
