@@ -49,6 +49,26 @@ def test_mechanism_table_shows_only_what_a_method_logged():
     assert grpo == "| GRPO | - | - | - | 10% -> 20% |"
 
 
+def test_mechanism_table_shows_the_gui_methods_own_terms():
+    """EMPO's match and patch rates, WM-R1's world-model calls and simulated success and
+    STEPO's kept samples each appear in their method's row only."""
+    logged = {
+        "empo": {"empo/match_rate": 0.5, "empo/patch_rate": 0.25},
+        "wmr1": {"world_model/calls": 12.0, "world_model/simulated_success_rate": 1.0},
+        "grpo_stepo": {"stepo/kept_sample_ratio": 0.75},
+    }
+    rows = [{"cell": f"{method}-f100-s0", "method": method, "seed": 0, "fraction": 1.0, "update": 1, "rollout/success_rate": 0.5, **metrics}
+            for method, metrics in logged.items()]
+    header, _, *lines = mechanism_table(pd.DataFrame(rows)).strip().splitlines()
+    assert header == ("| method | EMPO match rate | EMPO patch rate | world-model calls | simulated success | STEPO kept samples "
+                      "| training success, first -> last update |")
+    assert lines == [
+        "| EMPO | 0.500 | 0.250 | - | - | - | 50% -> 50% |",
+        "| WM-R1 | - | - | 12.000 | 1.000 | - | 50% -> 50% |",
+        "| GRPO + STEPO | - | - | - | - | 0.750 | 50% -> 50% |",
+    ]
+
+
 def test_mechanism_table_is_empty_without_updates():
     assert mechanism_table(pd.DataFrame()) == ""
     assert mechanism_table(_histories().query("update == 0")) == ""  # only the start evaluations

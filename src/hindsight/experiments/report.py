@@ -115,8 +115,15 @@ MECHANISM_METRICS = {
     "opd/teacher_gap_mean": "teacher gap (nats)",
     "opd/teacher_gap_positive_ratio": "gap > 0 share",
     "opd/skill_unrelated_share": "unrelated-skill share",
+    "empo/match_rate": "EMPO match rate",
+    "empo/patch_rate": "EMPO patch rate",
+    "world_model/calls": "world-model calls",
+    "world_model/simulated_success_rate": "simulated success",
+    "stepo/kept_sample_ratio": "STEPO kept samples",
 }
-"""The per-update metrics that show a method's own mechanism ran (SEED's terms), by label."""
+"""The per-update metrics that show a method's own mechanism ran, by label: SEED's terms,
+EMPO's match and patch rates against the expert, WM-R1's world-model calls and the success
+of its simulated episodes, the share of samples STEPO's zero-variance filter kept."""
 
 
 def _pooled_intervals(results: pd.DataFrame, fraction: float = 1.0) -> str:
