@@ -48,6 +48,7 @@ from hindsight.skills.analyzers import AnalyzerConfig, policy_teacher, rule_teac
 from hindsight.skills.episode_views import episodes_from_table
 from hindsight.skills.records import parse_rate
 from hindsight.stage1.premise import premise_metrics, premise_table
+from hindsight.stage1.premise_paired import paired_metrics
 from hindsight.stage1.premise_controls import premise_sources, valid_actions_by_step
 from hindsight.stage1.premise_copy import COPY_COLUMNS, copy_metrics, copy_pairs, copy_test_table
 
@@ -234,6 +235,7 @@ def run_premise_check(
               for k, (name, piece) in enumerate(zip(score_names, played))]
     premise = _source_major([part["premise"] for part in scored], list(sources))
     metrics = premise_metrics(premise, prefix, seed=plan.seed)
+    metrics.update(paired_metrics(premise, prefix, seed=plan.seed))
     metrics.update({f"{prefix}/{key}": value for key, value in control_metrics.items()})
     if plan.copy_pairs:  # the copy test's figures whenever it is on, its counts 0 where no won step gave a pair
         parts = [part["copy"] for part in scored if part["copy"] is not None]

@@ -3,7 +3,9 @@
 ``premise_summary`` turns ``stage1.premise.premise_metrics`` (with the controls' assignment
 metrics of ``stage1.premise_controls`` and the copy test's of ``stage1.premise_copy``, where
 logged) into one row per skill source, outcome and token set, each gap with its 95%
-interval; a control's rows say what it held and changed (``note``: e.g. the share of
+interval, and one row per paired comparison (``own_minus_<control>``,
+``stage1.premise_paired``: the own skill minus a control, episode by episode on the same
+tokens); a control's rows say what it held and changed (``note``: e.g. the share of
 distinct unrelated texts), a control that is not applicable gets a row saying so instead of
 no row, and the copy test a row of its own.
 """
@@ -11,6 +13,8 @@ no row, and the copy test a row of its own.
 from __future__ import annotations
 
 import pandas as pd
+
+from hindsight.stage1.premise_paired import PAIRED_TOKENS
 
 SUMMARY_COLUMNS = (
     "skill_source", "outcome", "tokens_on", "episodes", "tokens", "gap_mean", "gap_low", "gap_high", "informative_share",
@@ -22,12 +26,20 @@ copy test's row (``skill_source`` copy, ``tokens_on`` pairs: its gap is per acti
 ``tokens`` the pairs); ``note`` says what a control held and changed, or why it is not
 applicable (a row of its own, no gap)."""
 
+PAIRED_PREFIX = "own_minus_"
+"""Rows ``own_minus_<control>``: ``stage1.premise_paired``'s paired differences."""
+
 SAME_FORM_NOTE = "own skill, the step's named action replaced by another valid action of that step (steps the own skill names only)"
 
 
 def _source_note(metrics: dict[str, float], prefix: str, source: str) -> str:
-    """What a control's rows measured with (its assignment metrics), "" for other sources."""
+    """What a control's rows measured with (its assignment metrics), what a paired row
+    subtracts, "" for other sources."""
     value = metrics.get
+    if source.startswith(PAIRED_PREFIX):
+        control = source[len(PAIRED_PREFIX):]
+        where = "the steps the own skill names" if PAIRED_TOKENS[control] == "listed" else "every scored token"
+        return f"paired: own minus {control}, per episode on the same tokens ({where}); positive_share: episodes where own is larger"
     if source == "unrelated" and f"{prefix}/unrelated/assigned" in metrics:
         return (f"own skill of another task, same outcome: {value(f'{prefix}/unrelated/assigned'):.0f} assigned, "
                 f"distinct texts {value(f'{prefix}/unrelated/distinct_share'):.2f}, "
@@ -72,7 +84,7 @@ def premise_summary(metrics: dict[str, float], prefix: str = "premise") -> pd.Da
         if parts[-1] != "gap_mean" or len(parts) not in (3, 4):
             continue
         source, outcome = parts[0], parts[1]
-        side = parts[2] if len(parts) == 4 else "all"
+        side = parts[2] if len(parts) == 4 else PAIRED_TOKENS.get(source[len(PAIRED_PREFIX):], "all")
         key = "/".join([prefix, *parts[:-1]])
         rows.append({
             "skill_source": source, "outcome": outcome, "tokens_on": side,
