@@ -234,7 +234,8 @@ def check_skill_premise(stage1_policy: Policy, project: ProjectConfig, settings:
     ``stage1/premise/<source>/<all|won|lost>/{gap_mean,gap_low,gap_high,positive_share,tokens,informative_share}``,
     the split by whether the skill lists the step's action (``.../{listed,unlisted,unsure}/...``),
     the controls' assignment (``stage1/premise/unrelated/distinct_share`` ...,
-    ``stage1/premise/shuffled/applicable_share``) and ``stage1/premise/copy/*``.
+    ``stage1/premise/shuffled/applicable_share``), the own skill minus each control, paired by
+    episode (``stage1/premise/own_minus_<control>/<all|won|lost>/...``) and ``stage1/premise/copy/*``.
 
     With ``premise_tasks_per_piece`` > 0 the plays and the scoring run in pieces of that many
     tasks, each kept under ``premise_pieces_dir`` (``stage1.premise_pieces``): a rerun of the
@@ -276,12 +277,14 @@ def _log_premise(metrics: dict[str, float], episodes: int, prefix: str) -> None:
     logger.info(
         "Skill premise on %d held-out episodes: own-skill gap on won episodes %+.4f (95%% %+.4f..%+.4f; listed %+.4f, "
         "others %+.4f, unsure %+.4f; informative steps %.3f), rule skill %+.4f, unrelated %+.4f (distinct texts %.2f), "
-        "same-form on listed steps %+.4f (own there %+.4f), shuffled %s; copy test %+.4f (95%% %+.4f..%+.4f, "
+        "same-form on listed steps %+.4f (own there %+.4f; own minus same-form, paired, %+.4f, 95%% %+.4f..%+.4f), "
+        "shuffled %s; copy test %+.4f (95%% %+.4f..%+.4f, "
         "%.0f%% positive, %d pairs)",
         episodes, *(value.get(key, nan) for key in (
             "own/won/gap_mean", "own/won/gap_low", "own/won/gap_high", "own/won/listed/gap_mean", "own/won/unlisted/gap_mean",
             "own/won/unsure/gap_mean", "own/won/informative_share", "rule/won/gap_mean", "unrelated/won/gap_mean",
-            "unrelated/distinct_share", "same_form/won/gap_mean", "own/won/listed/gap_mean")),
+            "unrelated/distinct_share", "same_form/won/gap_mean", "own/won/listed/gap_mean",
+            "own_minus_same_form/won/gap_mean", "own_minus_same_form/won/gap_low", "own_minus_same_form/won/gap_high")),
         shuffled, *(value.get(f"copy/{key}", nan) for key in ("gap_mean", "gap_low", "gap_high")),
         100 * value.get("copy/positive_share", nan), int(value.get("copy/pairs", 0)),
     )
