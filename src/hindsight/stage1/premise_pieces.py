@@ -48,9 +48,9 @@ from hindsight.skills.analyzers import AnalyzerConfig, policy_teacher, rule_teac
 from hindsight.skills.episode_views import episodes_from_table
 from hindsight.skills.records import parse_rate
 from hindsight.stage1.premise import premise_metrics, premise_table
-from hindsight.stage1.premise_paired import paired_metrics
 from hindsight.stage1.premise_controls import premise_sources, valid_actions_by_step
 from hindsight.stage1.premise_copy import COPY_COLUMNS, copy_metrics, copy_pairs, copy_test_table
+from hindsight.stage1.premise_paired import paired_metrics
 
 logger = logging.getLogger(__name__)
 

@@ -84,7 +84,8 @@ def premise_summary(metrics: dict[str, float], prefix: str = "premise") -> pd.Da
         if parts[-1] != "gap_mean" or len(parts) not in (3, 4):
             continue
         source, outcome = parts[0], parts[1]
-        side = parts[2] if len(parts) == 4 else PAIRED_TOKENS.get(source[len(PAIRED_PREFIX):], "all")
+        paired = source.startswith(PAIRED_PREFIX)
+        side = parts[2] if len(parts) == 4 else PAIRED_TOKENS[source[len(PAIRED_PREFIX):]] if paired else "all"
         key = "/".join([prefix, *parts[:-1]])
         rows.append({
             "skill_source": source, "outcome": outcome, "tokens_on": side,
