@@ -48,12 +48,15 @@ HEAVIEST_FIRST = [
     # file last.
     "tests/pipelines/test_pipeline_experiments.py",
     "shared stages",
+    "tests/pipelines/test_pipeline_miniwob.py",  # -m slow: about 150 s (the tiny MiniWoB++ job)
     "tests/training/test_distributed.py",
     "tests/reliability/test_kill_resume.py",
+    "tests/pipelines/test_pipeline_experiments_ray.py",  # -m slow: about 90 s (two grids)
     "tests/training/test_async_rollouts.py",
     "tests/reliability/test_rollout_worker_faults.py",
     "tests/training/test_async_schedulers.py",
     "tests/pipelines/test_pipeline_pretrained.py",
+    "tests/pipelines/test_pipeline_seed_release.py",
     "tests/pipelines/test_pipeline_seed_distillation.py",
     "tests/training/test_rl_schedulers_resume.py",
     "tests/training/test_seed_controls.py",
