@@ -67,7 +67,11 @@ def test_no_difference_gives_an_interval_around_zero():
     table = _shifted_table(shift=0.0)
     paired = paired_metrics(table, seed=0)
     assert paired["premise/own_minus_same_form/all/gap_mean"] == pytest.approx(0.0, abs=1e-12)
+    low, high = paired["premise/own_minus_same_form/all/gap_low"], paired["premise/own_minus_same_form/all/gap_high"]
+    assert low == pytest.approx(0.0, abs=1e-12) and high == pytest.approx(0.0, abs=1e-12)  # no episode differs
     assert paired["premise/own_minus_same_form/all/positive_share"] == 0.0
+    separate = premise_metrics(table, seed=0)  # while each source alone spreads widely
+    assert separate["premise/same_form/all/gap_high"] - separate["premise/same_form/all/gap_low"] > 0.5
 
 
 def test_the_summary_has_a_row_per_pair_on_its_token_set():

@@ -40,7 +40,7 @@ PAIRED_CONTROLS = {
 """Control -> (own's column, the control's column, the weight column): the gaps on the tokens
 both scored."""
 
-PAIRED_TOKENS = {"same_form": "listed", "rule": "all", "unrelated": "all", "shuffled": "all"}
+PAIRED_TOKENS = {control: "listed" if weight == "listed_tokens" else "all" for control, (_, _, weight) in PAIRED_CONTROLS.items()}
 """Control -> the token set of its pair, as the summary's ``tokens_on`` names it."""
 
 
