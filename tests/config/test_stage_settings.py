@@ -62,10 +62,13 @@ def _heldout(heldout: HeldoutConfig, rollout: RolloutConfig, random_floor: bool)
         f"{name}/{trial}": _engine(rollout.at(group_size=1, sampling=sampling, seed=heldout.seed + trial))
         for trial in range(play.trials_per_task) for name, sampling in play.decodings.items()
     }
-    return {
+    settings = {
         "episodes_per_game": play.episodes_per_game, "seen_seed_offset": heldout.seen_seed_offset, "splits": list(play.splits),
         "random_floor": random_floor, "seed": heldout.seed, "trials_per_task": play.trials_per_task, "plays": plays,
     }
+    if play.split_episodes:  # a per-split budget (added after the baseline; none there)
+        settings["split_episodes"] = dict(play.split_episodes)
+    return settings
 
 
 def _stages(params: dict) -> dict:
