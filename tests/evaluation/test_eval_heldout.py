@@ -11,9 +11,10 @@ import pytest
 
 from hindsight.envs import make_env
 from hindsight.envs.base import EnvironmentSpec
-from hindsight.evaluation.heldout import HeldoutConfig, HeldoutPlay, evaluate_agents, heldout_tasks
-from hindsight.evaluation.metrics import success_summary
+from hindsight.evaluation.heldout import HeldoutConfig, HeldoutPlay, evaluate_agents, heldout_evaluator, heldout_tasks
+from hindsight.evaluation.metrics import success_summary, wilson_interval
 from hindsight.evaluation.pass_k import pass_k_summary
+from hindsight.params import build
 from hindsight.policy.model import build_policy
 from hindsight.policy.prompts import build_prompt
 from hindsight.policy.tokenizer import train_tokenizer
@@ -66,6 +67,20 @@ def test_unseen_types_play_the_test_fold_of_task_types_never_trained_on():
     assert [(t.spec.game, t.split) for t in tasks] == [("cookingworld", "test")] * 2
     with pytest.raises(ValueError, match="environment.heldout_games"):
         heldout_tasks([SPEC], dataclasses.replace(config, unseen_type_specs=[]))
+
+
+def test_split_episodes_sets_one_splits_tasks_per_game_and_is_checked():
+    config = dataclasses.replace(HELDOUT, play=HeldoutPlay(episodes_per_game=2, split_episodes={"unseen": 5}))
+    tasks = heldout_tasks([SPEC], config)
+    assert (len(tasks["seen"]), len(tasks["unseen"])) == (2, 5)
+    assert [t.seed for t in tasks["unseen"][:2]] == [t.seed for t in heldout_tasks([SPEC], HELDOUT)["unseen"]]
+    built = build(HeldoutPlay, {"episodes_per_game": 3, "split_episodes": {"seen": 1}}, "evaluation.heldout")
+    assert (built.episodes_for("seen"), built.episodes_for("unseen")) == (1, 3)
+    with pytest.raises(ValueError, match=r"unknown split\(s\) \['test'\]"):
+        HeldoutPlay(split_episodes={"test": 4})
+    for bad in (0, -1, 2.5, True, "4"):
+        with pytest.raises(ValueError, match="split_episodes.unseen must be a positive integer"):
+            HeldoutPlay(split_episodes={"unseen": bad})
 
 
 def test_a_task_type_cannot_be_both_trained_and_held_out():
@@ -129,3 +144,20 @@ def test_the_random_floor_replays_as_the_rollout_settings_say(monkeypatch):
     with pytest.raises(StopIteration):
         evaluate_agents(None, [SPEC], make_env, RolloutConfig(episode_replays=0, progress=False), config, include_random=True)
     assert seen["episode_replays"] == 0
+
+
+def test_the_rl_loops_evaluator_logs_a_curve_point_per_split_and_decoding(tiny_policy):
+    """Every decoding's success over all task types with its Wilson 95% interval and its
+    episode count (``heldout/{split}/{decoding}/...``); the first decoding's per-task-type
+    rates stay under ``eval/{split}/{task_type}/...``."""
+    settings = RolloutConfig(sampling=SamplingConfig(max_length=768), progress=False)
+    metrics = heldout_evaluator([SPEC], settings, HELDOUT)(tiny_policy, 0)
+    for split in ("seen", "unseen"):
+        for decoding in ("sampled", "greedy"):
+            prefix = f"heldout/{split}/{decoding}"
+            rate, episodes = metrics[f"{prefix}/success_rate"], metrics[f"{prefix}/episodes"]
+            assert episodes == 2.0
+            low, high = wilson_interval(round(rate * episodes), int(episodes))
+            assert (metrics[f"{prefix}/ci_low"], metrics[f"{prefix}/ci_high"]) == pytest.approx((low, high))
+        assert metrics[f"heldout/{split}/sampled/success_rate"] == metrics[f"eval/{split}/all/success_rate"]
+    assert not any(key.startswith("eval/") and "greedy" in key for key in metrics)

@@ -1,6 +1,7 @@
 """``training.rl.entropy_coef``: the loss of any method gains ``-entropy_coef * H``, H the
 token entropy of the policy's (restricted) distribution over the chosen response tokens,
-aggregated as ``loss_agg``; 0 adds no term.
+aggregated as ``loss_agg``; 0 adds no term (the entropy is then only measured, without
+gradient, as ``health/entropy``).
 
 The reference entropy here is computed independently of the trainer: one plain forward pass
 per sample, a softmax over the ids the constrained decoder allowed at each chosen token."""
@@ -90,18 +91,27 @@ def test_the_coefficient_adds_minus_coef_times_the_mean_token_entropy(tiny_polic
     assert total_loss(bonus) - total_loss(plain) == pytest.approx(-COEF * expected, rel=1e-4)
 
 
-def test_a_zero_coefficient_computes_no_entropy_and_adds_no_metric(tiny_policy, batch, monkeypatch):
+def test_a_zero_coefficient_adds_no_term_and_logs_the_entropy_without_gradient(tiny_policy, batch, monkeypatch):
     def run(config):
         policy = copy.deepcopy(tiny_policy)
         optimizer = torch.optim.SGD(policy.model.parameters(), lr=0.0)
         return update_policy(policy, None, optimizer, batch, config, build_method(config), torch.Generator().manual_seed(0))
 
-    with monkeypatch.context() as patched:  # at 0 the update never computes an entropy (hot path)
-        for module in (logprobs, episode_batches):
-            patched.setattr(module, "restricted_entropy", lambda *args: pytest.fail("entropy computed at entropy_coef 0"))
+    grad_enabled = []
+    original = logprobs.restricted_entropy
+
+    def spy(*args):
+        grad_enabled.append(torch.is_grad_enabled())
+        return original(*args)
+
+    with monkeypatch.context() as patched:  # at 0 the entropy is a metric: measured, but no graph over the vocabulary
+        patched.setattr(logprobs, "restricted_entropy", spy)
         plain = run(BASE)
     bonus = run(dataclasses.replace(BASE, entropy_coef=COEF))
     assert BASE.entropy_coef == 0.0 and "losses/entropy" not in plain
+    assert grad_enabled and not any(grad_enabled)
+    assert plain["health/entropy"] == pytest.approx(reference_mean_entropy(tiny_policy.model, batch.samples), rel=1e-4)
+    assert bonus["health/entropy"] == pytest.approx(plain["health/entropy"], rel=1e-6)
     assert bonus["losses/ppo"] == pytest.approx(plain["losses/ppo"], rel=1e-5)
     assert bonus["losses/entropy"] == pytest.approx(reference_mean_entropy(tiny_policy.model, batch.samples), rel=1e-4)
     assert bonus["losses/total"] == pytest.approx(plain["losses/total"] - COEF * bonus["losses/entropy"], rel=1e-5)
@@ -126,3 +136,16 @@ def test_restricted_entropy_known_answers():
     logits.requires_grad_(True)
     restricted_entropy(logits, allowed).sum().backward()
     assert torch.isfinite(logits.grad).all()
+
+
+def test_the_detached_entropy_is_the_entropy_in_chunks_without_gradient(monkeypatch):
+    """The metric form (``health/entropy`` at ``entropy_coef`` 0): the same values, in chunks
+    of the leading axis, no graph."""
+    monkeypatch.setattr(logprobs, "ENTROPY_CHUNK_POSITIONS", 4)  # 3 positions per row: one row per chunk
+    torch.manual_seed(0)
+    logits = torch.randn(5, 3, 7, requires_grad=True)
+    allowed = torch.randint(-1, 7, (5, 3, 2))
+    detached = logprobs.detached_entropy(logits, allowed)
+    assert not detached.requires_grad
+    torch.testing.assert_close(detached, restricted_entropy(logits, allowed).detach())
+    torch.testing.assert_close(logprobs.detached_entropy(logits[0], None), restricted_entropy(logits[0], None).detach())

@@ -74,7 +74,7 @@ def test_episodes_cut_across_micro_batches_step_as_one_pass(warm_policy, episode
     micro, micro_metrics = step(warm_policy, samples, old, dataclasses.replace(ESPO, micro_batch_tokens=1))
     assert whole.abs().max() > 0
     torch.testing.assert_close(micro, whole, rtol=0, atol=1e-5 * float(whole.abs().max()))
-    for key in ("losses/ppo", "espo/ratio_mean", "espo/ratio_max", "rollout/logprob_gap"):
+    for key in ("losses/ppo", "espo/ratio_mean", "espo/ratio_max", "rollout/logprob_gap", "health/entropy"):
         assert micro_metrics[key] == pytest.approx(whole_metrics[key], rel=1e-4, abs=1e-6), key
 
 

@@ -24,6 +24,7 @@ from hindsight.methods.run import train_rl
 from hindsight.training.rl_config import RLConfig
 
 WALL_CLOCK_COLUMNS = ["charts/update_seconds"]
+"""Wall-clock columns (and every ``time/*`` phase timing) differ between runs by nature."""
 SKILL_BANK = {"twc": "Take each object you see, then put it in its usual place before looking around again."}
 
 
@@ -70,16 +71,19 @@ def resumed(warm_policy, twc_tasks, tmp_path_factory):
 
 
 def without_wall_clock(history: pd.DataFrame) -> pd.DataFrame:
-    return history.drop(columns=[c for c in WALL_CLOCK_COLUMNS if c in history]).reset_index(drop=True)
+    return history.drop(columns=[c for c in history if c in WALL_CLOCK_COLUMNS or c.startswith("time/")]).reset_index(drop=True)
 
 
 def test_uninterrupted_run_logs_every_update(uninterrupted):
     result, directory = uninterrupted
     history = result.history
     assert history["update"].tolist() == [1, 2, 3]
-    for name in ("ppo/clipfrac", "ppo/approx_kl", "kl/ref", "opd/gate_mean", "opd/bank_hit_rate", "losses/opd"):
+    for name in ("ppo/clipfrac", "ppo/approx_kl", "kl/ref", "opd/gate_mean", "opd/bank_hit_rate", "losses/opd",
+                 "health/entropy", "health/kl_to_start", "health/zero_variance_group_share", "rollout/env_episodes"):
         assert history[name].notna().all(), name
     assert (history["opd/bank_hit_rate"] == 1.0).all()  # every episode finds its skill in the bank
+    for phase in ("rollout", "signals", "prepare", "update"):  # the phase timings benchmarks/rl_update_cost.py reads
+        assert (history[f"time/{phase}_s"] >= 0).all() and (history["time/rollout_s"] > 0).all(), phase
     assert "opd/skill_parse_rate" not in history  # a bank hit is not a parse
     assert (history["rollout/success_rate"] > 0).any() and (history["losses/ppo"] != 0).any()
     assert [p.name for p in list_checkpoints(directory)] == ["update_000002", "update_000003"]  # keep_last=2

@@ -123,8 +123,14 @@ class TrainingConfig:
     """Checkpoints live under a fingerprint of the run's settings and starting weights. Each
     RL stage has its own root (``EmpoConfig``, ``State2StateConfig``), so none resumes from
     another's checkpoints."""
-    heldout: HeldoutPlay = field(default_factory=lambda: HeldoutPlay(episodes_per_game=8))
-    """Held-out evaluation during training (every ``rl.eval_every`` updates)."""
+    heldout: HeldoutPlay = field(
+        default_factory=lambda: HeldoutPlay(
+            episodes_per_game=8, decodings={"sampled": {"temperature": 0.4}, "greedy": {"temperature": 0.0}}
+        )
+    )
+    """Held-out evaluation during training (every ``rl.eval_every`` updates; the training
+    pipeline then also evaluates the start): the points of the run's held-out curve, sampled
+    and greedy (``evaluation.curves``)."""
     rl: RLConfig = field(default_factory=RLConfig)
     """The core loop's settings, the method (``rl.algorithm``) and its own (``rl.methods``).
     Each RL stage holds its own, with its own method and budget (``EmpoConfig``,

@@ -12,7 +12,9 @@ trained on, in two splits like ALFWorld's seen/unseen.
 pass^k (``evaluation.pass_k``).
 
 Used by the evaluation pipeline and, every K updates, by the RL loop (``heldout_evaluator``:
-the success rates, pass^k and world-model calls an RL run logs).
+the success rates, pass^k and world-model calls an RL run logs, and the points of its
+held-out curve, ``curve_key``: per split and decoding the success rate over all task types
+with its Wilson 95% interval and episode count, drawn by ``evaluation.curves``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,15 @@ HELDOUT_SPLITS = ("seen", "unseen")
 """The splits every stage plays unless told otherwise."""
 UNSEEN_TYPES = "unseen_types"
 KNOWN_SPLITS = (*HELDOUT_SPLITS, UNSEEN_TYPES)
+CURVE_PREFIX = "heldout"
+CURVE_STATS = ("success_rate", "ci_low", "ci_high", "episodes")
+"""What a held-out curve point logs per split and decoding (``curve_key``)."""
+
+
+def curve_key(split: str, decoding: str, stat: str) -> str:
+    """``heldout/{split}/{decoding}/{stat}``: a held-out curve point's metric (``CURVE_STATS``),
+    over all task types, for every decoding of ``HeldoutPlay.decodings``."""
+    return f"{CURVE_PREFIX}/{split}/{decoding}/{stat}"
 
 
 @dataclass
@@ -56,6 +67,10 @@ class HeldoutPlay:
     episodes_per_game: int = 25
     """Tasks per game and split (one episode each; ``TeacherFitConfig.episodes_per_game``
     counts the training tasks the teacher fit plays)."""
+    split_episodes: dict[str, int] = field(default_factory=dict)
+    """Split -> its own tasks per game, in place of ``episodes_per_game`` for that split
+    (``{unseen: 400}`` with ``episodes_per_game: 100`` plays 100 seen and 400 unseen tasks
+    per game: a tighter interval where the comparison is made, ``evaluation.paired_gain``)."""
     splits: list[str] = field(default_factory=lambda: list(HELDOUT_SPLITS))
     """seen = train-fold seeds never trained on; unseen = the test fold; unseen_types = the
     test fold of task types never trained on (``environment.heldout_games``)."""
@@ -75,6 +90,23 @@ class HeldoutPlay:
             raise ValueError(f"held-out splits: unknown split(s) {unknown}; use {list(KNOWN_SPLITS)}")
         if isinstance(self.trials_per_task, bool) or not isinstance(self.trials_per_task, int) or self.trials_per_task < 1:
             raise ValueError(f"held-out trials_per_task must be a positive integer, got {self.trials_per_task!r}")
+        self.split_episodes = _split_episodes(self.split_episodes)
+
+    def episodes_for(self, split: str) -> int:
+        """Tasks per game of ``split``: its ``split_episodes`` entry, else ``episodes_per_game``."""
+        return self.split_episodes.get(split, self.episodes_per_game)
+
+
+def _split_episodes(counts: dict[str, int] | None) -> dict[str, int]:
+    """``HeldoutPlay.split_episodes`` checked: known splits, positive integer counts."""
+    counts = dict(counts or {})
+    unknown = sorted(set(counts) - set(KNOWN_SPLITS))
+    if unknown:
+        raise ValueError(f"held-out split_episodes: unknown split(s) {unknown}; use {list(KNOWN_SPLITS)}")
+    for split, count in counts.items():
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"held-out split_episodes.{split} must be a positive integer, got {count!r}")
+    return counts
 
 
 @dataclass
@@ -106,17 +138,18 @@ def heldout_tasks(specs: Sequence[EnvironmentSpec], config: HeldoutConfig) -> di
     tasks: dict[str, list[TaskRef]] = {}
     play = config.play
     for split in play.splits:
+        count = play.episodes_for(split)
         if split == "seen":
-            tasks[split] = [task for spec in specs for task in seen_tasks(spec, play.episodes_per_game, config.seen_seed_offset)]
+            tasks[split] = [task for spec in specs for task in seen_tasks(spec, count, config.seen_seed_offset)]
         elif split == UNSEEN_TYPES:
             if not config.unseen_type_specs:
                 raise ValueError(
                     'The held-out split "unseen_types" plays task types never trained on: list them in '
                     "environment.heldout_games, or leave the split out of the stage's heldout.splits."
                 )
-            tasks[split] = [task for spec in config.unseen_type_specs for task in split_tasks(spec, "test", play.episodes_per_game)]
+            tasks[split] = [task for spec in config.unseen_type_specs for task in split_tasks(spec, "test", count)]
         else:
-            tasks[split] = [task for spec in specs for task in split_tasks(spec, "test", play.episodes_per_game)]
+            tasks[split] = [task for spec in specs for task in split_tasks(spec, "test", count)]
     return tasks
 
 
@@ -196,7 +229,9 @@ def heldout_evaluator(
     """``(policy, update) -> metrics``: success rate and episode count per held-out split and
     task type of the first decoding in ``heldout.play.decodings``, with ``heldout.play.trials_per_task``
     above 1 also ``eval/{split}/{task_type}/pass_hat_{k}`` for k = 1..trials (and the
-    in-response world-model calls per step when ``rollout.imagination`` is set)."""
+    in-response world-model calls per step when ``rollout.imagination`` is set); and for every
+    decoding the curve point over all task types (``curve_key``: success rate, Wilson 95%
+    interval, episodes)."""
     first = next(iter(heldout.play.decodings))
 
     def evaluate(policy, update: int) -> dict[str, float]:
@@ -207,6 +242,9 @@ def heldout_evaluator(
             if row.agent == f"policy-{first}":
                 metrics[f"eval/{row.eval_split}/{row.task_type}/success_rate"] = row.success_rate
                 metrics[f"eval/{row.eval_split}/{row.task_type}/episodes"] = float(row.episodes)
+            if row.task_type == "all":
+                decoding = row.agent.removeprefix("policy-")
+                metrics.update({curve_key(row.eval_split, decoding, stat): float(getattr(row, stat)) for stat in CURVE_STATS})
         if heldout.play.trials_per_task > 1:
             played = steps[steps["agent"] == f"policy-{first}"]
             for row in pass_k_summary(played, resamples=1).itertuples(index=False):

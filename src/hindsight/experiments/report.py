@@ -2,8 +2,9 @@
 summaries out). Numbers are mean +- std over seeds of the final held-out success of each
 cell, with a 95% interval over the seeds' pooled episodes (and pass^1..pass^k where the
 cells played several trials per task); every row names its cells' MLflow
-run ids so a number can be traced to its runs, and the mechanism table shows what each
-method's own terms did (parse rate, distillation loss, gate, teacher gap)."""
+run ids so a number can be traced to its runs, the mechanism table shows what each
+method's own terms did (parse rate, distillation loss, gate, teacher gap), and the curve and
+health tables (``experiments.curves_report``) how each method got there, update by update."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from hindsight.evaluation.metrics import wilson_interval  # noqa: E402
+from hindsight.experiments.curves_report import curves_section  # noqa: E402
 from hindsight.experiments.methods import METHODS  # noqa: E402
 
 _METRIC = re.compile(r"^eval/(?P<split>[^/]+)/(?P<task_type>[^/]+)/success_rate$")
@@ -176,7 +178,8 @@ def markdown_report(
     cells: pd.DataFrame, results: pd.DataFrame, preset: str, data_versions: dict | None = None, histories: pd.DataFrame | None = None
 ) -> str:
     """One page: the main table (fraction 1.0) and its pooled 95% intervals, the mechanism
-    table (from ``histories``), the data-efficiency table, the cells with their status, node,
+    table, the held-out curves and the run health per method (from ``histories``,
+    ``experiments.curves_report``), the data-efficiency table, the cells with their status, node,
     wall time and MLflow run ids, and the data versions behind them."""
     lines = [f"# Experiment report (preset `{preset}`)", ""]
     lines += ["Held-out success % (mean ± std over seeds), fraction of training tasks = 100%:", "", _wide(results, 1.0)]
@@ -189,6 +192,7 @@ def markdown_report(
     mechanism = mechanism_table(histories)
     if mechanism:
         lines += ["## Mechanism (mean over cells and updates, fraction 100%)", "", mechanism]
+    lines += curves_section(histories)
     fractions = sorted(set(results["fraction"])) if len(results) else []
     if len(fractions) > 1:
         lines += ["## Data efficiency (average over task types)", ""]

@@ -287,7 +287,9 @@ def train_rl(
         for update in range(start_update, end_update):
             started = time.perf_counter()
             batch = play_update(policy, method, producer, env_factory, state, rollout_config, config, seed, update, parallel)
+            played_at = time.perf_counter()
             metrics = {**batch.metrics, **score_batch(policy, method, batch, config, state.schedule, max_steps)}
+            scored_at = time.perf_counter()
             played = batch.played
             if parallel is not None:  # every rank gets the whole batch; the update runs on stripes of it
                 batch = gather_update_batch(parallel, batch)
@@ -299,7 +301,9 @@ def train_rl(
             state.schedule.correction.apply(  # an inexact rollout backend
                 policy, batch, rollout_config, metrics, batch_size=config.mini_batch_size, token_budget=config.micro_batch_tokens
             )
+            trained_at = time.perf_counter()
             metrics.update(train_on_batch(policy, reference_model, method, batch, config, state, parallel))
+            metrics.update(phase_seconds(started, played_at, scored_at, trained_at, time.perf_counter()))
             producer.publish(update + 1)
             metrics.update(rollout_metrics(played, simulated=batch.simulated))
             metrics.update(method.rollout_metrics(played))
@@ -308,6 +312,20 @@ def train_rl(
             finish_update(policy, method, batch, played, metrics, state, config, update + 1, writer, evaluate, log_metrics, checkpoint_dir)
     run = state.run
     return RLRunResult(policy=policy, history=pd.DataFrame(run.history), skills=run.last_skills, last_rollout=run.last_rollout)
+
+
+def phase_seconds(started: float, played: float, scored: float, trained: float, updated: float) -> dict[str, float]:
+    """Wall seconds of the update's phases (``time/*``): the rollouts (with the method's
+    changes to the batch), the method's signals and advantages (SEED's re-scoring), the
+    batch's preparation for the update (gather, proximal log-probs, backend correction) and
+    the update itself (reference log-probs, PPO epochs). Evaluation and checkpoint are timed
+    in ``finish_update``."""
+    return {
+        "time/rollout_s": played - started,
+        "time/signals_s": scored - played,
+        "time/prepare_s": trained - scored,
+        "time/update_s": updated - trained,
+    }
 
 
 def train_on_batch(
@@ -329,7 +347,9 @@ def finish_update(
     """Evaluation when due, the history row, logging, and the checkpoint."""
     run = state.run
     if writer and evaluate is not None and config.eval_every and (done % config.eval_every == 0 or done == config.updates):
+        evaluated = time.perf_counter()
         metrics.update(evaluate(policy, done))
+        metrics["time/eval_s"] = time.perf_counter() - evaluated
     metrics["charts/env_steps_total"] = (run.history[-1]["charts/env_steps_total"] if run.history else 0.0) + metrics["rollout/env_steps"]
     run.history.append({"update": done, **metrics})
     if batch.skills is not None:

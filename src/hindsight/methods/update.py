@@ -4,6 +4,8 @@ over micro-batches (``minibatch_step``), and the loss of one micro-batch assembl
 function, term by term (``micro_batch_loss_terms``): PPO clip (or decoupled PPO on stale
 samples), the method's own terms (``Method.extra_loss_terms``: SEED's gated distillation),
 the entropy bonus (``training.rl.entropy_coef``, any method) and the KL to the reference.
+Every update also logs the run's health whatever the coefficients (``health_metrics``:
+``health/entropy``, ``health/kl_to_start``), measured without gradient when not a loss term.
 
 Token tensors are response-aligned: with left padding the response of every sample ends at
 the last column, so the last R columns of a [B, L] batch hold the responses, right-aligned.
@@ -55,11 +57,17 @@ def micro_batch_loss_terms(
     2. the method's own terms (``Method.extra_loss_terms``: SEED's gated distillation on the
        samples that have a teacher);
     3. ``entropy``, weighing ``-entropy_coef``, when ``training.rl.entropy_coef`` is not 0;
-    4. ``kl`` to the reference, weighing ``kl_coef``, when a reference is given.
+    4. ``kl`` to the reference, weighing ``kl_coef``, when ``kl_coef`` is not 0.
+
+    Whatever the coefficients, the policy term also carries the run's health
+    (``health_metrics``): the token entropy and, with ``reference_rows``, the KL to the
+    start, measured without gradient when they are no loss term (the loss is then the same).
     """
     chunk = micro.samples
     agg = config.ppo.loss_agg
-    logp, mask, width, entropy = policy_response_logprobs(model, chunk, pad, device, entropy=bool(config.entropy_coef))
+    logp, mask, width, entropy = policy_response_logprobs(
+        model, chunk, pad, device, entropy=True, entropy_grad=bool(config.entropy_coef)
+    )
     old = pad_right_aligned(micro.old_logp, width)
     has_teacher = torch.tensor([row is not None for row in micro.teacher_logp], dtype=torch.float32)
     teacher = pad_right_aligned(
@@ -91,11 +99,28 @@ def micro_batch_loss_terms(
     # 3. the entropy bonus, logged as losses/entropy (the aggregated entropy)
     if config.entropy_coef:
         terms.append(LossTerm("entropy", algorithms.aggregate_loss(entropy, mask, agg), mask, {}, coefficient=-config.entropy_coef))
-    # 4. the KL to the reference
+    # 4. the KL to the reference (the start)
+    kl_tokens = None
     if reference_rows is not None:
-        kl = algorithms.aggregate_loss(algorithms.kl_low_var(logp, pad_right_aligned(reference_rows, width)), mask, agg)
-        terms.append(LossTerm("kl", kl, mask, {}, coefficient=config.kl_coef))
+        reference = pad_right_aligned(reference_rows, width)
+        kl_tokens = algorithms.kl_low_var(logp if config.kl_coef else logp.detach(), reference)
+        if config.kl_coef:
+            terms.append(LossTerm("kl", algorithms.aggregate_loss(kl_tokens, mask, agg), mask, {}, coefficient=config.kl_coef))
+    # the run's health on the policy term (a term summed as it is, ESPO's, takes its token share)
+    scale = episodes.token_share(mask) if episodes is not None else 1.0
+    terms[0].metrics.update({key: scale * value for key, value in health_metrics(entropy, kl_tokens, mask).items()})
     return terms
+
+
+def health_metrics(entropy: torch.Tensor, kl_tokens: torch.Tensor | None, mask: torch.Tensor) -> dict[str, float]:
+    """``health/entropy`` (token mean of the policy's entropy over the chosen response
+    tokens) and, with a reference, ``health/kl_to_start`` (token mean of the low-variance KL
+    estimate to the starting policy): detached, logged whatever ``entropy_coef`` and
+    ``kl_coef`` are, so a collapse or a drift shows in every run."""
+    metrics = {"health/entropy": float(algorithms.masked_mean(entropy.detach(), mask))}
+    if kl_tokens is not None:
+        metrics["health/kl_to_start"] = float(algorithms.masked_mean(kl_tokens.detach(), mask))
+    return metrics
 
 
 class ReferenceLogprobs:
@@ -164,7 +189,13 @@ def update_policy(
     pad = policy.tokenizer.pad_token_id
     if objective is not None:
         objective.check(method, parallel=parallel is not None)
-    reference = ReferenceLogprobs(reference_model, batch.samples, config, pad, lazy=parallel is not None) if config.kl_coef else None
+    if config.kl_coef and reference_model is None:
+        raise ValueError("training.rl.kl_coef is not 0 but no reference model was given")
+    # the reference is always scored when given: the KL to the start is logged even at kl_coef 0
+    reference = (
+        ReferenceLogprobs(reference_model, batch.samples, config, pad, lazy=parallel is not None)
+        if reference_model is not None else None
+    )
     replica = parallel.wrap(model) if parallel is not None else model  # what the gradients flow through
     multiturn = is_multiturn(batch.samples)
     minibatches = minibatches or MinibatchOrder()

@@ -112,11 +112,15 @@ def token_logprobs(model, batch: TokenBatch, prefix: CachedPrefix | None = None)
     return _response_scores(model, batch, prefix, entropy=False)[0]
 
 
-def token_logprobs_and_entropy(model, batch: TokenBatch, prefix: CachedPrefix | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def token_logprobs_and_entropy(
+    model, batch: TokenBatch, prefix: CachedPrefix | None = None, entropy_grad: bool = True
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``token_logprobs`` and, from the same forward pass, the entropy of the distribution
     each log-prob is drawn from (restricted to the position's allowed ids where given,
-    ``restricted_entropy``): two float32 [B, L] tensors, 0 outside ``response_mask``."""
-    return _response_scores(model, batch, prefix, entropy=True)  # type: ignore[return-value]
+    ``restricted_entropy``): two float32 [B, L] tensors, 0 outside ``response_mask``. Without
+    ``entropy_grad`` the entropy is computed without gradient (a metric only: no graph kept
+    over the vocabulary)."""
+    return _response_scores(model, batch, prefix, entropy=True, entropy_grad=entropy_grad)  # type: ignore[return-value]
 
 
 def restricted_entropy(logits: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
@@ -143,6 +147,32 @@ def restricted_entropy(logits: torch.Tensor, allowed: torch.Tensor | None) -> to
     return torch.where(restricted, inside, _entropy(logits, None))
 
 
+ENTROPY_CHUNK_POSITIONS = 1024
+"""Positions per chunk of ``detached_entropy``: bounds its temporaries to a few
+[1024, vocabulary] tensors whatever the micro-batch."""
+
+
+@torch.no_grad()
+def detached_entropy(logits: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
+    """``restricted_entropy`` as a metric: without gradient, over chunks of the leading axis
+    of about ``ENTROPY_CHUNK_POSITIONS`` positions each, so that measuring it in every update
+    adds no graph and little memory over the vocabulary.
+
+    Args:
+        logits: [N, ..., V] float logits.
+        allowed: [N, ..., A] allowed ids (``restricted_entropy``) or None.
+    """
+    logits = logits.detach()
+    if not len(logits):
+        return restricted_entropy(logits, allowed)
+    positions = max(1, logits[0].numel() // logits.shape[-1])
+    step = max(1, ENTROPY_CHUNK_POSITIONS // positions)
+    return torch.cat([
+        restricted_entropy(logits[i : i + step], allowed[i : i + step] if allowed is not None else None)
+        for i in range(0, len(logits), step)
+    ])
+
+
 def _entropy(logits: torch.Tensor, padding: torch.Tensor | None) -> torch.Tensor:
     """``-sum p log p`` of ``softmax(logits)`` over the last axis, ``padding`` entries left
     out (probability 0, no term)."""
@@ -154,7 +184,7 @@ def _entropy(logits: torch.Tensor, padding: torch.Tensor | None) -> torch.Tensor
 
 
 def _response_scores(
-    model, batch: TokenBatch, prefix: CachedPrefix | None, *, entropy: bool
+    model, batch: TokenBatch, prefix: CachedPrefix | None, *, entropy: bool, entropy_grad: bool = True
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(log-probs [B, L], entropies [B, L] or None): one forward pass (``token_logprobs``)."""
     device = next(model.parameters()).device
@@ -182,6 +212,7 @@ def _response_scores(
     full = torch.zeros(batch.input_ids.shape, dtype=logprobs.dtype, device=device)
     entropies = None
     if entropy:
-        response_entropy = torch.where(mask, restricted_entropy(logits, allowed), torch.zeros_like(target_logits))
+        values = restricted_entropy(logits, allowed) if entropy_grad else detached_entropy(logits, allowed)
+        response_entropy = torch.where(mask, values, torch.zeros_like(target_logits))
         entropies = torch.cat([full[:, :-span], response_entropy], dim=1)
     return torch.cat([full[:, :-span], logprobs], dim=1), entropies

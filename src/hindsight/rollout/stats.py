@@ -6,7 +6,9 @@ run reports: success rate, mean steps, the invalid-action rate (steps the enviro
 (actions not among the listed valid actions: what free generation gets wrong; always 0
 under constrained decoding). ``rollout_metrics`` adds the ``faults/...`` counts of the
 rollout (failed episodes, their rate, step timeouts, environment restarts; ``faults``),
-which ``run_rollouts`` leaves in the table's ``attrs``.
+which ``run_rollouts`` leaves in the table's ``attrs``, and the run's health that a rollout
+shows: ``health/zero_variance_group_share`` (``zero_variance_group_share``), the share of
+groups whose episodes all got the same return, which give a group-relative method no signal.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Mapping
 
 import pandas as pd
 
+from hindsight import algorithms
 from hindsight.data.outcomes import episode_outcomes
 
 FAULTS_ATTR = "faults"
@@ -66,7 +69,8 @@ def rollout_metrics(table: pd.DataFrame, faults: Mapping[str, float] | None = No
         faults: ``RolloutFaults.metrics()`` of the rollout; None: the ones ``run_rollouts``
             left in ``table.attrs`` (none for a table from elsewhere).
         simulated: The steps were played in a world model (WM-R1), not the environment:
-            ``rollout/env_steps`` is 0 (WM-R1 counts them as ``world_model/simulated_steps``).
+            ``rollout/env_steps`` and ``rollout/env_episodes`` are 0 (WM-R1 counts them as
+            ``world_model/simulated_steps``).
     """
     episodes = episode_outcomes(table).sort_values("episode_id")
     metrics = {
@@ -75,7 +79,23 @@ def rollout_metrics(table: pd.DataFrame, faults: Mapping[str, float] | None = No
         "rollout/mean_steps": float(episodes["length"].mean()),
         "rollout/invalid_action_rate": float(1 - table["action_valid"].mean()),
         "rollout/env_steps": 0.0 if simulated else float(len(table)),
+        "rollout/env_episodes": 0.0 if simulated else float(len(episodes)),
     }
+    share = zero_variance_group_share(table)
+    if share is not None:
+        metrics["health/zero_variance_group_share"] = share
     metrics.update(faults if faults is not None else table.attrs.get(FAULTS_ATTR, {}))
     metrics.update(table.attrs.get(ENGINE_ATTR, {}))
     return metrics
+
+
+def zero_variance_group_share(table: pd.DataFrame) -> float | None:
+    """The share of the table's groups (``group_id``: the episodes of one task in one update)
+    whose episode returns are all equal (``algorithms.zero_variance_groups``; a group of one
+    episode counts): all won or all lost alike, so their group-relative advantages are 0.
+    None when the table has no episodes or no ``group_id``."""
+    if table.empty or "group_id" not in table.columns:
+        return None
+    outcomes = episode_outcomes(table, keys=["group_id"])
+    constant = algorithms.zero_variance_groups(outcomes["return"].tolist(), outcomes["group_id"].tolist())
+    return len(constant) / outcomes["group_id"].nunique()

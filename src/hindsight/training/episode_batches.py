@@ -27,7 +27,7 @@ import torch
 from hindsight.policy.batching import token_budget_chunks
 from hindsight.policy.encoding import StepSample, truncate_prompt
 from hindsight.policy.episode_context import encode_text
-from hindsight.policy.logprobs import accepts_logits_to_keep, restricted_entropy
+from hindsight.policy.logprobs import accepts_logits_to_keep, detached_entropy, restricted_entropy
 from hindsight.policy.skill_injection import skill_block
 
 logger = logging.getLogger(__name__)
@@ -111,9 +111,11 @@ def chain_logprobs(
 
 
 def _chain_scores(
-    model, samples: Sequence[StepSample], pad_token_id: int, pad_to_multiple_of: int | None, *, entropy: bool
+    model, samples: Sequence[StepSample], pad_token_id: int, pad_to_multiple_of: int | None, *, entropy: bool,
+    entropy_grad: bool = True,
 ) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
-    """(log-probs, entropies or None) per sample: the passes of ``chain_logprobs``."""
+    """(log-probs, entropies or None) per sample: the passes of ``chain_logprobs`` (the
+    entropies without gradient unless ``entropy_grad``)."""
     device = next(model.parameters()).device
     chains = episode_chains(samples)
     sequences = [samples[chain[-1]].input_ids for chain in chains]
@@ -154,7 +156,10 @@ def _chain_scores(
     table = _allowed_table(allowed_rows, selected.device)
     sizes = [count for _, count in owner]
     logprobs = _restricted_logprobs(selected, targets, table)
-    entropies = torch.split(restricted_entropy(selected, table), sizes) if entropy else None
+    entropies = None
+    if entropy:
+        values = restricted_entropy(selected, table) if entropy_grad else detached_entropy(selected, table)
+        entropies = torch.split(values, sizes)
     out: list[torch.Tensor | None] = [None] * len(samples)
     out_entropy: list[torch.Tensor | None] = [None] * len(samples)
     for number, ((index, _), piece) in enumerate(zip(owner, torch.split(logprobs, sizes))):
@@ -211,13 +216,13 @@ def episode_response_logprobs(
 
 
 def right_aligned_logprobs(
-    model, chunk: Sequence[StepSample], pad_token_id: int, entropy: bool = False
+    model, chunk: Sequence[StepSample], pad_token_id: int, entropy: bool = False, entropy_grad: bool = True
 ) -> tuple[torch.Tensor, torch.Tensor, int, torch.Tensor | None]:
     """The micro-batch tensors ``methods.update`` takes from a ``TokenBatch``, from chain passes:
     (log-probs [B, R] with gradient, choice mask [B, R], R, and with ``entropy`` the token
-    entropies [B, R] with gradient, else None), responses right-aligned."""
+    entropies [B, R], with gradient if ``entropy_grad``, else None), responses right-aligned."""
     width = max(len(sample.response_ids) for sample in chunk)
-    pieces, entropies = _chain_scores(model, chunk, pad_token_id, None, entropy=entropy)
+    pieces, entropies = _chain_scores(model, chunk, pad_token_id, None, entropy=entropy, entropy_grad=entropy_grad)
 
     def right_aligned(rows) -> torch.Tensor:
         return torch.stack([torch.nn.functional.pad(row.float().cpu(), (width - len(row), 0)) for row in rows])

@@ -145,6 +145,10 @@ class EpisodeTotals:
             logp, old, self.advantages[rows], mask, rows, clip_low=self.clip_low, clip_high=self.clip_high,
             agg=ESPO_AGGREGATION, episode_log_ratio_sum=self.log_ratio_sum, episode_tokens=self.tokens,
         )
-        share = float(mask.sum()) / max(float(self.tokens.sum()), 1.0)  # token-weighted over the micro-batches
         gap = float(algorithms.masked_mean((logp - old).abs().detach(), mask))
-        return LossTerm("ppo", loss, mask, {"rollout/logprob_gap": share * gap}, minibatch_share=True)
+        return LossTerm("ppo", loss, mask, {"rollout/logprob_gap": self.token_share(mask) * gap}, minibatch_share=True)
+
+    def token_share(self, mask: torch.Tensor) -> float:
+        """A micro-batch's share of the mini-batch's chosen tokens: what a token mean over
+        the micro-batch weighs in the mini-batch's (its metrics are summed as they are)."""
+        return float(mask.sum()) / max(float(self.tokens.sum()), 1.0)

@@ -52,6 +52,10 @@ class MinibatchTerm(Protocol):
         """Its figures of the mini-batch."""
         ...
 
+    def token_share(self, mask: torch.Tensor) -> float:
+        """A micro-batch's share of the mini-batch's chosen tokens (scales its token means)."""
+        ...
+
 
 class MinibatchObjective(Protocol):
     """What replaces the token-level PPO term in the update (``methods.update``)."""

@@ -29,17 +29,18 @@ def pad_right_aligned(rows: Sequence[torch.Tensor], width: int) -> torch.Tensor:
 
 
 def policy_response_logprobs(
-    model, chunk: Sequence[StepSample], pad: int, device, entropy: bool = False
+    model, chunk: Sequence[StepSample], pad: int, device, entropy: bool = False, entropy_grad: bool = True
 ) -> tuple[torch.Tensor, torch.Tensor, int, torch.Tensor | None]:
     """(log-probs [B, R] of the responses under ``model``, choice mask [B, R], R, and with
     ``entropy`` each response token's entropy [B, R] from the same pass, else None),
-    responses right-aligned; one forward pass per episode in the multi-turn layout."""
+    responses right-aligned; one forward pass per episode in the multi-turn layout. Without
+    ``entropy_grad`` the entropies carry no gradient (a metric, not a loss term)."""
     if is_multiturn(chunk):  # one forward pass per episode (training.episode_batches)
-        return right_aligned_logprobs(model, chunk, pad, entropy)
+        return right_aligned_logprobs(model, chunk, pad, entropy, entropy_grad)
     tokens = collate(chunk, pad).to(device)
     width = tokens.response_width
     if entropy:
-        logp, entropies = token_logprobs_and_entropy(model, tokens)
+        logp, entropies = token_logprobs_and_entropy(model, tokens, entropy_grad=entropy_grad)
         entropies = entropies[:, -width:].float().cpu()
     else:
         logp, entropies = token_logprobs(model, tokens), None

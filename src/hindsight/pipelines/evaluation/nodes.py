@@ -11,10 +11,12 @@ import pandas as pd
 from hindsight import tracking
 from hindsight.config import EvaluationConfig, ProjectConfig
 from hindsight.envs import make_env
+from hindsight.evaluation.curves import curves_markdown
 from hindsight.evaluation.filmstrip import write_filmstrips
 from hindsight.evaluation.gold_floor import with_gold_reference
 from hindsight.evaluation.heldout import MISSING_ATTR, evaluate_agents
 from hindsight.evaluation.mechanism import mechanism_markdown
+from hindsight.evaluation.paired_gain import learning_gain_section
 from hindsight.evaluation.metrics import success_summary
 from hindsight.evaluation.pass_k import PASS_K_COLUMNS, pass_k_markdown, pass_k_metrics, pass_k_summary
 from hindsight.evaluation.report import markdown_table, success_plot
@@ -100,7 +102,12 @@ def report_evaluation(stage1_episodes: pd.DataFrame, rl_episodes: pd.DataFrame, 
     also carry pass^1..pass^k by task type, k up to ``evaluation.heldout.trials_per_task``
     (``evaluation.pass_k``; with one trial per task, pass^1), the same way on every environment. The markdown ends with the RL run's
     mechanism per update from ``training_history`` (``evaluation.mechanism``: SEED's parse
-    rate, distillation loss and gate).
+    rate, distillation loss and gate), then its held-out curve (success with its Wilson 95%
+    interval at every evaluated update, per split and decoding; or a line saying none was
+    evaluated) and its health per update (``evaluation.curves``), and last, when both policies
+    played seen and unseen, the learning gain: each policy's decoding picked on seen, RL minus
+    Stage 1 paired over the same tasks with a bootstrap interval and a verdict on unseen
+    (``evaluation.paired_gain``; metrics ``gain/<split>/{mean,low,high}``).
 
     Returns:
         (episodes of all agents, summary table, pass^k table, markdown text, matplotlib figure).
@@ -121,6 +128,9 @@ def report_evaluation(stage1_episodes: pd.DataFrame, rl_episodes: pd.DataFrame, 
     if training_history is not None and not training_history.empty:
         mechanism = mechanism_markdown(training_history)
         text += "\n" + mechanism if mechanism else ""
+        text += "\n" + curves_markdown(training_history)
+    gain_text, gain_metrics = learning_gain_section(episodes)
+    text += "\n" + gain_text if gain_text else ""
     figure = success_plot(summary)
     metrics = {
         f"eval/{row.agent}/{row.eval_split}/{row.task_type}/success_rate": row.success_rate
@@ -129,6 +139,7 @@ def report_evaluation(stage1_episodes: pd.DataFrame, rl_episodes: pd.DataFrame, 
     metrics["eval/missing_episodes"] = float(sum(missing.values()))
     if has_pass_k:
         metrics.update(pass_k_metrics(pass_k))
+    metrics.update(gain_metrics)
     tracking.log_metrics(metrics)
     headline = headline_summary(summary)
     if has_pass_k:

@@ -1,0 +1,118 @@
+"""The grid report's learning curves and run health, per method, as markdown tables.
+
+Every cell's history (one row per cell and update, ``experiments.report``'s ``histories``)
+holds its held-out curve points and its health per update (``evaluation.curves``). Per
+method, over the seeds of the cells at one fraction of the training tasks:
+
+- ``heldout_curves_table``: one row per evaluated update, the mean environment steps so far
+  and per split and decoding the mean held-out success over the seeds, in brackets the range
+  over the seeds (with one seed, its own Wilson 95% interval);
+- ``health_table``: one row per update, the mean over the seeds of each health signal
+  (``evaluation.curves.HEALTH_COLUMNS``) the method logged.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from hindsight.evaluation.curves import HEALTH_COLUMNS, curve_points, health_columns, health_value
+from hindsight.experiments.methods import METHODS
+
+
+def _label(method: str) -> str:
+    return METHODS[method].label if method in METHODS else method
+
+
+def _methods(rows: pd.DataFrame) -> list[str]:
+    """The methods of ``rows``, in the grid's order (unknown ones last)."""
+    present = set(rows["method"])
+    return [m for m in METHODS if m in present] + sorted(present - set(METHODS))
+
+
+def _cells_at(histories: pd.DataFrame | None, fraction: float) -> pd.DataFrame:
+    if histories is None or histories.empty or not {"method", "update"} <= set(histories.columns):
+        return pd.DataFrame()
+    return histories[histories["fraction"] == fraction] if "fraction" in histories else histories
+
+
+def grid_curve_points(histories: pd.DataFrame | None, fraction: float = 1.0) -> pd.DataFrame:
+    """Every cell's held-out curve points (``evaluation.curves.curve_points``) with its
+    ``method`` and ``cell``."""
+    rows = _cells_at(histories, fraction)
+    if rows.empty:
+        return pd.DataFrame()
+    key = "cell" if "cell" in rows else "seed"
+    groups = rows.groupby(["method", key], sort=False)
+    parts = [curve_points(history).assign(method=method, cell=cell) for (method, cell), history in groups]
+    parts = [part for part in parts if not part.empty]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def _cell(points: pd.DataFrame) -> str:
+    """Mean % over the seeds [range over the seeds]; one seed: its value [its Wilson interval]."""
+    if len(points) == 1:
+        low, high = points["ci_low"].iloc[0], points["ci_high"].iloc[0]
+    else:
+        low, high = points["success_rate"].min(), points["success_rate"].max()
+    return f"{100 * points['success_rate'].mean():.1f} [{100 * low:.1f}-{100 * high:.1f}]"
+
+
+def heldout_curves_table(histories: pd.DataFrame | None, fraction: float = 1.0) -> str:
+    """Per method, its held-out curve: one row per evaluated update (``module docstring``);
+    "" when no cell logged a held-out point."""
+    points = grid_curve_points(histories, fraction)
+    if points.empty:
+        return ""
+    series = sorted(set(zip(points["split"], points["decoding"])))
+    header = [f"{split}, {decoding}" if decoding else split for split, decoding in series]
+    lines = []
+    for method in _methods(points):
+        mine = points[points["method"] == method]
+        lines += [f"### {_label(method)}", "", "| update | env steps (mean) | " + " | ".join(header) + " | seeds |",
+                  "|---:|---:|" + "---:|" * (len(series) + 1)]
+        for update, rows in mine.groupby("update", sort=True):
+            cells = []
+            for split, decoding in series:
+                match = rows[(rows["split"] == split) & (rows["decoding"] == decoding)]
+                cells.append(_cell(match) if len(match) else "-")
+            steps = rows["env_steps"].mean()
+            steps_text = "-" if pd.isna(steps) else f"{steps:.0f}"
+            lines.append(f"| {int(update)} | {steps_text} | " + " | ".join(cells) + f" | {rows['cell'].nunique()} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def health_table(histories: pd.DataFrame | None, fraction: float = 1.0) -> str:
+    """Per method, the mean over its seeds of every health signal it logged, per update;
+    "" when no cell logged one."""
+    rows = _cells_at(histories, fraction)
+    if rows.empty:
+        return ""
+    rows = rows[rows["update"] > 0]
+    lines = []
+    for method in _methods(rows) if not rows.empty else []:
+        mine = rows[rows["method"] == method]
+        columns = health_columns(mine)
+        if not columns:
+            continue
+        means = mine.groupby("update", sort=True)[columns].mean()
+        lines += [f"### {_label(method)}", "", "| update | " + " | ".join(HEALTH_COLUMNS[c] for c in columns) + " |",
+                  "|---:|" + "---:|" * len(columns)]
+        for update, row in means.iterrows():
+            lines.append(f"| {int(update)} | " + " | ".join(health_value(c, row[c]) for c in columns) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def curves_section(histories: pd.DataFrame | None, fraction: float = 1.0) -> list[str]:
+    """The report's lines of both tables (their headings and notes); [] when neither has rows."""
+    lines: list[str] = []
+    curves = heldout_curves_table(histories, fraction)
+    if curves:
+        lines += [f"## Held-out curves (fraction {100 * fraction:.0f}%)", "",
+                  "Success % per split and decoding at every evaluated update: mean over seeds, in brackets the range "
+                  "over seeds (one seed: its Wilson 95% interval).", "", curves]
+    health = health_table(histories, fraction)
+    if health:
+        lines += [f"## Run health per update (mean over seeds, fraction {100 * fraction:.0f}%)", "", health]
+    return lines
