@@ -175,3 +175,25 @@ def test_a_failing_java_call_becomes_a_crash_error():
     finally:
         backend.close()
     assert not backend.is_alive
+
+
+def test_a_games_folds_are_fetched_from_the_jvm_once_per_process(twc):
+    """Every environment made for a rollout shares the folds the first one fetched: a second
+    environment of the same game never asks the JVM for them (it would fail here), and a
+    game with other parameters does."""
+    seeds = twc.seeds("train", 5)
+    other = make_env(TWC)
+    try:
+        other._call_list = lambda *args: pytest.fail("the fold was fetched again")
+        assert other.seeds("train", 5) == seeds
+        observation, _ = other.reset(seeds[0], "train")
+        assert observation
+        with pytest.raises(EnvironmentConfigError, match="not a train seed"):
+            other.reset(-1, "train")
+    finally:
+        other.close()
+    cooking = make_env(COOKING)
+    try:
+        assert cooking.fold_size("train") > 0  # another game's folds are its own fetch
+    finally:
+        cooking.close()

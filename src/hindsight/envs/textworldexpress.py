@@ -101,6 +101,12 @@ def format_game_params(game: str, params: dict[str, Any]) -> str:
     return ",".join(parts)
 
 
+_FOLD_SEEDS: dict[tuple[str, str, str], tuple[list[int], frozenset[int]]] = {}
+"""Each fold's official seeds (as a list and as a set) by (game, game parameters, split):
+the same for every environment of one game, so a process asks the JVM once, not once per
+environment made (a rollout makes one per live episode; a train fold's list is long)."""
+
+
 class TextWorldExpressEnvironment(ListedActionStep, JavaObjectAdapter):
     """One TextWorldExpress game (see the module docstring).
 
@@ -119,8 +125,6 @@ class TextWorldExpressEnvironment(ListedActionStep, JavaObjectAdapter):
     ) -> None:
         self.game = spec.game
         self.game_params = format_game_params(spec.game, dict(spec.params))
-        self._seeds_by_split: dict[str, list[int]] = {}
-        self._seed_sets: dict[str, set[int]] = {}
         super().__init__(spec, reward, backend or shared_backend(JAR_PATH, self.display_name))
 
     def _on_connect(self) -> None:
@@ -142,16 +146,19 @@ class TextWorldExpressEnvironment(ListedActionStep, JavaObjectAdapter):
         return len(self._split_seeds(split))
 
     def _split_seeds(self, split: str) -> list[int]:
-        check_split(split)
-        if split not in self._seeds_by_split:
-            getter = {"train": "getSeedsTrain", "dev": "getSeedsDev", "test": "getSeedsTest"}[split]
-            self._seeds_by_split[split] = self._call_list(getter, int)
-        return self._seeds_by_split[split]
+        return self._fold(split)[0]
 
-    def _split_seed_set(self, split: str) -> set[int]:
-        if split not in self._seed_sets:
-            self._seed_sets[split] = set(self._split_seeds(split))
-        return self._seed_sets[split]
+    def _split_seed_set(self, split: str) -> frozenset[int]:
+        return self._fold(split)[1]
+
+    def _fold(self, split: str) -> tuple[list[int], frozenset[int]]:
+        check_split(split)
+        key = (self.game, self.game_params, split)
+        if key not in _FOLD_SEEDS:
+            getter = {"train": "getSeedsTrain", "dev": "getSeedsDev", "test": "getSeedsTest"}[split]
+            seeds = self._call_list(getter, int)
+            _FOLD_SEEDS[key] = (seeds, frozenset(seeds))
+        return _FOLD_SEEDS[key]
 
     def reset(self, seed: int, split: str = "train") -> tuple[str, dict[str, Any]]:
         """Generate game ``seed`` of fold ``split``; return (observation, info)."""
