@@ -125,14 +125,15 @@ class TrainingConfig:
     another's checkpoints."""
     heldout: HeldoutPlay = field(
         default_factory=lambda: HeldoutPlay(
-            episodes_per_game=8, decodings={"sampled": {"temperature": 0.4}, "greedy": {"temperature": 0.0}}
+            episodes_per_game=25, decodings={"sampled": {"temperature": 0.4}, "greedy": {"temperature": 0.0}}
         )
     )
     """Held-out evaluation during training (every ``rl.eval_every`` updates; the training
     pipeline then also evaluates the start): the points of the run's held-out curve, sampled
     and greedy (``evaluation.curves``)."""
-    rl: RLConfig = field(default_factory=RLConfig)
-    """The core loop's settings, the method (``rl.algorithm``) and its own (``rl.methods``).
+    rl: RLConfig = field(default_factory=lambda: RLConfig(eval_every=2))
+    """The core loop's settings, the method (``rl.algorithm``) and its own (``rl.methods``);
+    the default run's curve has a held-out point at its start and every 2 updates.
     Each RL stage holds its own, with its own method and budget (``EmpoConfig``,
     ``State2StateConfig``); an experiment grid preset (``GridPreset``) holds overrides of this
     block for its cells."""
