@@ -1,6 +1,6 @@
 """The learning gain: did the RL policy win more held-out tasks than its start, on the same tasks?
 
-The rule (issue 57), from the held-out episode table of both policies (``evaluation.heldout``):
+The rule (docs/learning.md), from the held-out episode table of both policies (``evaluation.heldout``):
 
 1. Each policy's decoding is picked on the **seen** split only: the decoding (agent suffix,
    ``HeldoutPlay.decodings``) with the highest success there (``best_decoding``); ties go to
