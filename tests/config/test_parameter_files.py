@@ -307,3 +307,25 @@ def test_rollout_backend_is_chosen_by_configuration():
     engine = build(ProjectConfig, {"rollout": {"backend": "ctranslate2", "backend_compute_type": "float32"}}).rollout_config(group_size=4)
     assert isinstance(engine.inference_backend(), CTranslate2Backend) and engine.inference_backend().exact and engine.group_size == 4
     assert engine.inference_backend() is engine.inference_backend()  # one backend object per name and compute type
+
+
+def test_the_learning_configuration_is_the_default_start_with_grpo_sized_to_learn_and_the_comparison_rule():
+    """conf/learning (docs/learning.md): the default's games and everything up to Stage 1, then
+    GRPO with a held-out curve of at least 200 tasks per split and two decodings, and an
+    evaluation at greedy and T = 0.2 / 0.4 / 0.7 on at least 400 seen and 800 unseen tasks, so
+    that the report's learning gain picks each policy's decoding on seen tasks."""
+    settings = check_parameters(_merged_parameters("learning"))
+    base = check_parameters(_merged_parameters("base"))
+    for stage in ("project", "behaviour_cloning", "skills", "stage1"):
+        assert settings[stage] == base[stage], stage
+    training = settings["training"]
+    assert training.start_from == "stage1" and training.rl.algorithm == "grpo"
+    assert training.tasks_per_game > base["training"].tasks_per_game  # tasks never cloned in the pool
+    assert training.tasks_per_game < 500  # below the first "seen" seed (environment.seen_seed_offset: null)
+    assert training.rl.eval_every > 0 and training.heldout.splits == ["seen", "unseen"]
+    games = len(settings["project"].environment.games)
+    assert all(training.heldout.episodes_for(split) * games >= 200 for split in training.heldout.splits)
+    assert {d["temperature"] for d in training.heldout.decodings.values()} == {0.0, 0.4}
+    heldout = settings["evaluation"].heldout
+    assert heldout.episodes_for("seen") * games >= 400 and heldout.episodes_for("unseen") * games >= 800
+    assert sorted(d["temperature"] for d in heldout.decodings.values()) == [0.0, 0.2, 0.4, 0.7]
