@@ -41,6 +41,11 @@ class GridPreset:
 ALL_METHODS = [name for name, method in METHODS.items() if method.default_grid]
 
 
+def curve_decodings() -> dict[str, dict[str, float]]:
+    """The decodings of a grid's held-out curves: the reports' (sampled, T = 0.4) and greedy."""
+    return {"sampled": {"temperature": 0.4}, "greedy": {"temperature": 0.0}}
+
+
 def _default_presets() -> dict[str, GridPreset]:
     return {
         "quick": GridPreset(
@@ -51,23 +56,23 @@ def _default_presets() -> dict[str, GridPreset]:
         "first_look": GridPreset(
             methods=["grpo", "seed", "seed_no_distill", "seed_unrelated_skill"], seeds=[0], fractions=[1.0],
             fraction_methods=[], rl={"updates": 4, "tasks_per_update": 4, "group_size": 4, "eval_every": 4},
-            heldout=HeldoutPlay(episodes_per_game=8),
+            heldout=HeldoutPlay(episodes_per_game=8, decodings=curve_decodings()),
         ),
         "controls": GridPreset(
             methods=["grpo", "seed", "seed_no_distill", "seed_ungated", "seed_unrelated_skill"], seeds=[0, 1, 2],
             fractions=[1.0], rl={"updates": 4, "tasks_per_update": 4, "group_size": 4, "eval_every": 4},
-            heldout=HeldoutPlay(episodes_per_game=8),
+            heldout=HeldoutPlay(episodes_per_game=8, decodings=curve_decodings()),
         ),
         "distill_weight": GridPreset(
             methods=["seed", "seed_unrelated_skill", "seed_distill_weight_1", "seed_unrelated_skill_distill_weight_1"],
             seeds=[0, 1, 2], fractions=[1.0], fraction_methods=[],
             rl={"updates": 4, "tasks_per_update": 4, "group_size": 4, "eval_every": 4},
-            heldout=HeldoutPlay(episodes_per_game=8),
+            heldout=HeldoutPlay(episodes_per_game=8, decodings=curve_decodings()),
         ),
         "full": GridPreset(
             methods=list(ALL_METHODS), seeds=[0, 1, 2], fractions=[0.4, 0.6, 1.0], fraction_methods=["seed"],
             rl={"updates": 4, "tasks_per_update": 4, "group_size": 4, "eval_every": 4},
-            heldout=HeldoutPlay(episodes_per_game=8),
+            heldout=HeldoutPlay(episodes_per_game=8, decodings=curve_decodings()),
         ),
     }
 
