@@ -74,3 +74,23 @@ def test_the_control_names_a_missing_evaluation(tmp_path):
 @pytest.fixture(autouse=True)
 def _no_mlflow(monkeypatch):
     monkeypatch.setenv("KEDRO_DISABLE_TELEMETRY", "1")
+
+
+def test_the_seed_curves_figure_draws_one_panel_per_split_and_decoding(tmp_path):
+    history = pd.DataFrame({
+        "update": [0, 10],
+        "charts/env_steps_total": [0.0, 400.0],
+        **{f"heldout/{split}/{decoding}/{key}": values
+           for split in ("seen", "unseen") for decoding in ("greedy", "sampled")
+           for key, values in (("success_rate", [0.3, 0.5]), ("ci_low", [0.2, 0.4]), ("ci_high", [0.4, 0.6]), ("episodes", [200, 200]))},
+    })
+    path = tmp_path / "history.parquet"
+    history.to_parquet(path)
+    out = tmp_path / "curves.png"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "learning_curves.py"), str(path), str(path), "--out", str(out)], check=True)
+    assert out.stat().st_size > 10_000
+    spec = importlib.util.spec_from_file_location("learning_curves", ROOT / "benchmarks" / "learning_curves.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    figure = module.draw([history], ["seed 0"])
+    assert [axis.get_title() for axis in figure.axes] == ["unseen, greedy", "unseen, sampled", "seen, greedy", "seen, sampled"]
