@@ -49,6 +49,7 @@ PREREQUISITES = "ingestion,behaviour_cloning,skills,stage1"
 TRAINING_STARTED = "checkpoints in"
 """A log line of the training node (``RL (<algorithm>) checkpoints in <directory>``)."""
 WALL_CLOCK_COLUMNS = ("charts/update_seconds",)
+"""With every ``time/*`` phase timing: what differs between two runs by nature."""
 CHECKPOINT_ROOT = Path("data/06_models/rl_checkpoints")
 
 
@@ -208,7 +209,7 @@ def final_outcome(project: Path, wall_clock: bool = False) -> Outcome:
 
     history = pd.read_parquet(newest_version(project, "07_model_output/training_history.parquet"))
     if not wall_clock:
-        history = history.drop(columns=[c for c in WALL_CLOCK_COLUMNS if c in history]).reset_index(drop=True)
+        history = history.drop(columns=[c for c in history if c in WALL_CLOCK_COLUMNS or c.startswith("time/")]).reset_index(drop=True)
     return Outcome(history=history, weights=weights_digest(newest_version(project, "06_models/rl_policy")))
 
 
