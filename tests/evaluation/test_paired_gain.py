@@ -126,6 +126,8 @@ def test_the_table_pairs_the_picks_on_unseen_and_seen_and_the_verdict_follows_th
     assert flat.iloc[0]["mean"] == pytest.approx(0.1) and flat.iloc[0]["low"] <= 0
     assert learning_gain_markdown(flat).strip().splitlines()[-1].startswith("Verdict: no gain shown on unseen")
     assert "gain above 0" not in learning_gain_markdown(flat)
+    worse = learning_gain_table(_two_policies([False] * 10)).assign(mean=-0.1, low=-0.15, high=-0.05)  # every bound below 0
+    assert learning_gain_markdown(worse).strip().splitlines()[-1].startswith("Verdict: a loss on unseen")
 
 
 def test_the_report_carries_the_section_only_when_both_policies_played_both_splits(monkeypatch):

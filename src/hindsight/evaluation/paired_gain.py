@@ -147,7 +147,8 @@ def learning_gain_table(
 
 
 def verdict(table: pd.DataFrame) -> str:
-    """One line: "gain above 0" only when the unseen row's interval starts above 0."""
+    """One line: "gain above 0" only when the unseen row's interval starts above 0, "a loss"
+    when it ends below 0, else "no gain shown"."""
     rows = table[table["split"] == VERDICT_SPLIT] if "split" in table else table.iloc[0:0]
     if rows.empty:
         return "Verdict: no unseen split was played by both policies, so no learning gain is judged."
@@ -155,6 +156,8 @@ def verdict(table: pd.DataFrame) -> str:
     interval = f"{100 * row['mean']:+.1f} points, 95% CI {100 * row['low']:+.1f} to {100 * row['high']:+.1f}"
     if row["low"] > 0:
         return f"Verdict: gain above 0 on unseen ({row['end_agent']} vs {row['start_agent']}: {interval})."
+    if row["high"] < 0:
+        return f"Verdict: a loss on unseen ({row['end_agent']} vs {row['start_agent']}: {interval}; the interval lies below 0)."
     return f"Verdict: no gain shown on unseen ({row['end_agent']} vs {row['start_agent']}: {interval}; the interval reaches 0)."
 
 
