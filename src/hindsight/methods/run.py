@@ -65,6 +65,7 @@ from hindsight.training.batch import RolloutBatch
 from hindsight.training.checkpoint import ResumedRun, frozen_copy, resume_rl, save_rl_checkpoint
 from hindsight.training.data_parallel import DataParallel
 from hindsight.training.method import Method, MethodContext
+from hindsight.training.phase_timing import phase_seconds
 from hindsight.training.positive_replay import check_replayable
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.rl_parallel import gather_update_batch, mean_over_ranks, shard_tasks
@@ -312,20 +313,6 @@ def train_rl(
             finish_update(policy, method, batch, played, metrics, state, config, update + 1, writer, evaluate, log_metrics, checkpoint_dir)
     run = state.run
     return RLRunResult(policy=policy, history=pd.DataFrame(run.history), skills=run.last_skills, last_rollout=run.last_rollout)
-
-
-def phase_seconds(started: float, played: float, scored: float, trained: float, updated: float) -> dict[str, float]:
-    """Wall seconds of the update's phases (``time/*``): the rollouts (with the method's
-    changes to the batch), the method's signals and advantages (SEED's re-scoring), the
-    batch's preparation for the update (gather, proximal log-probs, backend correction) and
-    the update itself (reference log-probs, PPO epochs). Evaluation and checkpoint are timed
-    in ``finish_update``."""
-    return {
-        "time/rollout_s": played - started,
-        "time/signals_s": scored - played,
-        "time/prepare_s": trained - scored,
-        "time/update_s": updated - trained,
-    }
 
 
 def train_on_batch(
