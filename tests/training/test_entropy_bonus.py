@@ -12,21 +12,18 @@ import copy
 import dataclasses
 import math
 
-import pandas as pd
 import pytest
 import torch
 
 from hindsight.methods import build_method
-from hindsight.policy.constrained import ActionTrie
-from hindsight.policy.encoding import encode_ids, encode_prompt, encode_response
 from hindsight.policy import logprobs
 from hindsight.policy.logprobs import restricted_entropy
 from hindsight.training import episode_batches
 from hindsight.training.batch import RolloutBatch
-from hindsight.training.distillation import response_logprobs
 from hindsight.training.episode_batches import right_aligned_logprobs
 from hindsight.training.response_tensors import policy_response_logprobs
 from hindsight.training.rl_config import RLConfig
+from step_batches import gold_step_batch
 from hindsight.methods.update import micro_batch_loss_terms, update_policy
 
 COEF = 0.05
@@ -36,18 +33,7 @@ BASE = RLConfig(algorithm="grpo", kl_coef=0.0, ppo_epochs=1, mini_batch_size=16,
 @pytest.fixture(scope="module")
 def batch(tiny_policy, gold_examples) -> RolloutBatch:
     """Three constrained step samples with advantages and their recorded log-probs."""
-    tokenizer = tiny_policy.tokenizer
-    samples = []
-    for number, example in enumerate(gold_examples[:3]):
-        response = encode_response(tokenizer, example["response"])
-        allowed = ActionTrie.from_actions(tokenizer, example["valid_actions"]).allowed_along(response)
-        encoded = encode_ids(encode_prompt(tokenizer, example["prompt"]), response, 768, allowed)
-        samples.append(dataclasses.replace(encoded, episode_id=f"e{number}", group_id="g", step=0, prompt=example["prompt"]))
-    old = response_logprobs(tiny_policy.model, samples, 8, tokenizer.pad_token_id)
-    return RolloutBatch(
-        table=pd.DataFrame(), samples=samples, played=pd.DataFrame(), old_logp=old,
-        teacher_logp=[None] * len(samples), advantages=torch.tensor([1.0, -0.5, -0.5]),
-    )
+    return gold_step_batch(tiny_policy, gold_examples, [1.0, -0.5, -0.5])
 
 
 def reference_mean_entropy(model, samples) -> float:

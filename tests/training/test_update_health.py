@@ -9,18 +9,16 @@ from __future__ import annotations
 import copy
 import dataclasses
 
-import pandas as pd
 import pytest
 import torch
 
 from hindsight.methods import build_method, update as update_module
 from hindsight.methods.update import update_policy
-from hindsight.policy.constrained import ActionTrie
-from hindsight.policy.encoding import encode_ids, encode_prompt, encode_response
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.checkpoint import frozen_copy
 from hindsight.training.distillation import response_logprobs
 from hindsight.training.rl_config import RLConfig
+from step_batches import gold_step_batch
 
 CONFIG = RLConfig(algorithm="grpo", kl_coef=0.0, entropy_coef=0.0, ppo_epochs=1, mini_batch_size=16, max_grad_norm=1e9)
 
@@ -28,18 +26,7 @@ CONFIG = RLConfig(algorithm="grpo", kl_coef=0.0, entropy_coef=0.0, ppo_epochs=1,
 @pytest.fixture(scope="module")
 def batch(tiny_policy, gold_examples) -> RolloutBatch:
     """Four constrained step samples with advantages and their recorded log-probs."""
-    tokenizer = tiny_policy.tokenizer
-    samples = []
-    for number, example in enumerate(gold_examples[:4]):
-        response = encode_response(tokenizer, example["response"])
-        allowed = ActionTrie.from_actions(tokenizer, example["valid_actions"]).allowed_along(response)
-        encoded = encode_ids(encode_prompt(tokenizer, example["prompt"]), response, 768, allowed)
-        samples.append(dataclasses.replace(encoded, episode_id=f"e{number}", group_id="g", step=0, prompt=example["prompt"]))
-    old = response_logprobs(tiny_policy.model, samples, 8, tokenizer.pad_token_id)
-    return RolloutBatch(
-        table=pd.DataFrame(), samples=samples, played=pd.DataFrame(), old_logp=old,
-        teacher_logp=[None] * len(samples), advantages=torch.tensor([1.0, -0.5, 0.25, -0.75]),
-    )
+    return gold_step_batch(tiny_policy, gold_examples, [1.0, -0.5, 0.25, -0.75])
 
 
 @pytest.fixture(scope="module")

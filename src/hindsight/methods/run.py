@@ -3,7 +3,7 @@
 Setup (``run_rl``): a private copy of the starting policy, its frozen KL reference
 (``training.checkpoint.frozen_copy``), the method that ``training.rl.algorithm`` names
 (``methods.registry``) and the held-out evaluator (``evaluation.heldout.heldout_evaluator``);
-``hindsight.config.rl_setup`` builds the ``RLSetup`` from the project's settings. The
+``hindsight.config.rl_setup`` builds the ``RLSetup`` (``methods.run_setup``) from the project's settings. The
 training pipeline runs one; the experiment grid runs one per cell.
 
 The loop (``train_rl``) is the same for every method: rollout -> batch -> the method's
@@ -50,9 +50,9 @@ import pandas as pd
 import torch
 
 from hindsight.envs import make_env
-from hindsight.envs.base import EnvironmentSpec
-from hindsight.evaluation.heldout import HeldoutConfig, heldout_evaluator
+from hindsight.evaluation.heldout import heldout_evaluator
 from hindsight.methods.registry import build_method
+from hindsight.methods.run_setup import RLSetup
 from hindsight.methods.update import update_policy
 from hindsight.policy import Policy
 from hindsight.policy.inference import inference_policy
@@ -60,7 +60,6 @@ from hindsight.rollout.engine import RolloutConfig
 from hindsight.rollout.pass_rates import PassRates
 from hindsight.rollout.stats import rollout_metrics
 from hindsight.rollout.tasks import TaskRef, training_task_pool
-from hindsight.skills.analyzers import AnalyzerConfig
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.checkpoint import ResumedRun, frozen_copy, resume_rl, save_rl_checkpoint
 from hindsight.training.data_parallel import DataParallel
@@ -73,26 +72,6 @@ from hindsight.training.schedule import Schedule
 from hindsight.training.update_batch import collect_update_batch
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class RLSetup:
-    """What every RL run of a pipeline shares, built once from the settings."""
-
-    specs: list[EnvironmentSpec]
-    """The environment's games."""
-    rollout: RolloutConfig
-    """How training episodes are played (group size and seed are set per update)."""
-    heldout: HeldoutConfig
-    """Held-out evaluation during training."""
-    pool: list[TaskRef]
-    """The training tasks."""
-    analyzer: AnalyzerConfig | None = None
-    """How the policy writes its skills (SEED, OPID)."""
-    env_factory: Callable | None = None
-    """Builds the training environments of ``pool`` (None: ``envs.make_env``; EMPO: expert
-    replay, ``methods.empo_run.empo_grid_setup``). Held-out evaluation always plays the
-    real environment (``specs``)."""
 
 
 def run_rl(
