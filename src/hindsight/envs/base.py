@@ -25,14 +25,20 @@ that runs past ``EnvironmentSpec.step_timeout_s`` (a hang) raises ``EnvironmentT
 a kind of ``EnvironmentCrashedError``: the backend was killed, ``restart()`` as after a crash
 (JVM simulators; ``java_backend``). The rollout engine restarts the environment and
 replays the episode that met either from its start (``hindsight.rollout.replay``).
+
+Which actions were optimal at each step of a played episode, for analysis of a method's
+action weights, is ``action_labels(actions)`` right after ``reset``: the gold sequence's
+next action along its prefix by default, exact labels where an environment knows its map
+(``hindsight.envs.action_labels``).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Sequence
 
+from hindsight.envs.action_labels import ActionLabels, gold_next_labels
 from hindsight.envs.reward import RewardConfig
 
 SPLITS = ("train", "dev", "test")
@@ -106,6 +112,20 @@ class TextEnvironment(ABC):
     @abstractmethod
     def seeds(self, split: str, count: int, offset: int = 0) -> list[int]:
         """``count`` task seeds of fold ``split`` starting at position ``offset``."""
+
+    def action_labels(self, actions: Sequence[str]) -> ActionLabels | None:
+        """The optimal actions before each of ``actions`` played from the task just reset
+        (call it right after ``reset``). By default the gold-next proxy
+        (``action_labels.gold_next_labels``); None where the environment has no gold
+        sequence (``gold_actions`` raises or returns none). An environment that knows its
+        map overrides it with exact labels."""
+        try:
+            gold = self.gold_actions()
+        except EnvironmentCrashedError:
+            raise
+        except (NotImplementedError, RuntimeError, ValueError):
+            return None
+        return gold_next_labels(gold, actions) if gold else None
 
     def screenshot(self) -> "Any | None":
         """The current page as an RGB ``uint8`` array of shape (height, width, 3), for

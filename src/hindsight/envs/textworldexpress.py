@@ -32,6 +32,11 @@ shared the dead JVM needs its own ``restart()``. The rollout engine does this it
 replays each episode that was live on it from its start (``hindsight.rollout.replay``). The
 JVM's process id is ``backend.pid`` (``java_backend.shared_backend(JAR_PATH,
 "TextWorldExpress")`` is the process-wide one).
+
+Coin. The simulator's own coin sequence differs from call to call, so the gold sequence is
+``coin_expert``'s shortest way through the map its walk finds (once per episode, before the
+first step); ``action_labels`` labels a play with that map's exact optimal sets
+(``coin_optimal``), replaying it on the game to check the model's rooms.
 """
 
 from __future__ import annotations
@@ -42,9 +47,11 @@ from typing import Any, Sequence
 
 from textworld_express.constants import JAR_PATH
 
+from hindsight.envs.action_labels import ActionLabels
 from hindsight.envs.adapter import JavaObjectAdapter, ListedActionStep, seed_window
 from hindsight.envs.base import EnvironmentConfigError, EnvironmentSpec, check_split
-from hindsight.envs.coin_expert import walk_map
+from hindsight.envs.coin_expert import CoinMap, walk_map
+from hindsight.envs.coin_optimal import CoinModel, label_play, observe_game
 from hindsight.envs.tracker import make_info
 from hindsight.envs.java_backend import JavaBackend, shared_backend
 from hindsight.envs.reward import RewardConfig
@@ -125,6 +132,7 @@ class TextWorldExpressEnvironment(ListedActionStep, JavaObjectAdapter):
     ) -> None:
         self.game = spec.game
         self.game_params = format_game_params(spec.game, dict(spec.params))
+        self._coin_walk: tuple[str, CoinMap] | None = None  # this episode's (start room, map): _walked_coin_map
         super().__init__(spec, reward, backend or shared_backend(JAR_PATH, self.display_name))
 
     def _on_connect(self) -> None:
@@ -170,6 +178,7 @@ class TextWorldExpressEnvironment(ListedActionStep, JavaObjectAdapter):
         self._state = json.loads(self._call("generateNewGameJSON", int(seed), split, True))
         self._generated = (int(seed), split)
         self._task = str(self._call("getTaskDescription")).strip()
+        self._coin_walk = None
         return self._start_episode(self._state["observation"].strip())
 
     def _listed_actions(self) -> Sequence[str]:
@@ -203,26 +212,46 @@ class TextWorldExpressEnvironment(ListedActionStep, JavaObjectAdapter):
         return self._call_list("getGoldActionSequence")
 
     def _coin_expert_actions(self) -> list[str]:
-        """``coin_expert``'s shortest way to the coin: the map walked on this game, then the
-        same task generated again, so that the episode starts where ``reset`` left it (asked
-        for before the episode's first step: the walk replaces the simulator's state)."""
+        """``coin_expert``'s shortest way to the coin through this episode's walked map."""
+        start, found = self._walked_coin_map()
+        path = found.path(start)
+        if not path:
+            seed, split = self._generated
+            raise EnvironmentConfigError(
+                f"TextWorldExpress coin {dict(self.spec.params)}, task {split}/{seed}: the map walk "
+                f"found no way to the coin ({len(found.exits)} rooms seen)"
+            )
+        return path
+
+    def _walked_coin_map(self) -> tuple[str, CoinMap]:
+        """(the start room, the map) of ``coin_expert``'s walk on this game, then the same
+        task generated again, so that the episode starts where ``reset`` left it; walked
+        once per episode, before its first step (the walk replaces the simulator's state)."""
+        if self._coin_walk is not None:
+            return self._coin_walk
         seed, split = self._generated
         if self._episode.steps:
             raise RuntimeError(
-                f"TextWorldExpress coin: the expert's actions are asked for before the first step "
-                f"(task {split}/{seed} is at step {self._episode.steps})"
+                f"TextWorldExpress coin: the map walk (the expert's actions, the action labels) is asked "
+                f"for before the first step (task {split}/{seed} is at step {self._episode.steps})"
             )
 
         def step(action: str) -> tuple[str, list[str]]:
             walked = json.loads(self._call("stepJSON", action))
             return walked["observation"], list(walked["validActions"])
 
-        start, found = walk_map(self._state["observation"], list(self._state["validActions"]), step)
+        walk = walk_map(self._state["observation"], list(self._state["validActions"]), step)
         self._state = json.loads(self._call("generateNewGameJSON", seed, split, True))
-        path = found.path(start)
-        if not path:
-            raise EnvironmentConfigError(
-                f"TextWorldExpress coin {dict(self.spec.params)}, task {split}/{seed}: the map walk "
-                f"found no way to the coin ({len(found.exits)} rooms seen)"
-            )
-        return path
+        self._coin_walk = walk
+        return walk
+
+    def action_labels(self, actions: Sequence[str]) -> ActionLabels | None:
+        """Coin: the map's exact optimal sets (source "map", ``coin_optimal``), the actions
+        replayed on the game meanwhile and every step from a disagreement with its rooms
+        on unlabelled; None where the walk found no coin. Other games: the gold-next proxy."""
+        if self.game != "coin":
+            return super().action_labels(actions)
+        start, found = self._walked_coin_map()
+        if found.coin_room is None:
+            return None
+        return ActionLabels("map", label_play(CoinModel(found), start, actions, observe_game(self)))
