@@ -18,6 +18,9 @@ response tokens with a mask. Files:
   EMPO's group filter ``low_std_groups``;
 - ``intervals.py``: ``weighted_mean``, ``bootstrap_weighted_mean_interval`` (a percentile
   bootstrap over units, e.g. episodes: the premise's intervals);
+- ``ranking.py``: ``auroc`` (pooled or within strata), ``cluster_bootstrap_auroc``,
+  ``paired_cluster_bootstrap_auroc_difference`` (percentile, BCa or expanded intervals over
+  clusters, e.g. episodes), ``gate_push``, ``auroc_interval_coverage`` (coverage by simulation);
 - ``pass_k.py``: ``pass_hat_k`` (tau-bench's unbiased pass^k, C(c, k) / C(n, k)),
   ``pass_hat_curve``, ``mean_pass_hat_k``;
 - ``rewards.py``: ``empo_action_score`` (with ``normalize_action`` /
@@ -39,6 +42,16 @@ from hindsight.algorithms.grouping import anchor_state_groups
 from hindsight.algorithms.intervals import bootstrap_weighted_mean_interval, weighted_mean
 from hindsight.algorithms.losses import DISTILL_GATES, kl_low_var, opd_loss, ppo_clip_loss
 from hindsight.algorithms.pass_k import mean_pass_hat_k, pass_hat_curve, pass_hat_k
+from hindsight.algorithms.ranking import (
+    INTERVAL_METHODS,
+    AurocInterval,
+    IntervalCoverage,
+    auroc,
+    auroc_interval_coverage,
+    cluster_bootstrap_auroc,
+    gate_push,
+    paired_cluster_bootstrap_auroc_difference,
+)
 from hindsight.algorithms.returns import discounted_returns
 from hindsight.algorithms.rewards import (
     action_type,
@@ -56,9 +69,15 @@ __all__ = [
     "AGGREGATION_MODES",
     "DISTILL_GATES",
     "ESPO_AGGREGATION",
+    "INTERVAL_METHODS",
+    "AurocInterval",
+    "IntervalCoverage",
     "aggregate_loss",
     "aggregation_count",
+    "auroc",
+    "auroc_interval_coverage",
     "bootstrap_weighted_mean_interval",
+    "cluster_bootstrap_auroc",
     "decoupled_ppo_loss",
     "anchor_state_groups",
     "discounted_returns",
@@ -70,6 +89,7 @@ __all__ = [
     "episode_minibatch_advantages",
     "espo_loss",
     "espo_metrics",
+    "gate_push",
     "gigpo_advantages",
     "group_normalized_advantages",
     "has_thought",
@@ -80,6 +100,7 @@ __all__ = [
     "mean_pass_hat_k",
     "opd_loss",
     "opid_advantages",
+    "paired_cluster_bootstrap_auroc_difference",
     "pass_hat_curve",
     "pass_hat_k",
     "ppo_clip_loss",
