@@ -80,9 +80,9 @@ def register_pipelines() -> dict[str, Pipeline]:
     pipelines["premise_zero_shot"] = (
         shared
         + behaviour_cloning.create_pretrained_policy_pipeline("zero_shot_policy")
-        + stage1.create_premise_pipeline("zero_shot_policy", ("zero_shot_premise", "zero_shot_premise_summary"))
+        + stage1.create_premise_pipeline("zero_shot_policy", ("zero_shot_premise", "zero_shot_premise_summary", "zero_shot_premise_ranking"))
     )
     pipelines["premise_behaviour_cloned"] = sum(before_training[:2], shared) + stage1.create_premise_pipeline(
-        "base_policy", ("behaviour_cloned_premise", "behaviour_cloned_premise_summary")
+        "base_policy", ("behaviour_cloned_premise", "behaviour_cloned_premise_summary", "behaviour_cloned_premise_ranking")
     )
     return pipelines

@@ -176,3 +176,13 @@ def test_invalid_inputs_are_refused():
         cluster_bootstrap_auroc([1.0, 2.0], [1, 0], [0, 1], strata=["s", "s"])
     with pytest.raises(ValueError, match="level"):
         cluster_bootstrap_auroc([1.0, 2.0], [1, 0], [0, 1], level=1.0)
+
+
+@pytest.mark.parametrize("method", ["expanded_percentile", "expanded_bca"])
+def test_two_or_three_clusters_give_the_extremes_at_expanded_levels_not_an_error(method):
+    """With 2 clusters the expanded tail underflows to 0; the bounds are then the resamples' extremes."""
+    scores = [0.9, 0.1, 0.8, 0.3, 0.7, 0.2]
+    labels = [1, 0, 1, 0, 0, 1]
+    for clusters in (["a", "a", "a", "b", "b", "b"], ["a", "a", "b", "b", "c", "c"]):
+        found = cluster_bootstrap_auroc(scores, labels, clusters, resamples=200, seed=1, method=method)
+        assert found.low <= found.estimate <= found.high

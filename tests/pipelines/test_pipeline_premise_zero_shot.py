@@ -39,19 +39,26 @@ def test_the_pipeline_is_the_pretrained_model_and_the_premise_node_only():
     pipeline = register_pipelines()["premise_zero_shot"]
     assert "stage1.check_skill_premise" in {node.name for node in pipeline.nodes}
     assert pipeline.inputs() & {"pretrained_model@path"} and not pipeline.inputs() & {"stage1_policy", "base_policy"}
-    assert pipeline.outputs() == {"zero_shot_premise", "zero_shot_premise_summary"}
+    assert pipeline.outputs() == {"zero_shot_premise", "zero_shot_premise_summary", "zero_shot_premise_ranking"}
 
 
 def test_the_zero_shot_check_writes_its_tables_and_trains_nothing(zero_shot_runs):
     _, first, pieces, _ = zero_shot_runs
-    assert set(first.outputs) == {"08_reporting/zero_shot_premise.parquet", "08_reporting/zero_shot_premise_summary.csv"}
+    assert set(first.outputs) == {
+        "08_reporting/zero_shot_premise.parquet", "08_reporting/zero_shot_premise_summary.csv",
+        "08_reporting/zero_shot_premise_ranking.csv",
+    }
     table = pd.read_parquet(first.outputs["08_reporting/zero_shot_premise.parquet"])
     assert (table["tokens"] > 0).all() and {"own", "rule"} <= set(table["skill_source"])
     assert len(table[table["skill_source"] == "own"]) == 4  # every held-out task's episode, own skill parsed
     summary = pd.read_csv(first.outputs["08_reporting/zero_shot_premise_summary.csv"])
     assert {"own", "rule", "own_minus_rule"} <= set(summary["skill_source"])  # each control paired with own too
-    assert sorted(name.split("-")[0] for name in pieces) == ["play"] * 4 + ["score"] * 4
+    assert sorted(name.split("-")[0] for name in pieces) == ["play"] * 4 + ["rank"] * 4 + ["score"] * 4
+    ranking = pd.read_csv(first.outputs["08_reporting/zero_shot_premise_ranking.csv"])
+    # conf/test's games have no map: every episode's first step is labelled by the gold's first action, a proxy
+    assert {"own", "rule"} <= set(ranking["skill_source"]) and ranking["note"].str.contains("proxy").all()
     metrics = first.mlflow_run.data.metrics
+    assert metrics["stage1/premise/ranking/labels_exact"] == 0.0 and metrics["stage1/premise/ranking/steps"] >= 4
     assert "stage1/premise/own/all/gap_mean" in metrics and "warmup/trainable_parameters" in metrics
     assert metrics["warmup/trainable_parameters"] == metrics["warmup/parameters"]  # no adapter: the model as converted
 
@@ -59,7 +66,8 @@ def test_the_zero_shot_check_writes_its_tables_and_trains_nothing(zero_shot_runs
 def test_a_rerun_takes_every_piece_and_writes_the_same_tables(zero_shot_runs):
     project, first, pieces, second = zero_shot_runs
     assert {path.name: path.stat().st_mtime_ns for path in (project.path / PIECES).rglob("*.pkl")} == pieces
-    for name in ("08_reporting/zero_shot_premise.parquet", "08_reporting/zero_shot_premise_summary.csv"):
+    for name in ("08_reporting/zero_shot_premise.parquet", "08_reporting/zero_shot_premise_summary.csv",
+                 "08_reporting/zero_shot_premise_ranking.csv"):
         read = pd.read_parquet if name.endswith("parquet") else pd.read_csv
         pd.testing.assert_frame_equal(read(second.outputs[name]), read(first.outputs[name]))
 

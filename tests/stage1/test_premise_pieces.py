@@ -24,7 +24,9 @@ from hindsight.skills.episode_views import episodes_from_table
 from hindsight.stage1.premise import premise_metrics, premise_table
 from hindsight.stage1.premise_controls import premise_sources, valid_actions_by_step
 from hindsight.stage1.premise_copy import copy_metrics, copy_pairs, copy_test_table
-from hindsight.stage1.premise_pieces import PieceStore, PremisePlan, piece_names, plan_key, run_premise_check
+from hindsight.stage1.premise_pieces import (
+    PieceStore, PremisePlan, piece_names, plan_key, ranking_piece_names, run_premise_check,
+)
 
 PREFIX = "premise"
 COIN = {
@@ -64,13 +66,13 @@ class Recording(PieceStore):
         self.saved.append(name)
 
 
-def _plan(tasks_per_piece: int, tasks: int = 4, copy: int = 40, seed: int = 3) -> PremisePlan:
+def _plan(tasks_per_piece: int, tasks: int = 4, copy: int = 40, seed: int = 3, ranking: bool = False) -> PremisePlan:
     project = project_settings({"seed": 0, "environment": COIN, "rollout": {"max_parallel": 4, "progress": False}})
     (spec,) = project.specs()
     return PremisePlan(
         tasks=seen_tasks(spec, tasks, project.environment.seen_seed_offset),
         rollout=project.rollout_config(group_size=1, sampling={"temperature": 1.0}, seed=seed), analyzer=project.analyzer,
-        seed=seed, copy_pairs=copy, tasks_per_piece=tasks_per_piece,
+        seed=seed, copy_pairs=copy, tasks_per_piece=tasks_per_piece, ranking=ranking,
     )
 
 
@@ -82,27 +84,40 @@ def _assert_same_metrics(got: dict[str, float], expected: dict[str, float]) -> N
 
 @pytest.fixture(scope="module")
 def uninterrupted(tiny_policy, tmp_path_factory):
-    """The check in pieces of one task, run through without a stop."""
+    """The check in pieces of one task, with the ranking, run through without a stop."""
     store = Recording(tmp_path_factory.mktemp("uninterrupted"))
-    plan = _plan(tasks_per_piece=1)
-    table, metrics = run_premise_check(tiny_policy, make_env, plan, PREFIX, store)
-    return plan, store, table, metrics
+    plan = _plan(tasks_per_piece=1, ranking=True)
+    table, metrics, ranking = run_premise_check(tiny_policy, make_env, plan, PREFIX, store)
+    return plan, store, table, metrics, ranking
 
 
 def test_the_uninterrupted_run_has_won_and_lost_episodes_and_copy_pairs(uninterrupted):
-    plan, store, table, metrics = uninterrupted
+    plan, store, table, metrics, ranking = uninterrupted
     plays, scores = piece_names(plan)
-    assert len(plays) == len(scores) == 4 and store.saved == plays + scores
+    ranks = ranking_piece_names(plan)
+    assert len(plays) == len(scores) == len(ranks) == 4 and store.saved == plays + scores + ranks
     assert set(table["success"]) == {True, False}  # both outcomes, so both have rows to compare
     assert metrics[f"{PREFIX}/copy/pairs"] > 0 and metrics[f"{PREFIX}/same_form/steps"] > 0
     assert {"own", "rule", "unrelated"} <= set(table["skill_source"])
+    assert metrics[f"{PREFIX}/ranking/labels_exact"] == 1.0 and metrics[f"{PREFIX}/ranking/steps"] > 0  # coin: the map's labels
+    assert len(ranking) and set(ranking["optimal"]) == {True, False}
+    assert f"{PREFIX}/ranking/own/within/all/auroc" in metrics
 
 
-@pytest.mark.parametrize("killed_after", [1, 5])  # during the plays; during the scoring
+def test_a_check_that_adds_the_ranking_reuses_the_plays_and_scores(uninterrupted, tiny_policy, tmp_path):
+    plan, store, *_ = uninterrupted
+    without = Recording(tmp_path)
+    run_premise_check(tiny_policy, make_env, _plan(tasks_per_piece=1), PREFIX, without)
+    with_ranking = Recording(tmp_path)
+    run_premise_check(tiny_policy, make_env, plan, PREFIX, with_ranking)
+    assert with_ranking.saved == ranking_piece_names(plan)  # only the ranking pieces were computed
+
+
+@pytest.mark.parametrize("killed_after", [1, 5, 10])  # during the plays; the scoring; the ranking
 def test_a_killed_run_resumes_from_its_pieces_and_gives_the_uninterrupted_figures(
     uninterrupted, tiny_policy, tmp_path, monkeypatch, killed_after
 ):
-    plan, _, expected_table, expected_metrics = uninterrupted
+    plan, _, expected_table, expected_metrics, expected_ranking = uninterrupted
     first = KilledAfter(tmp_path, killed_after)
     with pytest.raises(Killed):
         run_premise_check(tiny_policy, make_env, plan, PREFIX, first)
@@ -115,16 +130,17 @@ def test_a_killed_run_resumes_from_its_pieces_and_gives_the_uninterrupted_figure
 
     monkeypatch.setattr(pieces_module, "run_rollouts", counting_rollouts)
     second = Recording(tmp_path)
-    table, metrics = run_premise_check(tiny_policy, make_env, plan, PREFIX, second)
+    table, metrics, ranking = run_premise_check(tiny_policy, make_env, plan, PREFIX, second)
     plays, scores = piece_names(plan)
-    assert second.saved == [name for name in plays + scores if name not in first.saved]  # nothing redone
+    assert second.saved == [name for name in plays + scores + ranking_piece_names(plan) if name not in first.saved]  # nothing redone
     assert len(played_tasks) == sum(name.startswith("play") for name in second.saved)
     pd.testing.assert_frame_equal(table, expected_table)
+    pd.testing.assert_frame_equal(ranking, expected_ranking)
     _assert_same_metrics(metrics, expected_metrics)
 
 
 def test_a_half_written_piece_is_not_taken_for_a_finished_one(uninterrupted, tmp_path):
-    plan, store, _, _ = uninterrupted
+    plan, store, *_ = uninterrupted
     (tmp_path / f".{piece_names(plan)[0][0]}.partial-1").write_bytes(b"cut")
     assert PieceStore(tmp_path).load(piece_names(plan)[0][0]) is None and PieceStore(tmp_path).names() == []
 
@@ -133,7 +149,7 @@ def test_one_piece_is_the_check_without_pieces(tiny_policy):
     """``tasks_per_piece`` 0 (the default run's Stage-1 check) computes what the premise node
     computed before pieces: one rollout, the skills, the sources, the table and the metrics."""
     plan = _plan(tasks_per_piece=0, tasks=3)
-    table, metrics = run_premise_check(tiny_policy, make_env, plan, PREFIX)
+    table, metrics, _ = run_premise_check(tiny_policy, make_env, plan, PREFIX)
     rollout = run_rollouts(tiny_policy, make_env, plan.tasks, plan.rollout)
     episodes = episodes_from_table(rollout.table)
     own = {r.episode_id: r.skill for r in policy_teacher(tiny_policy, plan.analyzer).write_skills(episodes) if r.parse_ok}

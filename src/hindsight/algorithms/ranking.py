@@ -169,6 +169,10 @@ class _ClusterTallies:
         return wins, (multiplicity @ self.positives) * (multiplicity @ self.negatives)
 
 
+MIN_TAIL = 1e-9
+"""The smallest tail level a bound is taken at (a level of 0 has no normal quantile)."""
+
+
 def _student_quantile(p: float, df: int) -> float:
     """Student's t quantile: exact for df 1 and 2, else the Cornish-Fisher series (A&S 26.7.5)."""
     if df == 1:
@@ -187,6 +191,7 @@ def _nominal_levels(level: float, clusters: int, expanded: bool) -> tuple[float,
     if expanded and clusters > 1:
         t = _student_quantile(1.0 - tail, clusters - 1)
         tail = _NORMAL.cdf(-math.sqrt(clusters / (clusters - 1)) * t)
+    tail = max(tail, MIN_TAIL)  # with 2-3 clusters the expanded tail underflows: the bounds are the extremes
     return tail, 1.0 - tail
 
 

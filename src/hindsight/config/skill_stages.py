@@ -203,6 +203,14 @@ class Stage1Config:
     on the won episodes' steps, a valid action X scored under a skill naming X and under one
     naming another valid action of the step; each pair costs two scoring passes of one step
     (0: no copy test)."""
+    premise_ranking: bool = True
+    """Whether the premise check also measures the ranking of SEED's shift
+    (``stage1.premise_ranking``): on steps where the environment labels optimal actions
+    (exact on TextWorldExpress coin, the gold solver's next action elsewhere as a proxy),
+    the AUROC of log p(a | skill) - log p(a) for optimal against suboptimal actions; every
+    valid action of a ranked step costs one plain and one scoring pass per source."""
+    premise_ranking_steps: int = 0
+    """Most ranked steps the ranking scores (a seeded draw; 0: every ranked step)."""
     premise_tasks_per_piece: int = 0
     """Tasks per piece of the premise check (``stage1.premise_pieces``): the plays, then the
     scoring, run piece by piece, each piece kept under ``premise_pieces_dir`` as it finishes,
@@ -218,7 +226,7 @@ class Stage1Config:
     def __post_init__(self) -> None:
         for name in (
             "analyzer_repeat", "own_rollout_repeat", "counterfactual_repeat", "reorder_repeat", "unrelated_repeat",
-            "premise_tasks_per_game", "premise_copy_pairs", "premise_tasks_per_piece",
+            "premise_tasks_per_game", "premise_copy_pairs", "premise_tasks_per_piece", "premise_ranking_steps",
         ):
             if getattr(self, name) < 0:  # the type is checked by params.build
                 raise ValueError(f"stage1.{name} must be >= 0, got {getattr(self, name)!r}")

@@ -12,18 +12,15 @@ the set of actions optimal there. Each environment says it through
                ``gold_actions()``)
 
 ``label_episode`` resets the environment to the task and asks it. This module imports
-nothing of ``base`` at run time (``base`` imports it).
+nothing of ``base`` (``base`` imports it): ``LabelledEnvironment`` says what it needs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import Any, Protocol, Sequence
 
 from hindsight.envs.valid_actions import normalize_action
-
-if TYPE_CHECKING:
-    from hindsight.envs.base import TextEnvironment
 
 LABEL_SOURCES = ("map", "gold_next")
 
@@ -65,7 +62,15 @@ def gold_next_labels(gold: Sequence[str], actions: Sequence[str]) -> ActionLabel
     return ActionLabels("gold_next", tuple(labels))
 
 
-def label_episode(env: "TextEnvironment", seed: int, split: str, actions: Sequence[str]) -> ActionLabels | None:
+class LabelledEnvironment(Protocol):
+    """What ``label_episode`` needs of an environment (``base.TextEnvironment`` has both)."""
+
+    def reset(self, seed: int, split: str = "train") -> Any: ...
+
+    def action_labels(self, actions: Sequence[str]) -> "ActionLabels | None": ...
+
+
+def label_episode(env: LabelledEnvironment, seed: int, split: str, actions: Sequence[str]) -> ActionLabels | None:
     """The labels of ``actions`` played from task ``seed`` of fold ``split``: the environment
     is reset to the task and asked (``env.action_labels``); None where it has none. The
     environment may be left anywhere in the episode (coin replays the actions on it)."""

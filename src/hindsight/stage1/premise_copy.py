@@ -78,11 +78,12 @@ def copy_pairs(
     return candidates
 
 
-def _pair_sample(base: StepSample, tokenizer, pair: CopyPair, valid: Sequence[str], key: str) -> StepSample:
-    """``base`` (the played step's sample) answering ``pair.action`` instead: its response ids,
-    and the allowed ids of the valid-action trie along them when ``base`` was decoded under
-    one (a free-text sample stays free)."""
-    response_ids = encode_response(tokenizer, pair.action)
+def answer_sample(base: StepSample, tokenizer, action: str, valid: Sequence[str], key: str) -> StepSample:
+    """``base`` (a played step's sample) answering ``action`` instead, keyed ``key``: its
+    response ids, and the allowed ids of the valid-action trie along them when ``base`` was
+    decoded under one (a free-text sample stays free). The copy test and the premise's
+    ranking (``stage1.premise_ranking``) score other valid actions of a step so."""
+    response_ids = encode_response(tokenizer, action)
     allowed = ActionTrie.from_actions(tokenizer, list(valid)).allowed_along(response_ids) if base.allowed_ids is not None else None
     return dataclasses.replace(base, episode_id=key, response_ids=response_ids, allowed_ids=allowed, old_logprobs=None)
 
@@ -102,7 +103,7 @@ def copy_test_table(
         if base is None:
             continue
         key = COPY_KEY_SEPARATOR.join((pair.episode_id, str(pair.step), str(index)))
-        keyed.append((pair, _pair_sample(base, policy.tokenizer, pair, valid_actions[(pair.episode_id, pair.step)], key)))
+        keyed.append((pair, answer_sample(base, policy.tokenizer, pair.action, valid_actions[(pair.episode_id, pair.step)], key)))
         named[key] = render_skill(DO_HEAD, [concrete_action(pair.action)])
         other[key] = render_skill(DO_HEAD, [concrete_action(pair.other)])
     pair_samples = [sample for _, sample in keyed]

@@ -13,7 +13,10 @@ With ``PremisePlan.tasks_per_piece`` > 0 and a ``PieceStore`` the long parts run
   records and the rollout's statistics;
 - ``score-...-<k>``: piece k's episodes re-scored under every source and its copy pairs scored,
   after every play piece is done (the controls are drawn over all episodes: the unrelated
-  skill of one piece's episode may come from another piece's).
+  skill of one piece's episode may come from another piece's);
+- ``rank-...-<k>``: with ``PremisePlan.ranking``, piece k's ranked steps scored action by
+  action (``stage1.premise_ranking``: every valid action with and without each source's
+  skill), after the environment labelled the optimal actions of every episode.
 
 Each piece is written whole (a temporary file renamed when complete) under a directory named
 by a hash of what decides its content besides the tasks (``plan_key``: the policy's weights,
@@ -47,10 +50,13 @@ from hindsight.rollout.config import RolloutConfig
 from hindsight.skills.analyzers import AnalyzerConfig, policy_teacher, rule_teacher
 from hindsight.skills.episode_views import episodes_from_table
 from hindsight.skills.records import parse_rate
-from hindsight.stage1.premise import premise_metrics, premise_table
+from hindsight.stage1.premise import premise_metrics, premise_table, stream_seed
 from hindsight.stage1.premise_controls import premise_sources, valid_actions_by_step
 from hindsight.stage1.premise_copy import COPY_COLUMNS, copy_metrics, copy_pairs, copy_test_table
 from hindsight.stage1.premise_paired import paired_metrics
+from hindsight.stage1.premise_ranking import (
+    RANKING_COLUMNS, episode_labels, mirrored_metrics, ranked_steps, ranking_metrics, ranking_sources, ranking_table,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -74,11 +80,21 @@ class PremisePlan:
     """Most pairs of the copy test (0: none)."""
     tasks_per_piece: int = 0
     """Tasks per piece (0: all in one piece)."""
+    ranking: bool = False
+    """Whether to measure the ranking of SEED's shift on optimal actions
+    (``stage1.premise_ranking``) where the environment labels them."""
+    ranking_steps: int = 0
+    """Most ranked steps scored (a seeded draw; 0: all)."""
+    gate_beta: float = 5.0
+    """SEED's gate sharpness, for the ranking's gate push (``methods.seed.SEEDSettings``)."""
+    opd_coef: float = 0.01
+    """SEED's distillation coefficient, for the ranking's gate push."""
 
     def __post_init__(self) -> None:
-        if self.tasks_per_piece < 0 or self.copy_pairs < 0:
+        if self.tasks_per_piece < 0 or self.copy_pairs < 0 or self.ranking_steps < 0:
             raise ValueError(
-                f"tasks_per_piece and copy_pairs must be >= 0, got {self.tasks_per_piece!r} and {self.copy_pairs!r}"
+                f"tasks_per_piece, copy_pairs and ranking_steps must be >= 0, got {self.tasks_per_piece!r}, "
+                f"{self.copy_pairs!r} and {self.ranking_steps!r}"
             )
 
     def pieces(self) -> list[list[Any]]:
@@ -130,6 +146,14 @@ def piece_names(plan: PremisePlan) -> tuple[list[str], list[str]]:
     plays = [f"play-{k:03d}-{_digest(json.dumps([repr(task) for task in tasks]))}" for k, tasks in enumerate(pieces)]
     scoring = _digest(json.dumps({"tasks": [repr(task) for task in plan.tasks], "copy_pairs": plan.copy_pairs}))
     return plays, [f"score-{scoring}-{k:03d}" for k in range(len(pieces))]
+
+
+def ranking_piece_names(plan: PremisePlan) -> list[str]:
+    """The names of the plan's ranking pieces (``rank-<hash of every task and the ranking's
+    step budget>-<k>``): kept apart from the score pieces, so a check that adds the ranking
+    reuses the plays and scores an earlier one kept."""
+    ranking = _digest(json.dumps({"tasks": [repr(task) for task in plan.tasks], "steps": plan.ranking_steps}))
+    return [f"rank-{ranking}-{k:03d}" for k in range(len(plan.pieces()))]
 
 
 class PieceStore:
@@ -192,7 +216,7 @@ def _play_piece(policy: Policy, env_factory, tasks: list, plan: PremisePlan, ind
 
 def run_premise_check(
     policy: Policy, env_factory, plan: PremisePlan, prefix: str, store: PieceStore | None = None
-) -> tuple[pd.DataFrame, dict[str, float]]:
+) -> tuple[pd.DataFrame, dict[str, float], pd.DataFrame]:
     """The premise check of ``plan`` (the module docstring), in pieces kept in ``store``.
 
     Args:
@@ -203,9 +227,11 @@ def run_premise_check(
         store: Where finished pieces are kept and found (None: nothing kept).
 
     Returns:
-        The per-episode table (``premise.PREMISE_COLUMNS``) and the metrics: the premise's
-        (``premise_metrics``), the controls', the copy test's, ``own_parse_rate``,
-        ``own_equals_rule``, ``success_rate`` and ``episodes``, all under ``prefix``.
+        The per-episode table (``premise.PREMISE_COLUMNS``), the metrics (the premise's,
+        ``premise_metrics``; the controls'; the copy test's; the ranking's where
+        ``plan.ranking``; ``own_parse_rate``, ``own_equals_rule``, ``success_rate`` and
+        ``episodes``, all under ``prefix``) and the ranking's per-action table
+        (``premise_ranking.RANKING_COLUMNS``; no rows without the ranking or labels).
     """
     pieces = plan.pieces()
     if not pieces:
@@ -241,13 +267,42 @@ def run_premise_check(
         parts = [part["copy"] for part in scored if part["copy"] is not None]
         copies = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(COPY_COLUMNS))
         metrics.update(copy_metrics(copies.reindex(columns=list(COPY_COLUMNS)), prefix, plan.seed))
+    ranking = pd.DataFrame(columns=list(RANKING_COLUMNS))
+    if plan.ranking:
+        ranking, ranking_figures = _rank(policy, env_factory, plan, store, played, episodes, own, rule, sources, valid_actions, prefix)
+        metrics.update(ranking_figures)
     metrics[f"{prefix}/own_parse_rate"] = parse_rate(own_records)
     metrics[f"{prefix}/own_equals_rule"] = sum(own.get(key) == value for key, value in rule.items()) / len(rule) if rule else 0.0
     metrics[f"{prefix}/success_rate"] = (
         float(played[0]["stats"]["success_rate"]) if len(played) == 1
         else sum(bool(episode.success) for episode in episodes) / len(episodes)
     )
-    return premise, metrics
+    return premise, metrics, ranking
+
+
+def _rank(policy, env_factory, plan, store, played, episodes, own, rule, sources, valid_actions, prefix):
+    """The ranking of ``stage1.premise_ranking`` on the played pieces: labels from the
+    environment, then one ranking piece per play piece; (its table, its metrics)."""
+    labels, label_sources = episode_labels(episodes, plan.tasks, env_factory)
+    steps = ranked_steps(labels, valid_actions, plan.ranking_steps, stream_seed(plan.seed, "ranking"))
+    rank_sources = ranking_sources(own, rule, sources["unrelated"])
+    metrics = {f"{prefix}/ranking/labelled_steps": float(len(labels)),
+               f"{prefix}/ranking/labels_exact": float(label_sources == {"map"}) if label_sources else float("nan")}
+    metrics.update({f"{prefix}/ranking/mirrored/{key}": value
+                    for key, value in mirrored_metrics(episodes, own, rank_sources["mirrored"], valid_actions).items()})
+
+    def rank(piece: dict) -> pd.DataFrame:
+        ids = set(piece["table"]["episode_id"].astype(str))
+        mine = [episode for episode in episodes if episode.episode_id in ids]
+        return ranking_table(policy, piece["samples"], [key for key in steps if key[0] in ids], labels, valid_actions,
+                             rank_sources, mine)
+
+    parts = [_piece(store, name, lambda piece=piece: rank(piece), f"ranking piece {k + 1} of {len(played)}")
+             for k, (name, piece) in enumerate(zip(ranking_piece_names(plan), played))]
+    parts = [part for part in parts if len(part)]
+    table = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(RANKING_COLUMNS))
+    metrics.update(ranking_metrics(table, prefix, plan.seed, gate_beta=plan.gate_beta, opd_coef=plan.opd_coef))
+    return table, metrics
 
 
 def _source_major(parts: list[pd.DataFrame], order: list[str]) -> pd.DataFrame:

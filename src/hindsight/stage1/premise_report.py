@@ -7,7 +7,8 @@ interval, and one row per paired comparison (``own_minus_<control>``,
 ``stage1.premise_paired``: the own skill minus a control, episode by episode on the same
 tokens); a control's rows say what it held and changed (``note``: e.g. the share of
 distinct unrelated texts), a control that is not applicable gets a row saying so instead of
-no row, and the copy test a row of its own.
+no row, and the copy test a row of its own. ``ranking_summary`` does the same for the
+ranking of SEED's shift on optimal actions (``stage1.premise_ranking``).
 """
 
 from __future__ import annotations
@@ -98,3 +99,39 @@ def premise_summary(metrics: dict[str, float], prefix: str = "premise") -> pd.Da
         })
     rows += _extra_rows(metrics, prefix, {row["skill_source"] for row in rows})
     return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+
+
+RANKING_SUMMARY_COLUMNS = (
+    "skill_source", "population", "subset", "episodes", "positives", "negatives", "auroc", "auroc_low", "auroc_high",
+    "gate_push", "note",
+)
+
+
+def ranking_summary(metrics: dict[str, float], prefix: str = "premise", label_note: str = "") -> pd.DataFrame:
+    """``ranking_metrics`` as a table (``RANKING_SUMMARY_COLUMNS``): one row per source,
+    population and subset, and one per paired comparison (``own_minus_<control>``: its
+    ``auroc`` is the difference); ``note`` names the labels and the interval."""
+    nan = float("nan")
+    key = f"{prefix}/ranking/"
+    rows = []
+    for name, value in metrics.items():
+        if not name.startswith(key):
+            continue
+        parts = name[len(key):].split("/")
+        if len(parts) != 4 or parts[-1] not in ("auroc", "difference"):
+            continue
+        source, population, subset, _ = parts
+        cell = f"{key}{source}/{population}/{subset}"
+        paired = parts[-1] == "difference"
+        rows.append({
+            "skill_source": source, "population": population, "subset": subset,
+            "episodes": metrics.get(f"{cell}/episodes", nan), "positives": metrics.get(f"{cell}/positives", nan),
+            "negatives": metrics.get(f"{cell}/negatives", nan), "auroc": value,
+            "auroc_low": metrics.get(f"{cell}/low" if paired else f"{cell}/auroc_low", nan),
+            "auroc_high": metrics.get(f"{cell}/high" if paired else f"{cell}/auroc_high", nan),
+            "gate_push": metrics.get(f"{cell}/gate_push", nan),
+            "note": (("paired: AUROC of own minus this control on the same actions; " if paired else "")
+                     + "95% expanded-BCa bootstrap over episodes" + (f"; labels: {label_note}" if label_note else "")),
+        })
+    return pd.DataFrame(rows, columns=list(RANKING_SUMMARY_COLUMNS))
+

@@ -19,6 +19,7 @@ import pandas as pd
 from hindsight import tracking
 from hindsight.config import ProjectConfig, Stage1Config
 from hindsight.envs import make_env
+from hindsight.methods.seed import SEEDSettings
 from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples, log_prefixed
 from hindsight.policy import Policy
 from hindsight.policy.logprobs import LOGPROB_TEMPERATURE
@@ -30,7 +31,7 @@ from hindsight.stage1.counterfactual import counterfactual_examples, reorder_exa
 from hindsight.skills.episode_views import episodes_from_table
 from hindsight.stage1.premise import evaluate_analyzer, premise_table
 from hindsight.stage1.premise_pieces import PieceStore, PremisePlan, plan_key, run_premise_check
-from hindsight.stage1.premise_report import premise_summary
+from hindsight.stage1.premise_report import premise_summary, ranking_summary
 from hindsight.stage1.teacher_fit import fit_mixture, teacher_fit_pairs
 from hindsight.training.episode_sft import MULTITURN_COLUMNS, TurnBudget, skill_conditioned
 from hindsight.training.example_screens import screens_of_samples
@@ -223,7 +224,9 @@ def evaluate_stage1_analyzer(stage1_policy: Policy, analyzer_sft_set: pd.DataFra
     return table
 
 
-def check_skill_premise(stage1_policy: Policy, project: ProjectConfig, settings: Stage1Config) -> tuple[pd.DataFrame, pd.DataFrame]:
+def check_skill_premise(
+    stage1_policy: Policy, project: ProjectConfig, settings: Stage1Config
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """SEED's premise on held-out tasks: the Stage-1 policy plays ``premise_tasks_per_game``
     seen-split tasks per game at the temperature the log-probs are taken at
     (``policy.logprobs.LOGPROB_TEMPERATURE``, 1: as RL samples by default), writes its own skill for each
@@ -235,19 +238,24 @@ def check_skill_premise(stage1_policy: Policy, project: ProjectConfig, settings:
     the split by whether the skill lists the step's action (``.../{listed,unlisted,unsure}/...``),
     the controls' assignment (``stage1/premise/unrelated/distinct_share`` ...,
     ``stage1/premise/shuffled/applicable_share``), the own skill minus each control, paired by
-    episode (``stage1/premise/own_minus_<control>/<all|won|lost>/...``) and ``stage1/premise/copy/*``.
+    episode (``stage1/premise/own_minus_<control>/<all|won|lost>/...``), ``stage1/premise/copy/*``
+    and, with ``premise_ranking``, the ranking of SEED's shift on the actions the environment
+    labels optimal (``stage1.premise_ranking``: ``stage1/premise/ranking/<source>/<within|pooled>/<subset>/{auroc,...,gate_push}``;
+    the gate push at SEED's default ``gate_beta`` and ``opd_coef``).
 
     With ``premise_tasks_per_piece`` > 0 the plays and the scoring run in pieces of that many
     tasks, each kept under ``premise_pieces_dir`` (``stage1.premise_pieces``): a rerun of the
     same check (same policy, tasks and settings) loads the finished pieces and continues.
 
     Returns:
-        The per-episode table (``skill_premise``) and its summary with the 95% intervals over
-        episodes (``skill_premise_summary``).
+        The per-episode table (``skill_premise``), its summary with the 95% intervals over
+        episodes (``skill_premise_summary``) and the ranking's summary (``skill_premise_ranking``,
+        ``premise_ranking.RANKING_SUMMARY_COLUMNS``; no rows where nothing was labelled).
     """
     prefix = "stage1/premise"
     if settings.premise_tasks_per_game == 0:
-        return premise_table(stage1_policy, [], [], {}), premise_summary({}, prefix)
+        return premise_table(stage1_policy, [], [], {}), premise_summary({}, prefix), ranking_summary({}, prefix)
+    seed_defaults = SEEDSettings()
     seed = project.seeds.evaluation
     offset = project.environment.seen_seed_offset
     plan = PremisePlan(
@@ -255,15 +263,19 @@ def check_skill_premise(stage1_policy: Policy, project: ProjectConfig, settings:
         rollout=project.rollout_config(group_size=1, sampling={"temperature": LOGPROB_TEMPERATURE}, seed=seed),
         analyzer=project.analyzer, seed=seed,
         copy_pairs=settings.premise_copy_pairs, tasks_per_piece=settings.premise_tasks_per_piece,
+        ranking=settings.premise_ranking, ranking_steps=settings.premise_ranking_steps,
+        gate_beta=seed_defaults.gate_beta, opd_coef=seed_defaults.opd_coef,
     )
     store = None
     if settings.premise_tasks_per_piece:
         store = PieceStore(Path(settings.premise_pieces_dir) / plan_key(stage1_policy, plan))
         logger.info("Premise check in %d pieces, kept in '%s' (a rerun resumes from them).", len(plan.pieces()), store.directory)
-    table, metrics = run_premise_check(stage1_policy, make_env, plan, prefix, store)
+    table, metrics, _ = run_premise_check(stage1_policy, make_env, plan, prefix, store)
     tracking.log_metrics(metrics)
     _log_premise(metrics, len(plan.tasks), prefix)
-    return table, premise_summary(metrics, prefix)
+    labels = metrics.get(f"{prefix}/ranking/labels_exact")
+    note = "" if labels is None or labels != labels else "exact (the map)" if labels else "proxy (the gold's next action)"
+    return table, premise_summary(metrics, prefix), ranking_summary(metrics, prefix, note)
 
 
 def _log_premise(metrics: dict[str, float], episodes: int, prefix: str) -> None:

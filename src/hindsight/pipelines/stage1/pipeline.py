@@ -50,17 +50,17 @@ def create_pipeline(**kwargs) -> Pipeline:
             Node(
                 check_skill_premise,
                 inputs=["stage1_policy", "project_settings", "stage1_settings"],
-                outputs=["skill_premise", "skill_premise_summary"],
+                outputs=["skill_premise", "skill_premise_summary", "skill_premise_ranking"],
                 name="check_skill_premise",
             ),
         ],
     )
 
 
-def create_premise_pipeline(policy: str, outputs: tuple[str, str]) -> Pipeline:
+def create_premise_pipeline(policy: str, outputs: tuple[str, str, str]) -> Pipeline:
     """The stage's settings and its premise check (``check_skill_premise``) alone, on the
-    policy ``policy`` (e.g. a pretrained model without Stage 1), writing its two tables to
-    ``outputs`` (the per-episode table, the summary)."""
+    policy ``policy`` (e.g. a pretrained model without Stage 1), writing its three tables to
+    ``outputs`` (the per-episode table, the summary, the ranking's summary)."""
     return stage_pipeline(
         "stage1",
         [
