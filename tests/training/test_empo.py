@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from hindsight.methods.empo_run import EmpoConfig
+from hindsight.config import EmpoConfig
 from hindsight.data.expert import collect_expert_trajectories
 from hindsight.envs.expert_replay import replay_env_factory
 from hindsight.evaluation.semi_online import evaluate_semi_online, semi_online_metrics

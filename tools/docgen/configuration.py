@@ -5,9 +5,9 @@ Each settings field is documented where it is defined, by the string literal tha
 it (an attribute docstring). ``render()`` walks ``file_settings()`` (one dataclass per
 ``conf/base/parameters*.yml``), descends into nested settings dataclasses and into each
 built-in RL method's settings (``training.rl.methods.<name>``), and writes one entry per key
-(a field that is no key, ``params.not_a_key``, is left out); a last
-section lists the setting names still declared by more than one class
-(``tools.docgen.duplicates``).
+(a field that is no key, ``params.not_a_key``, is left out); a first section lists the
+configuration environments (``tools.docgen.environments``) and a last one the setting names
+still declared by more than one class (``tools.docgen.duplicates``).
 ``docs/configuration.md`` is this output, committed; ``tests/tools/test_docgen_configuration.py``
 regenerates it and fails when the two differ, so the reference cannot drift from the code.
 From the project root::
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from pathlib import Path
 from typing import Any
 
 from hindsight.config.files import file_settings
@@ -26,7 +27,11 @@ from hindsight.methods import method_class, method_names
 from hindsight.params import NOT_A_KEY, as_dict
 from hindsight.training.rl_config import RLConfig
 from tools.docgen.duplicates import markdown
+from tools.docgen.environments import render as environments_section
 from tools.docgen.fields import field_default, field_docs, prose_text, value_text
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+"""The project's configuration folder (``conf/base`` and the configuration environments)."""
 
 HEADER = """# Configuration reference
 
@@ -37,8 +42,8 @@ compose: do not edit. Regenerate with `python -m tools.docgen.configuration > do
 Every key of every parameters file, with its type, its default and what it does. The
 defaults live in the settings dataclasses (`hindsight.config`); `conf/base/` restates them
 (a test keeps the two equal), except an RL method's own settings (`training.rl.methods.<name>`)
-and the schedulers' (`training.rl.schedulers.<name>`), which live in their modules only, and other configuration environments (`conf/test/`,
-`conf/pretrained/`, `conf/dual_control/`) override some of them. Override any key on the
+and the schedulers' (`training.rl.schedulers.<name>`), which live in their modules only, and the
+[configuration environments](#configuration-environments) override some of them. Override any key on the
 command line with `kedro run --params <key>=<value>` (dotted keys, several separated by
 commas); a key that no dataclass knows stops the run before any node runs, naming the key
 and its file.
@@ -148,7 +153,7 @@ class _Renderer:
 def render() -> str:
     """The configuration reference as markdown (``docs/configuration.md``)."""
     renderer = _Renderer()
-    out = [HEADER]
+    out = [HEADER, environments_section(CONF)]
     for file_name, (block, cls) in file_settings().items():
         renderer.lines = []
         renderer.block(cls, f"{block}." if block else "")

@@ -5,10 +5,13 @@
 - ``stages``: ``parameters_<stage>.yml``, one block per stage, in run order, except the
   skills stage and Stage 1 (``skill_stages``);
 - ``experiments``: ``parameters_experiments.yml``, the experiment grid and its presets;
+- ``empo_stage``, ``state2state``, ``world_model``, ``pretrained``: the stages outside the
+  default run, one module and one parameters file each;
 - ``files``: which file holds which block, and the check that runs before every run;
-- ``rl``: an RL run's games, task pool and rollout settings from the above;
-- ``reference`` and ``duplicates``: ``docs/configuration.md``, every key and the setting
-  names still declared by more than one class (each with its reason).
+- ``rl``: an RL run's games, task pool and rollout settings from the above.
+
+``docs/configuration.md``, every key and the setting names still declared by more than one
+class (each with its reason), is generated from these classes (``tools/docgen/``).
 
 Kedro hands nodes parameter dictionaries; each pipeline's ``read_settings`` node turns its
 block into its dataclass (``hindsight.params.build``) and the stage's nodes take that object.
@@ -21,7 +24,7 @@ are re-exported or held here, each under its own key (``rollout.sampling`` is
 (the layers contract in ``pyproject.toml``, ``[tool.importlinter]``).
 """
 
-from hindsight.methods.empo_run import EmpoConfig
+from hindsight.config.empo_stage import EmpoConfig
 from hindsight.config.experiments import ExperimentsConfig, GridPreset, GridSettings
 from hindsight.config.files import STAGE_FILES, check_parameters, file_of_key, file_settings, project_settings
 from hindsight.config.pretrained import PretrainedModelConfig

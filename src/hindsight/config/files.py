@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, Mapping
 
-from hindsight.methods.empo_run import EmpoConfig
+from hindsight.config.empo_stage import EmpoConfig
 from hindsight.config.experiments import ExperimentsConfig, GridSettings
 from hindsight.config.pretrained import PretrainedModelConfig
 from hindsight.config.project import ProjectConfig

@@ -17,6 +17,7 @@ from hindsight.envs.reward import RewardConfig
 from hindsight.evaluation.heldout import HeldoutConfig, HeldoutPlay
 from hindsight.policy.prompts import PromptConfig
 from hindsight.policy.generation import SamplingConfig
+from hindsight.policy.logprobs import LOGPROB_TEMPERATURE
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.skills.analyzers import AnalyzerConfig
 
@@ -101,9 +102,10 @@ def _game_spec(environment: EnvironmentConfig, game: GameConfig) -> EnvironmentS
 
 
 def _project_rollout() -> RolloutConfig:
-    """The project's rollout defaults (why: ``ProjectConfig.rollout``'s docstring)."""
+    """The project's rollout defaults (why: ``ProjectConfig.rollout``'s docstring); the
+    temperature is the log-probs' (``LOGPROB_TEMPERATURE``), set nowhere else in the code."""
     return RolloutConfig(
-        sampling=SamplingConfig(temperature=1.0, max_length=1024),
+        sampling=SamplingConfig(temperature=LOGPROB_TEMPERATURE, max_length=1024),
         prompt=PromptConfig(history_window=2, show_valid_actions=False),
     )
 

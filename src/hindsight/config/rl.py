@@ -10,7 +10,6 @@ from hindsight.config.stages import HeldoutPlay, TrainingConfig
 from hindsight.methods.run import RLSetup
 from hindsight.envs.base import EnvironmentConfigError
 from hindsight.policy.logprobs import LOGPROB_TEMPERATURE
-from hindsight.policy.logprobs import LOGPROB_TEMPERATURE
 from hindsight.rollout.tasks import seen_offset, split_tasks
 
 logger = logging.getLogger(__name__)

@@ -1,9 +1,12 @@
 """RL methods: one module per method, and the registry that maps a name to its module.
 
 - the ``Method`` interface (its hooks default to GRPO) and ``MethodContext`` live in
-  ``training.method``, beside the core loop that calls them (the loop names no method);
+  ``training.method``, in the engine layer below, whose schedulers take a method; the core
+  loop that calls the hooks is here (``run``, ``update``; it names no method);
 - ``registry``: the built-in methods listed (``BUILT_IN``), ``@register("name")`` for a
-  method defined elsewhere, ``build_method(rl, context)``;
+  method defined elsewhere, ``build_method(rl, context)``; a built-in method is its module
+  here plus its class in ``BUILT_IN``, and the pages generated from the classes regenerated
+  (docs/methods.md's hook table, docs/configuration.md: ``tools/docgen/``);
 - one module per method: ``grpo``, ``gigpo``, ``seed`` and ``opid`` (both over
   ``skill_distillation``), ``empo`` (its run on expert replay: ``empo_run``), ``wmr1``;
 - ``run``: one RL run, its setup and its loop (a private copy of the start, the reference,

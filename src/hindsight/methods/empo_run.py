@@ -2,16 +2,17 @@
 transition source (``envs.expert_replay``), the core loop with the EMPO method
 (``methods.empo``) trains, and semi-online success on held-out trajectories is the
 evaluation (``evaluation.semi_online``), before training (update 0), every
-``rl.eval_every`` updates and after the last. ``EmpoConfig`` is ``parameters_empo.yml``."""
+``rl.eval_every`` updates and after the last. Its settings are ``hindsight.config.EmpoConfig``
+(``parameters_empo.yml``), read through ``EmpoSettings``."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
 import pandas as pd
 
@@ -22,7 +23,7 @@ from hindsight.envs.expert_replay import ReplaySet, expert_trajectories, replay_
 from hindsight.evaluation.semi_online import evaluate_semi_online
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.rollout.tasks import TaskRef, make_tasks, spec_key
-from hindsight.methods.registry import build_method, check_method_settings, method_class
+from hindsight.methods.registry import build_method
 from hindsight.methods.run import RLSetup
 from hindsight.training.checkpoint import frozen_copy
 from hindsight.methods.run import RLRunResult, train_rl
@@ -31,43 +32,17 @@ from hindsight.training.rl_config import RLConfig
 logger = logging.getLogger(__name__)
 
 
-def _empo_rl() -> RLConfig:
-    return RLConfig(algorithm="empo", eval_every=2)
+class EmpoSettings(Protocol):
+    """What an EMPO run reads of its settings: the fields of ``hindsight.config.EmpoConfig``
+    (``parameters_empo.yml``), where each one is documented and has its default. The library
+    takes that object as it is and does not import the config layer above it."""
 
-
-@dataclass
-class EmpoConfig:
-    """The transition source (which trajectories, how patching works), held-out semi-online
-    evaluation, and the RL settings of the EMPO run."""
-
-    successful_only: bool = True
-    """Replay only episodes with a won step (failed demonstrations are not expert behaviour)."""
-    heldout_fraction: float = 0.25
-    """Share of the train-fold expert trajectories held out for semi-online evaluation
-    (shuffled with the run's seed; dev/test-fold trajectories are always held out)."""
-    patch_threshold: int = 2
-    """Mismatches the Patch Module repairs per trajectory; the next one ends it (paper: 2)."""
-    include_thought: bool = True
-    """A patch puts the expert's thought (where the trajectory has one) before its action
-    in the history."""
-    max_candidates: int = 12
-    """Decoder candidates of a step whose trajectory recorded no valid actions: the
-    expert action plus the task type's other observed actions."""
-    checkpoint_root: str = "data/06_models/empo_checkpoints"
-    """Checkpoints live under a fingerprint of the run's settings and starting weights."""
-    rl: RLConfig = field(default_factory=_empo_rl)
-    """RL settings; ``algorithm`` must be empo; ``eval_every``: semi-online evaluation period."""
-
-    def __post_init__(self) -> None:
-        if method_class(self.rl.algorithm).transition_source != "expert_replay":
-            raise ValueError(f"empo.rl.algorithm must be a method that plays expert replay (empo), got {self.rl.algorithm!r}")
-        check_method_settings(self.rl, "empo.rl")
-        if not 0 <= self.heldout_fraction < 1:
-            raise ValueError(f"empo.heldout_fraction must be in [0, 1), got {self.heldout_fraction}")
-        if self.patch_threshold < 0:
-            raise ValueError(f"empo.patch_threshold must be >= 0, got {self.patch_threshold}")
-        if self.max_candidates < 1:
-            raise ValueError(f"empo.max_candidates must be >= 1, got {self.max_candidates}")
+    successful_only: bool
+    heldout_fraction: float
+    patch_threshold: int
+    include_thought: bool
+    max_candidates: int
+    rl: RLConfig
 
 
 SEMI_ONLINE_COLUMNS = ["update", "semi_online/success_rate", "semi_online/mean_progress", "semi_online/trajectories"]
@@ -78,10 +53,10 @@ class EmpoSource:
     """The replayed trajectories, split into training and held-out folds, and how they play."""
 
     replay: ReplaySet
-    empo: EmpoConfig
+    empo: EmpoSettings
 
     @classmethod
-    def from_table(cls, trajectories: pd.DataFrame, empo: EmpoConfig, seed: int) -> "EmpoSource":
+    def from_table(cls, trajectories: pd.DataFrame, empo: EmpoSettings, seed: int) -> "EmpoSource":
         """The ``source == "expert"`` episodes of an ingested trajectory table (environment
         gold episodes and external files alike), held-out share split off with ``seed``."""
         expert_rows = trajectories[trajectories["source"] == "expert"]
@@ -171,7 +146,7 @@ def gold_trajectories(tasks: Sequence[TaskRef]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def empo_grid_setup(setup: RLSetup, empo: EmpoConfig, seed: int) -> tuple[RLSetup, int]:
+def empo_grid_setup(setup: RLSetup, empo: EmpoSettings, seed: int) -> tuple[RLSetup, int]:
     """The RL setup of an EMPO cell of the experiment grid: the gold episodes of the grid's
     training tasks are replayed as its environment (every one trains: held-out evaluation
     is online, on ``setup.specs``); the other methods train on those tasks online.

@@ -1,8 +1,11 @@
 """The interface every RL method implements, and what the core loop hands it.
 
-It is declared here, beside the loop that calls it (``training.rl``), so the engine depends
+It is declared here, in the engine layer, because the engine's pieces take a method (the
+schedulers: ``training.schedule``, ``training.stepo``, ``training.espo_update``) and depend
 on no method; the methods (``hindsight.methods``) implement it one module each and import
-it as ``hindsight.methods.Method``.
+it as ``hindsight.methods.Method``. The loop that calls the hooks is one layer up, in
+``hindsight.methods``: ``methods.run`` (the run and its loop, ``train_rl``) and
+``methods.update`` (one update, a micro-batch's loss).
 
 The core loop (``methods.run.train_rl``) is the same for every method: rollout -> batch
 -> advantages -> update -> checkpoint -> evaluation. A method changes it only through the
