@@ -249,6 +249,18 @@ def test_the_hidden_rooms_135m_bc_configuration_is_the_zero_shot_check_after_clo
     assert policy.from_pretrained_model and policy.lora is not None and cloned["behaviour_cloning"].sft.max_steps > 0
 
 
+def test_the_hidden_rooms_reader_configuration_is_hidden_rooms_with_a_stage_1_that_teaches_reading():
+    """conf/hidden_rooms_reader: conf/hidden_rooms' game, evaluation and premise check, with
+    counterfactual skill use in Stage 1 and more steps (docs/hidden_information.md, section 6)."""
+    reader = check_parameters(_merged_parameters("hidden_rooms_reader"))
+    rooms = check_parameters(_merged_parameters("hidden_rooms"))
+    assert reader["project"] == rooms["project"] and reader["evaluation"] == rooms["evaluation"]
+    assert reader["stage1"].counterfactual_repeat == 4 and rooms["stage1"].counterfactual_repeat == 0
+    assert reader["stage1"].sft.max_steps == 1000 and rooms["stage1"].sft.max_steps == 250
+    assert reader["stage1"].sft.learning_rate == rooms["stage1"].sft.learning_rate  # the rest of the SFT as the default's
+    assert reader["stage1"].premise_tasks_per_game == rooms["stage1"].premise_tasks_per_game == 60
+
+
 def test_the_dual_control_configuration_builds_on_the_telecom_domain():
     settings = check_parameters(_merged_parameters("dual_control"))
     environment = settings["project"].environment
