@@ -89,6 +89,9 @@ def test_a_skill_that_points_at_the_optimal_action_ranks_it_first_and_its_mirror
     assert metrics[f"{key}/own/within/coin_out_of_view/positives"] == 8
     assert f"{key}/own/pooled/played_suboptimal/auroc" not in metrics  # every played action there is suboptimal
     assert metrics[f"{key}/own/within/won/episodes"] == 4 and metrics[f"{key}/own/within/lost/episodes"] == 4
+    # the references: the plain log-prob is -1 everywhere (ties: 1/2); the teacher's is plain + the own shift
+    assert metrics[f"{key}/plain/within/all/auroc"] == 0.5 and metrics[f"{key}/teacher/within/all/auroc"] == 1.0
+    assert f"{key}/plain/pooled/all/gate_push" not in metrics
 
 
 def test_a_skill_that_moves_nothing_ranks_at_one_half_and_the_summary_names_its_interval():

@@ -19,7 +19,8 @@ action elsewhere as a named proxy), this module measures that ranking:
   with each source's skill (``RANKING_COLUMNS``: ``delta`` is the action's summed shift over
   its non-forced tokens, nats per action; ``token_gaps`` the shifts per token);
 - ``ranking_metrics``: per source, the AUROC of ``delta`` for optimal against suboptimal
-  actions (``algorithms.ranking``), on two populations:
+  actions (``algorithms.ranking``), beside the AUROC of the plain log-prob and of the
+  teacher's (with the own skill), on two populations:
 
       within   over each step's valid actions, pairs within a step only: does the skill
                point at the right action of the step?
@@ -248,7 +249,11 @@ def ranking_metrics(
     """The ranking's figures under ``<prefix>/ranking/``:
 
     - ``<source>/<population>/<subset>/{auroc,auroc_low,auroc_high,positives,negatives,episodes}``
-      (module docstring; a cell without a positive-negative pair is left out);
+      (module docstring; a cell without a positive-negative pair is left out), and the same
+      for two references on the own skill's rows: ``plain`` ranks by log p(a) (the policy
+      alone) and ``teacher`` by log p(a | own skill) (the distillation's teacher), so that a
+      shift's AUROC can be read against what the policy already ranks (a skill block that
+      only flattens the distribution gives a shift that ranks as ``1 - plain``);
     - ``<source>/pooled/<subset>/gate_push``: ``opd_coef * (E[gate | optimal] - E[gate | suboptimal])``
       over the played actions' non-forced tokens, ``gate = sigmoid(gate_beta * gap)``;
     - ``own_minus_<control>/<population>/<subset>/{difference,low,high,episodes}``: paired
@@ -264,14 +269,16 @@ def ranking_metrics(
     metrics[f"{key}/steps"] = float(base[["episode_id", "step"]].drop_duplicates().shape[0])
     played = base[base["played"]]
     metrics[f"{key}/played_optimal_share"] = float(played["optimal"].mean()) if len(played) else float("nan")
-    for source, part in table.groupby("source", sort=False):
+    scored = [(source, part, "delta") for source, part in table.groupby("source", sort=False)]
+    scored += [("plain", base, "logp_plain"), ("teacher", base.assign(logp_skill=base["logp_plain"] + base["delta"]), "logp_skill")]
+    for source, part, column in scored:
         for population in POPULATIONS:
             for subset in SUBSETS:
                 rows = _population(_subset(part, subset), population)
                 if rows.empty:
                     continue
                 found = cluster_bootstrap_auroc(
-                    rows["delta"].tolist(), rows["optimal"].tolist(), rows["episode_id"].tolist(), _strata(rows, population),
+                    rows[column].tolist(), rows["optimal"].tolist(), rows["episode_id"].tolist(), _strata(rows, population),
                     resamples=resamples, seed=stream_seed(seed, f"ranking/{source}/{population}/{subset}"), method=INTERVAL,
                 )
                 if not found.pairs:
@@ -282,7 +289,7 @@ def ranking_metrics(
                     f"{cell}/positives": float(found.positives), f"{cell}/negatives": float(found.negatives),
                     f"{cell}/episodes": float(found.clusters),
                 })
-                if population == "pooled":
+                if population == "pooled" and column == "delta":
                     good = [g for gaps in rows.loc[rows["optimal"], "token_gaps"] for g in gaps]
                     bad = [g for gaps in rows.loc[~rows["optimal"], "token_gaps"] for g in gaps]
                     metrics[f"{cell}/gate_push"] = gate_push(good, bad, gate_beta, opd_coef)
