@@ -78,6 +78,12 @@ def test_the_copy_metrics_interval_resamples_episodes():
     assert metrics["p/copy/gap_low"] < 0.17 < metrics["p/copy/gap_high"]
     (row,) = premise_summary(metrics, "p").itertuples()
     assert (row.skill_source, row.tokens_on, row.tokens) == ("copy", "pairs", 10) and row.positive_share == pytest.approx(0.7)
+    assert metrics["p/copy_same_verb/pairs"] == 0  # "a" against "b": one word each, no verb to share
+    moves = table.assign(action=["move north"] * 5 + ["move east"] * 5, other=["move south"] * 5 + ["open door to east"] * 5)
+    figures = copy_metrics(moves, "p", seed=0)
+    assert figures["p/copy_same_verb/pairs"] == 5 and figures["p/copy_same_verb/gap_mean"] == pytest.approx(0.16)
+    assert figures["p/copy/gap_mean"] == pytest.approx(0.17)  # every pair, as before
+    assert list(premise_summary(figures, "p")["skill_source"]) == ["copy", "copy_same_verb"]
     empty = copy_metrics(table.iloc[:0], "p")
     assert empty == {"p/copy/pairs": 0.0, "p/copy/steps": 0.0, "p/copy/episodes": 0.0}
     assert premise_summary(empty, "p")["note"].iloc[0].startswith("not measured")

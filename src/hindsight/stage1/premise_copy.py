@@ -18,7 +18,9 @@ not, a mean near 0 and half of the pairs positive.
 - ``copy_test_table``: the pairs scored (``COPY_COLUMNS``);
 - ``copy_metrics``: the mean with its 95% bootstrap interval over episodes (pairs of one
   episode share its prompts), the share positive and the counts, as
-  ``<prefix>/copy/{gap_mean,gap_low,gap_high,positive_share,pairs,steps,episodes}``.
+  ``<prefix>/copy/{gap_mean,gap_low,gap_high,positive_share,pairs,steps,episodes}``, and the
+  same over the pairs that differ only in their last word (``copy_same_verb``: ``move north``
+  against ``move south``), which a policy that reads only a skill's verbs does not pass.
 """
 
 from __future__ import annotations
@@ -119,19 +121,20 @@ def copy_test_table(
     return pd.DataFrame(rows, columns=list(COPY_COLUMNS))
 
 
-def copy_metrics(table: pd.DataFrame, prefix: str = "premise", seed: int = 0) -> dict[str, float]:
-    """The copy test's figures under ``<prefix>/copy/``: ``gap_mean`` (mean over pairs, nats
-    per action), ``gap_low`` / ``gap_high`` (its 95% bootstrap interval, resampling episodes,
-    on a stream of its own), ``positive_share`` (pairs whose gap is above 0), ``pairs``,
-    ``steps`` and ``episodes``; only the counts (0) when no pair was scored."""
-    key = f"{prefix}/copy"
+def same_verb(action: str, other: str) -> bool:
+    """Whether two actions differ only in their last word (``move north`` / ``move south``,
+    ``take apple`` / ``take pear``): the pair then asks whether the policy reads the object
+    or direction a skill names, not only its verb."""
+    words, others = concrete_action(action).split(), concrete_action(other).split()
+    return len(words) == len(others) >= 2 and words[:-1] == others[:-1] and words[-1] != others[-1]
+
+
+def _copy_figures(table: pd.DataFrame, key: str, seed: int) -> dict[str, float]:
     metrics = {f"{key}/pairs": float(len(table)), f"{key}/steps": 0.0, f"{key}/episodes": 0.0}
     if table.empty:
         return metrics
     per_episode = table.groupby("episode_id")["gap"].agg(["mean", "size"])
-    low, high = bootstrap_weighted_mean_interval(
-        per_episode["mean"].tolist(), per_episode["size"].tolist(), seed=stream_seed(seed, "copy")
-    )
+    low, high = bootstrap_weighted_mean_interval(per_episode["mean"].tolist(), per_episode["size"].tolist(), seed=seed)
     metrics.update({
         f"{key}/steps": float(table[["episode_id", "step"]].drop_duplicates().shape[0]),
         f"{key}/episodes": float(len(per_episode)),
@@ -140,3 +143,16 @@ def copy_metrics(table: pd.DataFrame, prefix: str = "premise", seed: int = 0) ->
     })
     return metrics
 
+
+def copy_metrics(table: pd.DataFrame, prefix: str = "premise", seed: int = 0) -> dict[str, float]:
+    """The copy test's figures under ``<prefix>/copy/``: ``gap_mean`` (mean over pairs, nats
+    per action), ``gap_low`` / ``gap_high`` (its 95% bootstrap interval, resampling episodes,
+    on a stream of its own), ``positive_share`` (pairs whose gap is above 0), ``pairs``,
+    ``steps`` and ``episodes``; only the counts (0) when no pair was scored. The same under
+    ``<prefix>/copy_same_verb/`` for the pairs whose two actions differ only in their last
+    word (``same_verb``): a policy may read a skill's verb and not its object or direction."""
+    metrics = _copy_figures(table, f"{prefix}/copy", stream_seed(seed, "copy"))
+    if not table.empty:
+        kept = table[[same_verb(a, o) for a, o in zip(table["action"], table["other"])]]
+        metrics.update(_copy_figures(kept, f"{prefix}/copy_same_verb", stream_seed(seed, "copy_same_verb")))
+    return metrics

@@ -62,16 +62,18 @@ def _extra_rows(metrics: dict[str, float], prefix: str, sources: set[str]) -> li
     if metrics.get(f"{prefix}/shuffled/applicable_share") == 0.0 and "shuffled" not in sources:
         rows.append({**blank, "skill_source": "shuffled", "outcome": "all", "tokens_on": "all",
                      "note": "not applicable: no own skill has two distinct items (no other order)"})
-    copy = f"{prefix}/copy"
-    if f"{copy}/pairs" in metrics:
+    for source, pairs_of in (("copy", "won steps"), ("copy_same_verb", "won steps, the two actions differing only in their last word")):
+        copy = f"{prefix}/{source}"
+        if f"{copy}/pairs" not in metrics or (source != "copy" and not metrics[f"{copy}/pairs"]):
+            continue
         pairs = metrics[f"{copy}/pairs"]
         rows.append({
-            **blank, "skill_source": "copy", "outcome": "won", "tokens_on": "pairs",
+            **blank, "skill_source": source, "outcome": "won", "tokens_on": "pairs",
             "episodes": metrics.get(f"{copy}/episodes", nan), "tokens": pairs,
             "gap_mean": metrics.get(f"{copy}/gap_mean", nan), "gap_low": metrics.get(f"{copy}/gap_low", nan),
             "gap_high": metrics.get(f"{copy}/gap_high", nan), "positive_share": metrics.get(f"{copy}/positive_share", nan),
             "note": (f"log P(X | do: X) - log P(X | do: Y), nats per action: {pairs:.0f} pairs on "
-                     f"{metrics.get(f'{copy}/steps', 0.0):.0f} won steps" if pairs else "not measured: no pair of valid actions on a won step"),
+                     f"{metrics.get(f'{copy}/steps', 0.0):.0f} {pairs_of}" if pairs else "not measured: no pair of valid actions on a won step"),
         })
     return rows
 
