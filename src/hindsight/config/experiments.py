@@ -63,6 +63,11 @@ def _default_presets() -> dict[str, GridPreset]:
             fractions=[1.0], rl={"updates": 4, "tasks_per_update": 4, "group_size": 4, "eval_every": 4},
             heldout=HeldoutPlay(episodes_per_game=8, decodings=curve_decodings()),
         ),
+        "distillation_controls": GridPreset(
+            methods=["seed", "seed_no_distill", "seed_unrelated_skill"], seeds=[0, 1, 2], fractions=[1.0],
+            fraction_methods=[], rl={"updates": 4, "tasks_per_update": 4, "group_size": 4, "eval_every": 4},
+            heldout=HeldoutPlay(episodes_per_game=50, decodings=curve_decodings()),
+        ),
         "distill_weight": GridPreset(
             methods=["seed", "seed_unrelated_skill", "seed_distill_weight_1", "seed_unrelated_skill_distill_weight_1"],
             seeds=[0, 1, 2], fractions=[1.0], fraction_methods=[],
@@ -113,8 +118,9 @@ class ExperimentsConfig:
 
     preset: str = "full"
     """Which preset runs: full (docs/results.md, "The experiment grid"), controls (SEED against its two
-    controls and GRPO), distill_weight (SEED and its unrelated-skill control with the
-    distillation term at weight 1), first_look (the default run's games and policy, one seed: SEED,
+    controls and GRPO), distillation_controls (SEED, SEED without distillation and SEED with an
+    unrelated skill from the same start, 50 held-out tasks per game and split), distill_weight
+    (SEED and its unrelated-skill control with the distillation term at weight 1), first_look (the default run's games and policy, one seed: SEED,
     GRPO and SEED's two controls on 8 held-out episodes per game and split, about 10 minutes
     after the default run) or quick (a smoke check: 2 episodes per split, no result)."""
     cache_dir: str = "data/07_model_output/experiment_cells"
