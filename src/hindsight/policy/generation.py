@@ -168,21 +168,7 @@ def generate(
     if valid_actions is not None and len(valid_actions) != len(prompt_ids):
         raise ValueError(f"generate: {len(valid_actions)} valid-action lists for {len(prompt_ids)} prompts.")
 
-    rows = [
-        DecodeRow(ActionTrie.from_actions(tokenizer, actions) if config.constrained and actions else None)
-        for actions in (valid_actions if valid_actions is not None else [None] * len(prompt_ids))
-    ]
-    max_length = config.max_length or model_max_length(model)
-    for row, ids in zip(rows, prompt_ids):
-        # A constrained row's response is at most its longest action (+ EOS).
-        row.limit = row.trie.depth if row.trie is not None else config.max_new_tokens
-        row.prompt_ids, row.dropped = truncate_prompt(ids, max_length - row.limit)
-        if not row.prompt_ids:
-            raise ValueError(f"generate: max_length={max_length} leaves no room for the prompt (response {row.limit}).")
-    if images is not None:
-        for row, image in zip(rows, images, strict=True):
-            check_image_kept(row.prompt_ids, image, max_length)
-            row.image = image
+    rows = _decode_rows(model, tokenizer, prompt_ids, valid_actions, images, config)
 
     # Chunks of rows sorted by prompt length (identical prompts adjacent) within the budget.
     token_budget = config.max_batch_tokens or (2048 if device.type == "cpu" else None)
@@ -209,6 +195,30 @@ def generate(
         )
         for row, text in zip(rows, texts)
     ]
+
+
+def _decode_rows(
+    model, tokenizer, prompt_ids: Sequence[Sequence[int]], valid_actions: Sequence[Sequence[str] | None] | None,
+    images: Sequence[ScreenImage | None] | None, config: SamplingConfig,
+) -> list[DecodeRow]:
+    """One ``DecodeRow`` per prompt: its valid-action trie (constrained rows), its response
+    limit, its prompt cut to fit ``max_length`` with that limit, and its screenshot."""
+    rows = [
+        DecodeRow(ActionTrie.from_actions(tokenizer, actions) if config.constrained and actions else None)
+        for actions in (valid_actions if valid_actions is not None else [None] * len(prompt_ids))
+    ]
+    max_length = config.max_length or model_max_length(model)
+    for row, ids in zip(rows, prompt_ids):
+        # A constrained row's response is at most its longest action (+ EOS).
+        row.limit = row.trie.depth if row.trie is not None else config.max_new_tokens
+        row.prompt_ids, row.dropped = truncate_prompt(ids, max_length - row.limit)
+        if not row.prompt_ids:
+            raise ValueError(f"generate: max_length={max_length} leaves no room for the prompt (response {row.limit}).")
+    if images is not None:
+        for row, image in zip(rows, images, strict=True):
+            check_image_kept(row.prompt_ids, image, max_length)
+            row.image = image
+    return rows
 
 
 def response_text(tokenizer, row: DecodeRow, config: SamplingConfig) -> str:

@@ -92,11 +92,20 @@ def stage1_examples(
     Where the steps have screens (``screenshots`` not empty: an environment that renders one)
     the rows keep their step's ``episode_id`` and ``step``, the key a policy that sees finds
     the screen by when it trains (no pixels in the table); a text run's mixture is as before."""
+    skill_use = skill_use_examples(bc_examples, own_rollouts, skills, analyzer_sft_set, settings)
+    return stage1_mixture(skill_use, analyzer_sft_set, settings, screenshots)
+
+
+def skill_use_examples(
+    bc_examples: pd.DataFrame, own_rollouts: pd.DataFrame, skills: pd.DataFrame, analyzer_sft_set: pd.DataFrame,
+    settings: Stage1Config,
+) -> pd.DataFrame:
+    """The behaviour-cloning side of the Stage-1 mixture (``stage1_examples``): behaviour
+    cloning and its skill-conditioned copy, the own-rollout copies, the counterfactual, order
+    and ignoring examples, in that order; the analyzer pairs join in ``stage1_mixture``."""
     skill_of = episode_skills(skills, analyzer_sft_set)
     conditioned = skill_conditioned(bc_examples, skill_of)
     own = skill_conditioned(own_rollouts, skill_of).assign(kind="own_skill_bc") if len(own_rollouts) else own_rollouts
-    trained = analyzer_sft_set[~analyzer_sft_set["held_out"].astype(bool)] if "held_out" in analyzer_sft_set else analyzer_sft_set
-    analyzer = trained.assign(kind="analyzer")
     own_copies = [_copy(own, f"own_skill_bc{index}") for index in range(settings.own_rollout_repeat)]
     counterfactual = [counterfactual_examples(bc_examples, skill_of, seed=index) for index in range(settings.counterfactual_repeat)]
     if counterfactual and not len(counterfactual[0]):
@@ -107,10 +116,24 @@ def stage1_examples(
     ignoring = unrelated_skill_examples(bc_examples, skill_of) if settings.unrelated_repeat else None
     unrelated = [_copy(ignoring, f"unrelated{index}") for index in range(settings.unrelated_repeat)]
     behaviour_cloning = [bc_examples, conditioned] if settings.behaviour_cloning else []  # false: the release's Stage 1
-    parts = behaviour_cloning + own_copies + counterfactual + reordered + unrelated + [analyzer] * settings.analyzer_repeat
-    columns = ["prompt", "response", "kind"] + (list(MULTITURN_COLUMNS) if "header" in bc_examples else [])
+    parts = behaviour_cloning + own_copies + counterfactual + reordered + unrelated
+    columns = list(dict.fromkeys(column for part in [bc_examples, *parts] for column in part.columns))
+    return pd.concat([part.reindex(columns=columns) for part in parts], ignore_index=True) if parts else bc_examples.iloc[:0]
+
+
+def stage1_mixture(
+    skill_use: pd.DataFrame, analyzer_sft_set: pd.DataFrame, settings: Stage1Config, screenshots: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """The Stage-1 mixture (``stage1_examples``): ``skill_use_examples``' rows, then the
+    analyzer pairs that are not held out (``stage1.analyzer_repeat`` copies), in the columns
+    the SFT reads (the multi-turn ones where the behaviour-cloning rows have them; the step's
+    ``episode_id`` and ``step`` where the steps have screens)."""
+    trained = analyzer_sft_set[~analyzer_sft_set["held_out"].astype(bool)] if "held_out" in analyzer_sft_set else analyzer_sft_set
+    analyzer = trained.assign(kind="analyzer")
+    columns = ["prompt", "response", "kind"] + (list(MULTITURN_COLUMNS) if "header" in skill_use else [])
     if screenshots is not None and len(screenshots):
         columns += [column for column in ("episode_id", "step") if column not in columns]
+    parts = ([skill_use] if len(skill_use) else []) + [analyzer] * settings.analyzer_repeat
     mixture = pd.concat([part.reindex(columns=columns) for part in parts], ignore_index=True)
     counts = mixture["kind"].value_counts().to_dict()
     logger.info("Stage-1 mixture: %s", counts)

@@ -8,7 +8,8 @@ from hindsight.pipelines.stage1.nodes import (
     evaluate_stage1_analyzer,
     fit_stage1_teacher,
     own_rollout_examples,
-    stage1_examples,
+    skill_use_examples,
+    stage1_mixture,
     train_stage1_policy,
 )
 
@@ -24,8 +25,14 @@ def create_pipeline(**kwargs) -> Pipeline:
                 name="make_own_rollout_examples",
             ),
             Node(
-                stage1_examples,
-                inputs=["bc_examples", "own_rollout_examples", "skills", "analyzer_sft_set", "stage1_settings", "screenshots"],
+                skill_use_examples,
+                inputs=["bc_examples", "own_rollout_examples", "skills", "analyzer_sft_set", "stage1_settings"],
+                outputs="stage1_skill_use_examples",
+                name="make_skill_use_examples",
+            ),
+            Node(
+                stage1_mixture,
+                inputs=["stage1_skill_use_examples", "analyzer_sft_set", "stage1_settings", "screenshots"],
                 outputs="stage1_examples",
                 name="make_stage1_examples",
             ),
