@@ -4,7 +4,7 @@ Whether SEED's gate helps depends on whether ``Delta = log p(a | skill) - log p(
 optimal actions above suboptimal ones: the AUROC, estimated over a few episodes whose actions
 share a skill and a prompt. An earlier percentile interval over 11 episodes covered the truth
 in 88% of simulations, not 95%. This script simulates the model of
-``hindsight.algorithms.ranking.auroc_interval_coverage`` (scores ``u_c + e + separation *
+``hindsight.algorithms.ranking_coverage.auroc_interval_coverage`` (scores ``u_c + e + separation *
 label``, a per-episode effect ``u_c``, 8 to 12 actions per episode) and, per number of
 episodes, prints the share of simulated data sets whose interval holds the true value, with
 the mean interval width, for each interval method (the same data sets for every method), for:
@@ -24,25 +24,15 @@ from __future__ import annotations
 
 import argparse
 import math
-import platform
 import sys
 import time
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT_ROOT / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-def cpu_model() -> str:
-    """The CPU's model name (for the table's caption)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
+from profile_run import cpu_model  # noqa: E402
 
 TARGETS = {
     "pooled": dict(stratum_size=None, control_separation=None),

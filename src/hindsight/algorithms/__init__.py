@@ -20,7 +20,8 @@ response tokens with a mask. Files:
   bootstrap over units, e.g. episodes: the premise's intervals);
 - ``ranking.py``: ``auroc`` (pooled or within strata), ``cluster_bootstrap_auroc``,
   ``paired_cluster_bootstrap_auroc_difference`` (percentile, BCa or expanded intervals over
-  clusters, e.g. episodes), ``gate_push``, ``auroc_interval_coverage`` (coverage by simulation);
+  clusters, e.g. episodes), ``gate_push``; ``ranking_coverage.py``: ``auroc_interval_coverage``
+  (their coverage by simulation);
 - ``pass_k.py``: ``pass_hat_k`` (tau-bench's unbiased pass^k, C(c, k) / C(n, k)),
   ``pass_hat_curve``, ``mean_pass_hat_k``;
 - ``rewards.py``: ``empo_action_score`` (with ``normalize_action`` /
@@ -45,13 +46,12 @@ from hindsight.algorithms.pass_k import mean_pass_hat_k, pass_hat_curve, pass_ha
 from hindsight.algorithms.ranking import (
     INTERVAL_METHODS,
     AurocInterval,
-    IntervalCoverage,
     auroc,
-    auroc_interval_coverage,
     cluster_bootstrap_auroc,
     gate_push,
     paired_cluster_bootstrap_auroc_difference,
 )
+from hindsight.algorithms.ranking_coverage import IntervalCoverage, auroc_interval_coverage
 from hindsight.algorithms.returns import discounted_returns
 from hindsight.algorithms.rewards import (
     action_type,

@@ -238,6 +238,15 @@ def _population(rows: pd.DataFrame, population: str) -> pd.DataFrame:
     return rows[rows["played"]] if population == "pooled" else rows
 
 
+def _cells(part: pd.DataFrame):
+    """(population, subset, its rows) for every cell of ``POPULATIONS`` x ``SUBSETS`` with a row."""
+    for population in POPULATIONS:
+        for subset in SUBSETS:
+            rows = _population(_subset(part, subset), population)
+            if not rows.empty:
+                yield population, subset, rows
+
+
 def _strata(rows: pd.DataFrame, population: str) -> list[str] | None:
     return [f"{e}{KEY_SEPARATOR}{s}" for e, s in zip(rows["episode_id"], rows["step"])] if population == "within" else None
 
@@ -272,27 +281,23 @@ def ranking_metrics(
     scored = [(source, part, "delta") for source, part in table.groupby("source", sort=False)]
     scored += [("plain", base, "logp_plain"), ("teacher", base.assign(logp_skill=base["logp_plain"] + base["delta"]), "logp_skill")]
     for source, part, column in scored:
-        for population in POPULATIONS:
-            for subset in SUBSETS:
-                rows = _population(_subset(part, subset), population)
-                if rows.empty:
-                    continue
-                found = cluster_bootstrap_auroc(
-                    rows[column].tolist(), rows["optimal"].tolist(), rows["episode_id"].tolist(), _strata(rows, population),
-                    resamples=resamples, seed=stream_seed(seed, f"ranking/{source}/{population}/{subset}"), method=INTERVAL,
-                )
-                if not found.pairs:
-                    continue
-                cell = f"{key}/{source}/{population}/{subset}"
-                metrics.update({
-                    f"{cell}/auroc": found.estimate, f"{cell}/auroc_low": found.low, f"{cell}/auroc_high": found.high,
-                    f"{cell}/positives": float(found.positives), f"{cell}/negatives": float(found.negatives),
-                    f"{cell}/episodes": float(found.clusters),
-                })
-                if population == "pooled" and column == "delta":
-                    good = [g for gaps in rows.loc[rows["optimal"], "token_gaps"] for g in gaps]
-                    bad = [g for gaps in rows.loc[~rows["optimal"], "token_gaps"] for g in gaps]
-                    metrics[f"{cell}/gate_push"] = gate_push(good, bad, gate_beta, opd_coef)
+        for population, subset, rows in _cells(part):
+            found = cluster_bootstrap_auroc(
+                rows[column].tolist(), rows["optimal"].tolist(), rows["episode_id"].tolist(), _strata(rows, population),
+                resamples=resamples, seed=stream_seed(seed, f"ranking/{source}/{population}/{subset}"), method=INTERVAL,
+            )
+            if not found.pairs:
+                continue
+            cell = f"{key}/{source}/{population}/{subset}"
+            metrics.update({
+                f"{cell}/auroc": found.estimate, f"{cell}/auroc_low": found.low, f"{cell}/auroc_high": found.high,
+                f"{cell}/positives": float(found.positives), f"{cell}/negatives": float(found.negatives),
+                f"{cell}/episodes": float(found.clusters),
+            })
+            if population == "pooled" and column == "delta":
+                good = [g for gaps in rows.loc[rows["optimal"], "token_gaps"] for g in gaps]
+                bad = [g for gaps in rows.loc[~rows["optimal"], "token_gaps"] for g in gaps]
+                metrics[f"{cell}/gate_push"] = gate_push(good, bad, gate_beta, opd_coef)
     metrics.update(_paired(table, key, seed, resamples))
     return metrics
 
@@ -307,20 +312,16 @@ def _paired(table: pd.DataFrame, key: str, seed: int, resamples: int) -> dict[st
         if own.empty or other.empty:
             continue
         both = own.merge(other[columns + ["delta"]], on=columns, suffixes=("", "_control"))
-        for population in POPULATIONS:
-            for subset in SUBSETS:
-                rows = _population(_subset(both, subset), population)
-                if rows.empty:
-                    continue
-                found = paired_cluster_bootstrap_auroc_difference(
-                    rows["delta"].tolist(), rows["delta_control"].tolist(), rows["optimal"].tolist(),
-                    rows["episode_id"].tolist(), _strata(rows, population),
-                    resamples=resamples, seed=stream_seed(seed, f"ranking/own_minus_{control}/{population}/{subset}"),
-                    method=INTERVAL,
-                )
-                if found.estimate != found.estimate:  # NaN: no pair
-                    continue
-                cell = f"{key}/own_minus_{control}/{population}/{subset}"
-                metrics.update({f"{cell}/difference": found.estimate, f"{cell}/low": found.low, f"{cell}/high": found.high,
-                                f"{cell}/episodes": float(found.clusters)})
+        for population, subset, rows in _cells(both):
+            found = paired_cluster_bootstrap_auroc_difference(
+                rows["delta"].tolist(), rows["delta_control"].tolist(), rows["optimal"].tolist(),
+                rows["episode_id"].tolist(), _strata(rows, population),
+                resamples=resamples, seed=stream_seed(seed, f"ranking/own_minus_{control}/{population}/{subset}"),
+                method=INTERVAL,
+            )
+            if not found.pairs:
+                continue
+            cell = f"{key}/own_minus_{control}/{population}/{subset}"
+            metrics.update({f"{cell}/difference": found.estimate, f"{cell}/low": found.low, f"{cell}/high": found.high,
+                            f"{cell}/episodes": float(found.clusters)})
     return metrics
