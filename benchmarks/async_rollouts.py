@@ -28,6 +28,15 @@ printed too. A benchmark, not a test:
 
 from __future__ import annotations
 
+GROUP = "hardware"
+REPRODUCES = (
+    "docs/schedulers.md#asynchronous-rollouts-with-bounded-staleness-our-reading-of-evocua-15",
+    "docs/scale.md#rollout-workers-on-ray",
+)
+MEASURED = "51-67 s per run of 4 updates (2 rounds of 3 runs), a shared 2-core AMD EPYC without native bf16"
+LAST_RUN = "2026-12-04 (the figures' date in docs/schedulers.md and docs/scale.md)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import copy
 import os

@@ -22,6 +22,12 @@ Run from the project root (numpy only; about half a minute on one core by defaul
 
 from __future__ import annotations
 
+GROUP = "skills"
+REPRODUCES = ("docs/hidden_information.md#6-does-the-skills-shift-rank-the-best-action-first",)
+MEASURED = "about half a minute on one core with the defaults (the docstring; CPU not named)"
+LAST_RUN = "by 2026-12-07 (git: the figure's lines in docs/hidden_information.md last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import math
 import sys

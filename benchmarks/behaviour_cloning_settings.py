@@ -18,6 +18,15 @@ never two at once on a 2-core machine):
 
 from __future__ import annotations
 
+GROUP = "methods"
+REPRODUCES = (
+    "docs/journal/2026-11-30-json-skills-default.md#tuning-the-default-what-the-warm-up-settings-and-game-parameters-buy",
+    "docs/journal/2026-12-04-tiny-default.md#the-default-run-tiny-without-the-valid-action-list",
+)
+MEASURED = "a few minutes per setting on 2 cores (the docstring; the journal gives no time)"
+LAST_RUN = "2026-12-04 (the journal entry's date)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import copy
 import os
@@ -32,11 +41,14 @@ sys.path.insert(0, str(PROJECT_ROOT / "src"))
 os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
 
 
-def project_parameters(conf_source: Path) -> dict:
-    """The merged parameters of ``conf/base`` and ``conf/local``, as Kedro reads them."""
+ENV_HELP = "configuration environment over conf/base (default: conf/local; conf/test is the test suite's tiny one)"
+
+
+def project_parameters(conf_source: Path, env: str = "local") -> dict:
+    """The merged parameters of ``conf/base`` and ``conf/<env>``, as Kedro reads them."""
     from kedro.config import OmegaConfigLoader
 
-    loader = OmegaConfigLoader(conf_source=str(conf_source), base_env="base", default_run_env="local")
+    loader = OmegaConfigLoader(conf_source=str(conf_source), base_env="base", default_run_env=env)
     return copy.deepcopy(dict(loader["parameters"]))
 
 
@@ -54,9 +66,10 @@ def apply_override(parameters: dict, assignment: str) -> None:
     node[keys[-1]] = yaml.safe_load(raw)
 
 
-def benchmark_settings(assignments: list[str], threads: int | None, base: dict | None = None) -> dict:
-    """The project's typed settings with ``--set`` overrides applied (``base``: overrides
-    applied first), torch threads set, progress bars off: what every benchmark starts from."""
+def benchmark_settings(assignments: list[str], threads: int | None, base: dict | None = None, env: str = "local") -> dict:
+    """The project's typed settings (``conf/base`` and ``conf/<env>``) with ``--set`` overrides
+    applied (``base``: overrides applied first), torch threads set, progress bars off: what
+    every benchmark starts from."""
     import torch
 
     from hindsight.config import check_parameters
@@ -64,7 +77,7 @@ def benchmark_settings(assignments: list[str], threads: int | None, base: dict |
     threads = threads or int(os.environ.get("HINDSIGHT_TORCH_THREADS", "0"))
     if threads:
         torch.set_num_threads(threads)
-    parameters = project_parameters(PROJECT_ROOT / "conf")
+    parameters = project_parameters(PROJECT_ROOT / "conf", env)
     for key, value in (base or {}).items():
         parameters[key] = {**parameters.get(key, {}), **value}
     for assignment in assignments:
@@ -80,6 +93,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=20, help="held-out tasks per game and split")
     parser.add_argument("--random-floor", action="store_true", help="also play the random-valid-action agent")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: HINDSIGHT_TORCH_THREADS or all)")
+    parser.add_argument("--env", default="local", help=ENV_HELP)
     args = parser.parse_args()
 
     import dataclasses
@@ -90,7 +104,7 @@ def main() -> None:
     from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples, build_initial_policy, train_base_policy
     from hindsight.pipelines.ingestion.nodes import collect_expert_trajectories
 
-    settings = benchmark_settings(args.set, args.threads)
+    settings = benchmark_settings(args.set, args.threads, env=args.env)
     project, evaluation = settings["project"], settings["evaluation"]
 
     started = time.perf_counter()

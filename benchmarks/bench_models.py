@@ -9,6 +9,9 @@ benchmark itself.
 
 from __future__ import annotations
 
+USED_BY = ("learner_mfu.py", "inference_weights.py", "rollout_throughput.py", "inference_backends.py")
+"""The scripts that import this module (the index, ``benchmarks/README.md``)."""
+
 import time
 
 import torch

@@ -21,6 +21,15 @@ Run from the project root (prints its figures; not a test):
 
 from __future__ import annotations
 
+GROUP = "hardware"
+REPRODUCES = ("docs/scale.md#the-learner-mfu-rollout-weights-and-training-on-several-processes",)
+MEASURED = (
+    "run time not given; one update 19.3 s in 1 process, 12.7 s under torchrun, on 2 shared cores (CPU "
+    "not named)"
+)
+LAST_RUN = "by 2026-12-04 (git: the figure's lines in docs/scale.md last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import json
 import os

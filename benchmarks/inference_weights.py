@@ -21,6 +21,12 @@ Run from the project root (prints its figures; not a test):
 
 from __future__ import annotations
 
+GROUP = "hardware"
+REPRODUCES = ("docs/scale.md#the-learner-mfu-rollout-weights-and-training-on-several-processes",)
+MEASURED = "run time not given; CPU not named (the section's other figures: a shared 2-core AMD EPYC)"
+LAST_RUN = "by 2026-12-04 (git: the figure's lines in docs/scale.md last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import contextlib
 import os

@@ -43,6 +43,12 @@ Run from the project root (prints its figures; not a test):
 
 from __future__ import annotations
 
+GROUP = "hardware"
+REPRODUCES = ("docs/scale.md#the-learner-mfu-rollout-weights-and-training-on-several-processes",)
+MEASURED = "run time not given; a shared 2-core AMD EPYC with AVX512-BF16, 1 thread"
+LAST_RUN = "by 2026-12-04 (git: the figure's lines in docs/scale.md last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import os
 import time
@@ -170,10 +176,11 @@ def main() -> None:
     parser.add_argument("--length", type=int, default=384, help="tokens per sequence (prompt + response)")
     parser.add_argument("--response", type=int, default=8, help="response tokens per sequence")
     parser.add_argument("--steps", type=int, default=3, help="timed steps per precision (after one warm-up)")
+    parser.add_argument("--peak-sizes", type=int, nargs="+", default=[1024, 2048], help="matrix sizes of the matmul peak (smaller: a quick, lower peak)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {args.threads} thread(s), native bf16 on this CPU: {has_native_bf16(torch.device('cpu'))}")
-    peaks = {"fp32": matmul_peak(torch.float32), "bf16": matmul_peak(torch.bfloat16)}
+    peaks = {"fp32": matmul_peak(torch.float32, args.peak_sizes), "bf16": matmul_peak(torch.bfloat16, args.peak_sizes)}
     print(f"matmul peak: fp32 {peaks['fp32'] / 1e9:.1f} GFLOP/s, bf16 {peaks['bf16'] / 1e9:.1f} GFLOP/s "
           f"(bf16/fp32 {peaks['bf16'] / peaks['fp32']:.2f}x)")
     builders = {"small": build_small, "smollm2-135m": build_smollm2_lora}

@@ -23,6 +23,12 @@ against the start.
 
 from __future__ import annotations
 
+GROUP = "methods"
+REPRODUCES = ("docs/learning.md#the-more-behaviour-cloning-control",)
+MEASURED = "`--evaluate`: 8.9 min on one core (CPU not named); the comparison itself: seconds"
+LAST_RUN = "by 2026-12-07 (git: the figure's lines in docs/learning.md last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 from pathlib import Path
 

@@ -10,6 +10,12 @@ held-out success against the update with its Wilson 95% band (``hindsight.evalua
 
 from __future__ import annotations
 
+GROUP = "methods"
+REPRODUCES = ("docs/learning.md#the-first-configuration-4-tasks-x-8-4-epochs-per-seed",)
+MEASURED = "seconds (it reads three histories and draws `docs/images/learning_curves.png`)"
+LAST_RUN = "2026-12-07 (git: docs/images/learning_curves.png last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 
 import matplotlib

@@ -17,6 +17,12 @@ Prints, on this machine (CPU model from /proc/cpuinfo):
 
 from __future__ import annotations
 
+GROUP = "environments"
+REPRODUCES = ("docs/gui.md#what-it-costs", "docs/gui.md#gold-solvers")
+MEASURED = "run time not given; a 2-core AMD EPYC, load about 6, Chromium 156"
+LAST_RUN = "by 2026-12-06 (git: the figure's lines in docs/gui.md last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import platform
 import statistics

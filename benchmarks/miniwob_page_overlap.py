@@ -21,6 +21,12 @@ Two measures (``hindsight.envs.miniwob.seeds`` explains why the first decides):
 
 from __future__ import annotations
 
+GROUP = "environments"
+REPRODUCES = ("docs/gui.md#folds-and-seeds",)
+MEASURED = "streams: 12 s without a browser; `--live 1000`: not given (CPU not named)"
+LAST_RUN = "by 2026-12-07 (git: the figure's lines in docs/gui.md last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import os
 import sys
@@ -38,7 +44,7 @@ from hindsight.envs.miniwob.solvers import SOLVERS
 TRAINING_FOLD = "train"
 
 
-def stream_overlap_table(mappings: list[str], sample: int) -> list[str]:
+def stream_overlap_table(mappings: list[str], sample: int, training_sample: int | None = None) -> list[str]:
     """Markdown rows: per mapping and fold, the stream repeats (``seeds.fold_overlap``)."""
     rows = [
         "| mapping | fold | seeds compared | repeating an earlier seed of the fold | replaying a training stream | e.g. (seed, training seed) |",
@@ -46,7 +52,7 @@ def stream_overlap_table(mappings: list[str], sample: int) -> list[str]:
     ]
     for mapping in mappings:
         started = time.perf_counter()
-        report: list[FoldOverlap] = fold_overlap(FOLDS, mapping, sample=sample, training_fold=TRAINING_FOLD)
+        report: list[FoldOverlap] = fold_overlap(FOLDS, mapping, sample=sample, training_fold=TRAINING_FOLD, training_sample=training_sample)
         for row in report:
             replaying = "-" if row.replaying_training is None else f"{row.replaying_training:,}"
             examples = ", ".join(f"({seed}, {training})" for seed, training in row.examples[:3]) or "-"
@@ -88,6 +94,7 @@ def page_overlap(views: dict[str, list[str]]) -> dict[str, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sample", type=int, default=10_000, help="held-out seeds compared per fold (streams)")
+    parser.add_argument("--training-sample", type=int, default=None, help="training seeds compared against (default: the whole fold)")
     parser.add_argument("--mappings", nargs="+", default=list(SEED_MAPPINGS), choices=list(SEED_MAPPINGS))
     parser.add_argument("--live", type=int, default=0, help="seeds per fold played in Chromium per task type (0: none)")
     parser.add_argument("--live-mappings", nargs="+", default=["hindsight", "digits"], choices=list(SEED_MAPPINGS))
@@ -97,8 +104,9 @@ def main() -> None:
     folds = ", ".join(f"{fold} {start:,}-{start + size - 1:,}" for fold, (start, size) in FOLDS.items())
     print(f"Folds: {folds}\n")
 
-    print(f"Streams (every task type alike), the first {args.sample:,} seeds of each held-out fold against the whole training fold:")
-    print("\n".join(stream_overlap_table(args.mappings, args.sample)))
+    against = "the whole training fold" if args.training_sample is None else f"the first {args.training_sample:,} training seeds"
+    print(f"Streams (every task type alike), the first {args.sample:,} seeds of each held-out fold against {against}:")
+    print("\n".join(stream_overlap_table(args.mappings, args.sample, args.training_sample)))
 
     if args.live <= 0:
         return

@@ -16,6 +16,15 @@ context), token-weighted, each with a 95% bootstrap interval over episodes.
 
 from __future__ import annotations
 
+GROUP = "skills"
+REPRODUCES = (
+    "docs/pretrained.md",
+    "docs/journal/2026-12-01-compact-skills-route-a.md#seed-with-the-policys-own-skills-route-a",
+)
+MEASURED = "seconds (it reads the versions' tables; each premise sample it pools took 32 min in docs/pretrained.md)"
+LAST_RUN = "by 2026-12-04 (git: the figure's lines in docs/pretrained.md last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import sys
 from pathlib import Path
@@ -23,7 +32,8 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT_ROOT / "src"))
 
-PREMISE_DIR = PROJECT_ROOT / "data" / "08_reporting" / "skill_premise.parquet"
+PREMISE = Path("08_reporting") / "skill_premise.parquet"
+"""The premise check's versioned table, under the data folder (``--data``)."""
 
 
 def describe(label: str, table) -> list[str]:
@@ -81,15 +91,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("versions", nargs="*", help="versions of skill_premise.parquet (folder names)")
     parser.add_argument("--last", type=int, default=0, help="the newest N versions instead")
+    parser.add_argument("--data", type=Path, default=PROJECT_ROOT / "data", help="the catalog's data folder")
     args = parser.parse_args()
-    available = sorted(path.parent.name for path in PREMISE_DIR.glob("*/skill_premise.parquet"))
+    premise_dir = args.data / PREMISE
+    available = sorted(path.parent.name for path in premise_dir.glob("*/skill_premise.parquet"))
     versions = available[-args.last :] if args.last else args.versions
     if not versions:
-        raise SystemExit(f"no version chosen; available in {PREMISE_DIR.relative_to(PROJECT_ROOT)}: {available}")
+        raise SystemExit(f"no version chosen; available in {premise_dir}: {available}")
     missing = [version for version in versions if version not in available]
     if missing:
         raise SystemExit(f"no such version of skill_premise: {missing}; available: {available}")
-    tables = [pd.read_parquet(PREMISE_DIR / version / "skill_premise.parquet") for version in versions]
+    tables = [pd.read_parquet(premise_dir / version / "skill_premise.parquet") for version in versions]
     for version, table in zip(versions, tables):
         print("\n".join(describe(version, table)))
     pooled = pd.concat([table.assign(version=version) for version, table in zip(versions, tables)], ignore_index=True)

@@ -29,6 +29,15 @@ ptrace rights: root, or ``kernel.yama.ptrace_scope=0``).
 
 from __future__ import annotations
 
+GROUP = "run-time"
+REPRODUCES = (
+    "docs/results.md#the-default-run-tiny-without-the-valid-action-list",
+    "docs/benchmarks.md#the-default-run",
+)
+MEASURED = "434 s for the default run under py-spy, on an idle 2-core AMD EPYC without native bf16"
+LAST_RUN = "by 2026-12-04 (git: the figure's lines in docs/results.md last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import collections
 import os
@@ -60,7 +69,7 @@ OWNER_PHASES: list[tuple[str, tuple[str, ...]]] = [
     # (phase, frame substrings), matched from the outermost frame inwards: which activity
     # the model's compute served (a log-prob forward inside an SFT step is the update).
     ("update (forward + backward)", ("train_sft (", "update_policy (", "hindsight/training/update.py", "hindsight/training/espo_update.py")),
-    ("re-scoring (no gradient)", ("hindsight/training/distillation.py", "hindsight/training/prefix_scoring.py", "hindsight/stage1/premise.py", "score_batch (", "old_logprobs", "reference_logprobs")),
+    ("re-scoring (no gradient)", ("hindsight/training/distillation.py", "hindsight/policy/prefix_scoring.py", "hindsight/stage1/premise.py", "score_batch (", "old_logprobs", "reference_logprobs")),
     ("generation (rollouts, skills)", ("run_rollouts (", "hindsight/policy/generation.py", "hindsight/policy/cached_generation.py", "hindsight/skills/compact_decoding.py", "write_skills (")),
 ]
 

@@ -24,6 +24,15 @@ Run from the project root (the resume section alone takes about 10 minutes on 2 
 
 from __future__ import annotations
 
+GROUP = "reliability"
+REPRODUCES = ("docs/reliability.md#reliability",)
+MEASURED = (
+    "the resume section 6-9 min on a shared 2-core machine (docs/reliability.md; CPU not named), the "
+    "others about a minute each"
+)
+LAST_RUN = "by 2026-12-04 (git: the figures' lines in docs/reliability.md last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import importlib
 import logging

@@ -27,6 +27,13 @@ Run from the project root (about a minute on 2 cores; ``measure()`` is what
 
 from __future__ import annotations
 
+GROUP = "reliability"
+REPRODUCES = ("docs/reliability.md#reliability",)
+MEASURED = "about a minute on 2 cores (the docstring; CPU not named)"
+LAST_RUN = "by 2026-12-04 (git: the figure's lines in docs/reliability.md last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
+import argparse
 import dataclasses
 import logging
 import os
@@ -279,7 +286,17 @@ def _measure(kills: int, hangs: int, scienceworld_kills: int, seed: int) -> list
     ]
 
 
-if __name__ == "__main__":
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kills", type=int, default=3, help="TextWorldExpress rollouts with a SIGKILL")
+    parser.add_argument("--hangs", type=int, default=2, help="TextWorldExpress rollouts with a SIGSTOP")
+    parser.add_argument("--scienceworld-kills", type=int, default=2, help="ScienceWorld random-agent runs with a SIGKILL")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the fault moments")
+    args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
-    for name, value in measure():
+    for name, value in measure(args.kills, args.hangs, args.scienceworld_kills, args.seed):
         print(f"{name}: {value}")
+
+
+if __name__ == "__main__":
+    main()

@@ -26,6 +26,12 @@ Run from the project root (about 6-9 minutes on 2 cores with the defaults):
 
 from __future__ import annotations
 
+GROUP = "reliability"
+REPRODUCES = ("docs/reliability.md#reliability",)
+MEASURED = "6-9 min on a shared 2-core machine with the defaults (docs/reliability.md; CPU not named)"
+LAST_RUN = "by 2026-12-04 (git: the figure's lines in docs/reliability.md last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import hashlib
 import os

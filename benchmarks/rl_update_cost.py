@@ -25,6 +25,15 @@ the CPU it names. One torch job: run it on idle cores.
 
 from __future__ import annotations
 
+GROUP = "run-time"
+REPRODUCES = ("docs/learning.md#what-an-update-costs",)
+MEASURED = (
+    "a few updates per configuration; per update 12.1-39.8 s (medians) on an Intel Xeon with AMX (native "
+    "bf16), one core each"
+)
+LAST_RUN = "by 2026-12-07 (git: the figure's lines in docs/learning.md last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import statistics
 import subprocess

@@ -15,6 +15,9 @@ through a peft wrapper or not) and adds up, per forward call, from ``input_ids``
 
 from __future__ import annotations
 
+USED_BY = ("rollout_throughput.py",)
+"""The scripts that import this module (the index, ``benchmarks/README.md``)."""
+
 from dataclasses import dataclass
 
 import torch

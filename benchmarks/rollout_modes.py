@@ -4,6 +4,9 @@ script's docstring). Not a benchmark itself.
 
 from __future__ import annotations
 
+USED_BY = ("rollout_throughput.py", "inference_backends.py")
+"""The scripts that import this module (the index, ``benchmarks/README.md``)."""
+
 import time
 from typing import Callable
 

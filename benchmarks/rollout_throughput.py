@@ -69,6 +69,15 @@ shared machine): small ~4 minutes, 135M ~5 minutes:
 
 from __future__ import annotations
 
+GROUP = "hardware"
+REPRODUCES = ("docs/scale.md#multi-turn-layout-token-in--token-out-a-kv-cache-per-episode", "docs/known_limits.md")
+MEASURED = (
+    "10 min 47 s for SmolLM2-135M-Instruct (2 tasks x 4, 8 steps, 1 thread, the other core busy; CPU not "
+    "named); the docstring estimates small ~4 min, 135M ~5 min on 2 cores"
+)
+LAST_RUN = "by 2026-12-04 (git: the figure's lines in docs/scale.md last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import logging
 import os
@@ -221,6 +230,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--hf-generate", action="store_true", help="also time a model.generate loop")
     parser.add_argument("--bf16-peak", action="store_true", help="also measure the bf16 matmul peak (slow without native bf16)")
+    parser.add_argument("--peak-sizes", type=int, nargs="+", default=[1024, 2048], help="matrix sizes of the matmul peak (smaller: a quick, lower peak)")
     parser.add_argument("--max-length", type=int, default=2048, help="context + response tokens")
     parser.add_argument("--no-valid-actions", action="store_true", help="leave the valid-action list out of the prompt")
     args = parser.parse_args()
@@ -230,9 +240,9 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     names = [ALIASES[name] for name in args.models.split(",") if name] + args.policy
 
-    peaks = {"fp32": matmul_peak(torch.float32)}
+    peaks = {"fp32": matmul_peak(torch.float32, args.peak_sizes)}
     if args.bf16_peak:
-        peaks["bf16"] = matmul_peak(torch.bfloat16)
+        peaks["bf16"] = matmul_peak(torch.bfloat16, args.peak_sizes)
     print(f"torch threads {torch.get_num_threads()}; matmul peak " + ", ".join(f"{dtype} {peak / 1e9:.1f} GFLOP/s" for dtype, peak in peaks.items()))
     gold_steps = max(sizes_for(name, args)["max_steps"] for name in names)
     texts = gold_texts(twc_spec(gold_steps), args.gold_episodes, PromptConfig())

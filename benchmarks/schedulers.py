@@ -18,6 +18,15 @@ Run from the project root, one thread (a few minutes per method and seed on 2 co
 
 from __future__ import annotations
 
+GROUP = "methods"
+REPRODUCES = ("docs/schedulers.md#which-tasks-which-samples-stepo-a-curriculum-the-odysse-sampler",)
+MEASURED = (
+    "run time not given (the docstring: a few minutes per method and seed on 2 cores); a shared 2-core "
+    "AMD EPYC without native bf16"
+)
+LAST_RUN = "2026-12-04 (the figure's date in docs/schedulers.md)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import copy
 import dataclasses

@@ -21,6 +21,18 @@ Run from the project root (prints its figures; not a test):
 
 from __future__ import annotations
 
+GROUP = "run-time"
+REPRODUCES = (
+    "docs/measurements.md#seeds-update-hindsighttraining",
+    "docs/scale.md#multi-turn-layout-token-in--token-out-a-kv-cache-per-episode",
+)
+MEASURED = (
+    "run time not given; one update 12 s step-wise, 57 s multi-turn (small policy, one thread of a shared"
+    " 2-core machine, CPU not named)"
+)
+LAST_RUN = "by 2026-12-04 (git: the figure's lines in docs/scale.md last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import copy
 import dataclasses
@@ -61,8 +73,8 @@ SPECS = [
 ]
 
 
-def build(preset: str):
-    expert = collect_expert_trajectories(SPECS, {"train": 20})
+def build(preset: str, gold_episodes: int = 20):
+    expert = collect_expert_trajectories(SPECS, {"train": gold_episodes})
     texts = []
     for _, episode in expert.groupby("episode_id"):
         texts += episode_prompts(episode["task"].iloc[0], episode["observation"].tolist(), episode["action"].tolist(), episode["valid_actions"].tolist())
@@ -70,7 +82,7 @@ def build(preset: str):
     return build_policy(preset, train_tokenizer(texts, vocab_size=2048), seed=0)
 
 
-def one_update(policy, reference, rollout, config: RLConfig, analyzer_tokens: int) -> tuple[float, float]:
+def one_update(policy, reference, rollout, config: RLConfig, analyzer_tokens: int, max_steps: int) -> tuple[float, float]:
     """Wall and process CPU seconds of one update (everything after the rollout) of ``config.algorithm``."""
     started, cpu_started = time.perf_counter(), time.process_time()
     samples = rollout.samples
@@ -78,7 +90,7 @@ def one_update(policy, reference, rollout, config: RLConfig, analyzer_tokens: in
     method.start(policy)  # SEED: the policy itself writes the skills
     batch = RolloutBatch(table=rollout.table, samples=samples, played=rollout.table)
     batch.record_old_logprobs()
-    batch.advantages = method.advantages(batch, config, max(spec.max_steps for spec in SPECS))
+    batch.advantages = method.advantages(batch, config, max_steps)
     if method.uses_skills:
         skills = skills_table(method.teacher.write_skills(episodes_from_table(rollout.table)))
         skill_of = dict(zip(skills["episode_id"], skills["skill"]))
@@ -99,6 +111,8 @@ def main() -> None:
     parser.add_argument("--group", type=int, default=4)
     parser.add_argument("--analyzer-tokens", type=int, default=96)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--gold-episodes", type=int, default=20, help="gold episodes per game for the tokenizer")
+    parser.add_argument("--max-steps", type=int, default=SPECS[0].max_steps, help="steps per rollout episode")
     parser.add_argument("--layout", default="stepwise", choices=["stepwise", "multiturn"])
     parser.add_argument("--max-length", type=int, default=1024, help="context + response tokens")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
@@ -107,9 +121,10 @@ def main() -> None:
         torch.set_num_threads(args.threads)
 
     torch.manual_seed(0)
-    policy = build(args.preset)
+    policy = build(args.preset, args.gold_episodes)
     reference = frozen_copy(policy.model)
-    tasks = [t for spec in SPECS for t in make_tasks(spec, "train", range(args.tasks // len(SPECS)))]
+    specs = [dataclasses.replace(spec, max_steps=args.max_steps) for spec in SPECS]
+    tasks = [t for spec in specs for t in make_tasks(spec, "train", range(args.tasks // len(specs)))]
     settings = RolloutConfig(
         sampling=SamplingConfig(max_length=args.max_length),
         group_size=args.group,
@@ -130,7 +145,7 @@ def main() -> None:
     cpu = {name: [] for name, _, _ in runs}
     for _ in range(args.repeats):  # interleaved, each from the same starting weights
         for name, config, batch in runs:
-            wall, cpu_seconds = one_update(copy.deepcopy(policy), reference, batch, config, args.analyzer_tokens)
+            wall, cpu_seconds = one_update(copy.deepcopy(policy), reference, batch, config, args.analyzer_tokens, args.max_steps)
             times[name].append(wall)
             cpu[name].append(cpu_seconds)
     grpo_s, seed_s = statistics.median(times["grpo"]), statistics.median(times["seed"])

@@ -26,6 +26,12 @@ the GPU path's speed.
 
 from __future__ import annotations
 
+GROUP = "hardware"
+REPRODUCES = ("docs/sink_attention.md#figures",)
+MEASURED = "run time not given (the docstring: a few minutes); one thread of a shared AMD EPYC"
+LAST_RUN = "by 2026-12-04 (git: the figure's lines in docs/sink_attention.md last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import json
 import os

@@ -31,6 +31,12 @@ Run from the project root (one torch job at a time; no catalog dataset is read o
 
 from __future__ import annotations
 
+GROUP = "skills"
+REPRODUCES = ("docs/hidden_information.md#1-how-much-can-a-skill-tell-that-the-state-does-not",)
+MEASURED = "80-654 s per game configuration (the table's last column; CPU not named)"
+LAST_RUN = "by 2026-12-04 (git: the figure's lines in docs/hidden_information.md last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import dataclasses
 import os

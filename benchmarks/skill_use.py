@@ -54,6 +54,12 @@ Run from the project root (one torch job at a time):
 
 from __future__ import annotations
 
+GROUP = "skills"
+REPRODUCES = ("docs/journal/2026-12-01-compact-skills-route-a.md#seed-with-the-policys-own-skills-route-a",)
+MEASURED = "run time not given"
+LAST_RUN = "by 2026-12-04 (git: the figure's lines in the journal last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import dataclasses
 import math
@@ -66,8 +72,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT_ROOT / "src"))
 os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
 
-MODELS = PROJECT_ROOT / "data" / "06_models"
-MODEL_INPUT = PROJECT_ROOT / "data" / "05_model_input"
+DATA = PROJECT_ROOT / "data"
+"""The catalog's data folder (``--data``): ``06_models`` and ``05_model_input`` are read."""
 
 
 def newest_version(directory: Path, name: str, command: str = "kedro run") -> Path:
@@ -91,16 +97,16 @@ def resolve_policy(args):
     from hindsight.policy.model import load_policy
 
     if args.finetune_listed:
-        return finetuned_listed(args.finetune_listed, args.placement), f"base policy + {args.finetune_listed} steps of skill-use SFT, skill {args.placement}"
+        return finetuned_listed(args.finetune_listed, args.placement, args.data), f"base policy + {args.finetune_listed} steps of skill-use SFT, skill {args.placement}"
     if args.policy == "stage1":
-        return load_policy(newest_version(MODELS / "stage1_policy", "stage1_policy")), "Stage-1 checkpoint"
+        return load_policy(newest_version(args.data / "06_models" / "stage1_policy", "stage1_policy")), "Stage-1 checkpoint"
     if args.policy == "smollm2":
-        directory = newest_version(MODELS / "pretrained_model", "pretrained_model", "kedro run --env pretrained --pipeline pretrained_model")
+        directory = newest_version(args.data / "06_models" / "pretrained_model", "pretrained_model", "kedro run --env pretrained --pipeline pretrained_model")
         return load_policy(directory), "SmolLM2-135M-Instruct, zero-shot (4-bit GGUF dequantized)"
     return load_policy(args.policy), args.policy
 
 
-def finetuned_listed(steps: int, placement: str):
+def finetuned_listed(steps: int, placement: str, data: Path):
     """The newest base policy, fine-tuned on plain BC + 2x listed skill-conditioned steps + analyzer pairs."""
     import pandas as pd
     import yaml
@@ -111,14 +117,14 @@ def finetuned_listed(steps: int, placement: str):
     from hindsight.policy.skill_injection import injected_skill
     from hindsight.training.sft import SFTConfig, train_sft
 
-    examples = pd.read_parquet(newest_version(MODEL_INPUT / "stage1_examples.parquet", "stage1_examples.parquet"))
+    examples = pd.read_parquet(newest_version(data / "05_model_input" / "stage1_examples.parquet", "stage1_examples.parquet"))
     conditioned = examples[examples["kind"] == "skill_bc"]
     listed = conditioned[[skill_lists_action(injected_skill(p), r) for p, r in zip(conditioned["prompt"], conditioned["response"])]]
     listed = listed.assign(prompt=[placed(p, placement) for p in listed["prompt"]])
     mixture = pd.concat([examples[examples["kind"] == "bc"], listed, listed, examples[examples["kind"] == "analyzer"]])
     settings = yaml.safe_load((PROJECT_ROOT / "conf" / "base" / "parameters_stage1.yml").read_text())["stage1"]["sft"]
     config = dataclasses.replace(build(SFTConfig, settings, "stage1.sft"), max_steps=steps, time_budget_s=None)
-    policy = load_policy(newest_version(MODELS / "base_policy", "base_policy"))
+    policy = load_policy(newest_version(data / "06_models" / "base_policy", "base_policy"))
     print(f"skill-use SFT mixture: {mixture['kind'].value_counts().to_dict()}, {steps} steps")
     train_sft(policy, mixture, config, seed=0)
     return policy
@@ -134,6 +140,7 @@ def main() -> None:
                              "or ignoring examples (stage1.counterfactual_repeat / reorder_repeat / unrelated_repeat > 0)")
     parser.add_argument("--placement", choices=["after_task", "before_turn"], default="after_task", help="where the skill block sits")
     parser.add_argument("--threads", type=int, default=None, help="torch threads")
+    parser.add_argument("--data", type=Path, default=DATA, help="the catalog's data folder")
     args = parser.parse_args()
 
     import pandas as pd
@@ -148,7 +155,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     started = time.perf_counter()
-    examples = pd.read_parquet(newest_version(MODEL_INPUT / "stage1_examples.parquet", "stage1_examples.parquet"))
+    examples = pd.read_parquet(newest_version(args.data / "05_model_input" / "stage1_examples.parquet", "stage1_examples.parquet"))
     conditioned = examples[examples["kind"] == args.kind].reset_index(drop=True)
     if conditioned.empty:
         raise SystemExit(f"the newest stage1_examples has no '{args.kind}' rows (its stage1.*_repeat setting 0?)")

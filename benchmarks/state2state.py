@@ -23,6 +23,12 @@ twc-only setting (12 steps per episode) for one thread of a 2-core machine:
 
 from __future__ import annotations
 
+GROUP = "methods"
+REPRODUCES = ("docs/transition_sources.md#state2state-mid-training-our-reading-of-the-method",)
+MEASURED = "run time not given (one thread; CPU not named)"
+LAST_RUN = "by 2026-12-04 (git: the figure's lines in docs/transition_sources.md last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import dataclasses
 import logging
@@ -32,7 +38,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from behaviour_cloning_settings import benchmark_settings  # noqa: E402
+from behaviour_cloning_settings import ENV_HELP, benchmark_settings  # noqa: E402
 
 TWC_ONLY = {
     "environment": {
@@ -54,6 +60,7 @@ def main() -> None:
     parser.add_argument("--bc-steps", type=int, default=300, help="behaviour-cloning steps of the base policy")
     parser.add_argument("--episodes", type=int, default=20, help="held-out tasks per game and split")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--env", default="local", help=ENV_HELP)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     s2s_updates = args.updates // 2 if args.s2s_updates is None else args.s2s_updates
@@ -69,9 +76,9 @@ def main() -> None:
     from hindsight.state2state.stage import explore_training_games, train_on_goal_tasks
     from hindsight.state2state.task_set import build_task_set
     from hindsight.config import rl_setup
-    from hindsight.methods.run import run_rl
+    from hindsight.runs.rl_run import run_rl
 
-    settings = benchmark_settings(args.set, args.threads, base=TWC_ONLY)
+    settings = benchmark_settings(args.set, args.threads, base=TWC_ONLY, env=args.env)
     project, training, s2s = settings["project"], settings["training"], settings["state2state"]
     bc = settings["behaviour_cloning"]
     bc = dataclasses.replace(bc, sft=dataclasses.replace(bc.sft, max_steps=args.bc_steps))

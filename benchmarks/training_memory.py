@@ -24,6 +24,14 @@ Run from the project root (prints its figures; not a test):
 
 from __future__ import annotations
 
+GROUP = "run-time"
+REPRODUCES = (
+    "docs/journal/2026-11-30-json-skills-default.md#the-default-kedro-run-previous-default-json-skills-stage-1-of-80-steps",
+)
+MEASURED = "run time not given (`--steps 2` in the journal, an idle machine, CPU not named)"
+LAST_RUN = "by 2026-11-30 (the journal entry's date)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import json
 import random
@@ -46,9 +54,17 @@ VARIANTS = {
 }
 
 
-def _lengths(count: int, seed: int) -> list[int]:
+SIZES = {
+    "real": {"rl_samples": 64, "sft_samples": 16, "lengths": (200, 900), "micro_tokens": 8192},
+    "tiny": {"rl_samples": 4, "sft_samples": 2, "lengths": (16, 48), "micro_tokens": 64},
+}
+"""Samples per RL update and per SFT batch, token lengths, the RL micro-batch budget: the
+measured sizes, and ``--tiny``'s (the same code path on the smallest input)."""
+
+
+def _lengths(count: int, seed: int, bounds: tuple[int, int]) -> list[int]:
     rng = random.Random(seed)
-    return [rng.randint(200, 900) for _ in range(count)]
+    return [rng.randint(*bounds) for _ in range(count)]
 
 
 def _samples(lengths, vocab: int, seed: int):
@@ -64,7 +80,7 @@ def _samples(lengths, vocab: int, seed: int):
     return samples
 
 
-def run_variant(variant: str, steps: int) -> dict:
+def run_variant(variant: str, steps: int, size: str = "real") -> dict:
     """One variant in this process; returns its seconds and peak resident memory."""
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
@@ -75,6 +91,7 @@ def run_variant(variant: str, steps: int) -> dict:
     from hindsight.policy.model import MODEL_PRESETS
 
     torch.manual_seed(0)
+    sizes = SIZES[size]
     vocab = 2048
     config = Qwen2Config(vocab_size=vocab, max_position_embeddings=1024, tie_word_embeddings=True, **MODEL_PRESETS["small"])
     model = Qwen2ForCausalLM(config)
@@ -82,13 +99,14 @@ def run_variant(variant: str, steps: int) -> dict:
     started = time.perf_counter()
     for step in range(steps):
         if variant.startswith("rl"):
-            samples = _samples(_lengths(64, step), vocab, step)
-            order = sorted(range(64), key=lambda i: len(samples[i].input_ids))
+            count = sizes["rl_samples"]
+            samples = _samples(_lengths(count, step, sizes["lengths"]), vocab, step)
+            order = sorted(range(count), key=lambda i: len(samples[i].input_ids))
             lengths = [len(s.input_ids) for s in samples]
-            parts = token_budget_chunks(order, lengths, 8192 if variant == "rl-micro" else None)
+            parts = token_budget_chunks(order, lengths, sizes["micro_tokens"] if variant == "rl-micro" else None)
         else:
-            samples = _samples(_lengths(16, step), vocab, step)
-            parts = [list(range(16))]
+            samples = _samples(_lengths(sizes["sft_samples"], step, sizes["lengths"]), vocab, step)
+            parts = [list(range(sizes["sft_samples"]))]
         for part in parts:
             pad = 64 if variant == "sft-bf16-pad64" else None
             batch = collate([samples[i] for i in part], pad_token_id=0, pad_to_multiple_of=pad)
@@ -104,16 +122,19 @@ def run_variant(variant: str, steps: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=8, help="optimizer steps per variant (each a new set of lengths)")
-    parser.add_argument("--variant", help=argparse.SUPPRESS)  # internal: run one variant in this process
+    parser.add_argument("--tiny", action="store_true", help="the smallest input (a smoke run: figures meaningless)")
+    parser.add_argument("--variant", nargs="+", help="run these variants in this process (the script runs each in its own)")
     args = parser.parse_args()
+    size = "tiny" if args.tiny else "real"
     if args.variant:
-        print(json.dumps(run_variant(args.variant, args.steps)))
+        for variant in args.variant:
+            print(json.dumps(run_variant(variant, args.steps, size)))
         return
     for group, variants in VARIANTS.items():
         results = []
         for variant, description in variants:
             output = subprocess.run(
-                [sys.executable, __file__, "--variant", variant, "--steps", str(args.steps)],
+                [sys.executable, __file__, "--variant", variant, "--steps", str(args.steps), *(["--tiny"] if args.tiny else [])],
                 check=True, capture_output=True, text=True,
             ).stdout.strip().splitlines()[-1]
             results.append((description, json.loads(output)))

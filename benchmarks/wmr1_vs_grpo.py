@@ -18,6 +18,12 @@ applied on top (twc, tiny models; see ``SMALL_RUN``); ``--set`` overrides any pa
 
 from __future__ import annotations
 
+GROUP = "methods"
+REPRODUCES = ("docs/transition_sources.md#wm-r1-rl-inside-a-learned-world-model",)
+MEASURED = "9.5 min on a loaded 2-core machine (CPU not named)"
+LAST_RUN = "by 2026-12-04 (git: the figure's lines in docs/transition_sources.md last changed)"
+"""The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
+
 import argparse
 import dataclasses
 import sys
@@ -26,7 +32,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from behaviour_cloning_settings import benchmark_settings  # noqa: E402
+from behaviour_cloning_settings import ENV_HELP, benchmark_settings  # noqa: E402
 
 SMALL_RUN = {
     "environment": {"games": [{"game": "twc", "params": {"numLocations": 1, "numItemsToPutAway": 2, "includeDoors": 0}}], "max_steps": 12},
@@ -60,19 +66,22 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a parameter")
     parser.add_argument("--wm-rollouts", type=int, default=1, help="base-policy rollouts per training task for the world model's data")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--env", default="local", help=ENV_HELP)
     args = parser.parse_args()
 
     from hindsight.config import rl_setup
     from hindsight.envs import make_env
-    from hindsight.methods.run import run_rl
+    from hindsight.runs.rl_run import run_rl
     from hindsight.evaluation.heldout import heldout_evaluator
     from hindsight.pipelines.behaviour_cloning.nodes import behaviour_cloning_examples, build_initial_policy, train_base_policy
     from hindsight.pipelines.ingestion.nodes import collect_expert_trajectories
-    from hindsight.pipelines.world_model.nodes import build_world_model, train_world_model, world_model_examples, world_model_simulator
+    from hindsight.pipelines.world_model.nodes import (
+        build_world_model, train_world_model, world_model_episodes, world_model_examples, world_model_simulator,
+    )
     from hindsight.rollout.engine import run_rollouts
     from hindsight.world_model.quality import heldout_quality
 
-    settings = benchmark_settings(args.set, args.threads, base=SMALL_RUN)
+    settings = benchmark_settings(args.set, args.threads, base=SMALL_RUN, env=args.env)
     project, training, world = settings["project"], settings["training"], settings["world_model"]
     clock = {"start": time.perf_counter()}
 
@@ -86,9 +95,10 @@ def main() -> None:
         base, make_env, setup.pool, project.rollout_config(group_size=args.wm_rollouts, sampling={"temperature": 1.0}, seed=777), source="rollout"
     ).table
     real_steps = len(data_rollouts)
-    wm_examples = world_model_examples(trajectories, data_rollouts, world)
+    none = trajectories.head(0)  # no random exploration, no start-policy episodes: the expert's and the base policy's
+    wm_examples = world_model_examples(world_model_episodes(trajectories, data_rollouts, none, none, world), project, world)
     world_model, wm_history = train_world_model(build_world_model(wm_examples, project, world), wm_examples, project, world)
-    _, quality = heldout_quality(world_model, wm_examples, max_new_tokens=world.max_new_tokens, max_length=world.sft.max_length, max_examples=world.heldout_max_examples)
+    _, quality = heldout_quality(world_model, wm_examples, max_new_tokens=world.query.max_new_tokens, max_length=world.sft.max_length, max_examples=world.heldout_max_examples)
     simulator = world_model_simulator(world_model, trajectories, data_rollouts, world)
     clock["world_model"] = time.perf_counter()
 

@@ -7,12 +7,20 @@ Torch runs on one intra-op thread: on a 2-core machine shared with other work, t
 threads per process oversubscribe the cores and the tiny models' small ops slow down many
 times over (measured: the conf/test default pipeline took 45 s with one thread and 340 s
 with two while another process kept the cores busy).
+
+The SQLite databases a test process opens through SQLAlchemy (every test project's MLflow
+``mlflow.db``) skip the disk flush after each commit (``sqlite_without_flushes``): MLflow
+commits each parameter batch, tag and metric on its own, and a new database's schema
+migrations commit about 1,100 times, so the conf/test default pipeline in a fresh project
+flushed 1,924 times; on a VM's disk shared with other work, one commit's flush took 24-160 ms. What a run writes and reads
+back is the same; only a machine crash could lose a test database's last commits.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -37,21 +45,38 @@ GOLD_EPISODES = 4
 """How many gold twc episodes the tokenizer is trained on (and the tests read)."""
 
 
-SHARED_STAGE_FIXTURES = ("world_model_run", "state2state_run")
+def _no_flushes(dbapi_connection, _connection_record) -> None:
+    if isinstance(dbapi_connection, sqlite3.Connection):
+        dbapi_connection.execute("PRAGMA synchronous=OFF")
+
+
+def sqlite_without_flushes() -> None:
+    """``PRAGMA synchronous=OFF`` on every SQLite connection SQLAlchemy opens in this process
+    from now on (MLflow's tracking store included): commits are not flushed to disk one by one."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    if not event.contains(Engine, "connect", _no_flushes):
+        event.listen(Engine, "connect", _no_flushes)
+
+
+sqlite_without_flushes()
+
+
+SHARED_STAGE_FIXTURES = ("world_model_run", "state2state_run", "experiment_grid")
 """Session fixtures that run a stage on the trained project (tests/pipelines/conftest.py):
-the files that read them run on one worker, so each stage runs once."""
+the files that read them run on one worker, so each stage runs once (the world model, the
+State2State checkpoint, and the one experiment grid that the grid tests share)."""
 
 HEAVIEST_FIRST = [
     # Test files (or the shared-stage group) by their measured wall time, slowest first
     # (``python -m pytest -n 2 --dist loadfile --durations=0``, and with ``-m slow``): handed
     # out first, so that the two workers end together instead of one starting the slowest
     # file last.
-    "tests/pipelines/test_pipeline_experiments.py",
-    "shared stages",
+    "shared stages",  # -m slow: the trained project, the world model, State2State, the grid (11 cells) and its Ray run
     "tests/pipelines/test_pipeline_miniwob.py",  # -m slow: about 150 s (the tiny MiniWoB++ job)
     "tests/training/test_distributed.py",
     "tests/reliability/test_kill_resume.py",
-    "tests/pipelines/test_pipeline_experiments_ray.py",  # -m slow: about 90 s (two grids)
     "tests/training/test_async_rollouts.py",
     "tests/reliability/test_rollout_worker_faults.py",
     "tests/training/test_async_schedulers.py",
@@ -69,48 +94,6 @@ HEAVIEST_FIRST = [
     "tests/pipelines/test_pipeline_multiturn_sft.py",
     "tests/pipelines/test_pipeline_empo.py",
 ]
-
-
-UNIT_TIER = (
-    "tests/algorithms/",
-    "tests/methods/",
-    "tests/config/",
-    "tests/tools/",
-    "tests/data/",
-    "tests/skills/",
-    "tests/examples/",
-    "tests/policy/test_encoding.py",
-    "tests/policy/test_constrained.py",
-    "tests/policy/test_tokenizer.py",
-    "tests/rollout/test_curriculum.py",
-    "tests/rollout/test_infeasible_curriculum.py",
-    "tests/training/test_schedule.py",
-    "tests/training/test_minibatches.py",
-    "tests/training/test_grid_keys.py",
-    "tests/training/test_scheduler_methods.py",
-    "tests/training/test_checkpoint_faults.py",
-    "tests/test_layers.py",
-)
-"""The one-minute tier, ``python -m pytest -q -m unit -n 2``: the pure and small tests (the
-math, the methods, the schedule, the update on a batch, the settings, the data contracts,
-the skills, the one-file SEED walk-through), marked ``unit`` as they are collected. A
-directory or file joins only if the tier stays under 60 s on 2 cores."""
-
-UNIT_TIER_LEFT_OUT = ("tests/data/test_data_expert.py",)
-"""Under a unit directory but not in the tier: it plays real environments on the JVM. (Also
-left out: tests/training/test_rl_update.py, whose behaviour-cloned twc policy takes about
-20 s to build on each worker; the update on a toy batch is tests/examples.)"""
-
-
-def in_unit_tier(test_file: str) -> bool:
-    """Whether the test file (a path relative to the project root) is in ``UNIT_TIER``."""
-    return test_file.startswith(UNIT_TIER) and test_file not in UNIT_TIER_LEFT_OUT
-
-
-def pytest_itemcollected(item):
-    """The ``unit`` marker on every test of the unit tier (before ``-m`` selects)."""
-    if in_unit_tier(item.nodeid.split("::", 1)[0]):
-        item.add_marker(pytest.mark.unit)
 
 
 @functools.cache

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = [pytest.mark.slow, pytest.mark.pipeline]
+
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ["run", "--env", "test", "--pipeline", "ingestion", "--params", "ingestion.expert_episodes.train=1"]
 """A short real run (one expert episode per game: about 10 s of nodes)."""
@@ -27,7 +29,6 @@ def _git(*args: str, cwd: Path) -> str:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
 
 
-@pytest.mark.slow
 def test_a_first_run_in_a_fresh_clone_leaves_it_clean(tmp_path):
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)

@@ -8,10 +8,12 @@ file system, so the final rename is atomic); the caller fills it, and only when 
 ends without an error is the staging directory renamed to the target, replacing an older
 one. On an error the staging directory is removed and the target is left as it was; an
 OS error (disk full, no permission) comes out as ``DirectoryWriteError`` naming the target.
+``write_text_atomically`` does the same for one file (the experiment grid's cell summaries).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import uuid
 from contextlib import contextmanager
@@ -57,3 +59,26 @@ def atomic_directory(target: str | Path) -> Iterator[Path]:
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def write_text_atomically(target: str | Path, text: str) -> None:
+    """Write ``text`` to ``target`` so that a reader sees the old file or the new one, never a
+    part: a hidden sibling is written and flushed, then renamed over ``target``.
+
+    Raises:
+        DirectoryWriteError: An OS error while writing; ``target`` is left as it was.
+    """
+    target = Path(target)
+    staging = target.parent / f".{target.name}.partial-{uuid.uuid4().hex[:8]}"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(staging, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(staging, target)
+    except OSError as error:
+        raise DirectoryWriteError(f"writing '{target}' failed ({error}); its previous version, if any, is intact") from error
+    finally:
+        if staging.exists():
+            staging.unlink()

@@ -9,7 +9,7 @@ jobs (DDP; gloo on CPU, NCCL on GPU), launched by a user or by a Kedro node
     torchrun --nproc-per-node 2 -m hindsight.distributed rl \\
         --policy data/06_models/stage1_policy --env local --out out/ [--params training.rl.updates=8]
 
-``rl``: the whole RL loop (``methods.run.run_rl``) with the project's parameters (``conf/base``
+``rl``: the whole RL loop (``runs.rl_run.run_rl``) with the project's parameters (``conf/base``
 merged with ``--env``, then ``--params key=value`` overrides, checked like a Kedro run's):
 each rank plays its share of every update's task groups, the update runs on the gathered
 batch (``training.rl_parallel``). Checkpoints (``--checkpoints``) are written by rank 0 and
@@ -43,7 +43,7 @@ import torch
 from hindsight.config import rl_setup
 from hindsight.config.files import check_parameters
 from hindsight.methods.registry import build_method
-from hindsight.methods.run import run_rl
+from hindsight.runs.rl_run import run_rl
 from hindsight.policy.model import load_policy, save_policy
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.data_parallel import DataParallel

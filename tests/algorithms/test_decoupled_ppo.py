@@ -9,6 +9,8 @@ import torch
 
 from hindsight.algorithms import decoupled_ppo_loss, ppo_clip_loss
 
+pytestmark = pytest.mark.unit
+
 MASK = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
 ADVANTAGES = torch.tensor([1.0, -1.0])
 

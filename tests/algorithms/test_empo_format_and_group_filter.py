@@ -7,6 +7,8 @@ import pytest
 
 from hindsight.algorithms import empo_format_ok, has_thought, low_std_groups
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     "response",

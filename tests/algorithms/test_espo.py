@@ -11,6 +11,8 @@ import torch
 
 from hindsight.algorithms import episode_minibatch_advantages, espo_loss, ppo_clip_loss
 
+pytestmark = pytest.mark.unit
+
 
 def two_episodes():
     """Episode 0: samples 0 and 1 (2 + 1 tokens), A = +1; episode 1: sample 2 (2 tokens), A = -1.

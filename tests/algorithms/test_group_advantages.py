@@ -13,6 +13,8 @@ from hindsight.algorithms import (
     step_group_advantages,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def test_grpo_statistics_over_all_step_samples():
     # Group "a": a 3-step success (score 1) and a 2-step failure (0): samples [1, 1, 1, 0, 0].

@@ -9,6 +9,8 @@ import pytest
 
 from hindsight.algorithms import bootstrap_weighted_mean_interval, weighted_mean
 
+pytestmark = pytest.mark.unit
+
 
 def test_the_weighted_mean_weights_each_unit_and_skips_empty_ones():
     assert weighted_mean([1.0, -2.0, float("nan")], [3, 1, 5]) == pytest.approx(0.25)

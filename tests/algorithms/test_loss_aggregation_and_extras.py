@@ -13,6 +13,8 @@ from hindsight.algorithms import (
     zero_variance_groups,
 )
 
+pytestmark = pytest.mark.unit
+
 LOSS = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]])
 MASK = torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
 

@@ -9,6 +9,8 @@ import pytest
 
 from hindsight.algorithms import mean_pass_hat_k, pass_hat_curve, pass_hat_k
 
+pytestmark = pytest.mark.unit
+
 
 def test_known_answer_four_trials_two_successes():
     assert pass_hat_k(2, 4, 1) == pytest.approx(0.5)

@@ -8,6 +8,8 @@ import torch
 
 from hindsight.algorithms import kl_low_var, opd_loss, ppo_clip_loss
 
+pytestmark = pytest.mark.unit
+
 # Two sequences, three token slots. Sequence 0 has advantage +1 and two real tokens with
 # ratios 1.5 and 0.5 (the third slot is padding); sequence 1 has advantage -1 and ratios
 # 0.5, 4.0, 1.0. With eps 0.2 and c = 3 the per-token losses are:

@@ -19,6 +19,8 @@ from hindsight.algorithms import (
 )
 from hindsight.algorithms.ranking import _ClusterTallies, _codes, _student_quantile
 
+pytestmark = pytest.mark.unit
+
 
 def brute_force_auroc(scores, labels, strata=None) -> float:
     """Every positive-negative pair (within one stratum when given), ties counting 1/2."""

@@ -7,6 +7,8 @@ import torch
 
 from hindsight.algorithms import anchor_state_groups, discounted_returns
 
+pytestmark = pytest.mark.unit
+
 
 def test_discounted_returns_per_trajectory():
     # t1: rewards [0, 0, 1] with gamma 0.5 -> [0.25, 0.5, 1]; t2: [2, 1] -> [2.5, 1]

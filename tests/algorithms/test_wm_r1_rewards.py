@@ -7,6 +7,8 @@ import torch
 
 from hindsight.algorithms import wm_r1_rewards
 
+pytestmark = pytest.mark.unit
+
 
 def test_full_reward_known_answers():
     # group g: p = 1/2, L_ref = 4. Steps: budget 0.5*4 + 0.5*20 = 12. Calls: budget 0.5*4 + 0.5*40 = 22.

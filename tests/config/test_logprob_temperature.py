@@ -18,6 +18,8 @@ from hindsight.params import build
 from hindsight.config import ProjectConfig, TrainingConfig
 from hindsight.policy.logprobs import LOGPROB_TEMPERATURE
 
+pytestmark = pytest.mark.unit
+
 CONF = Path(__file__).resolve().parents[2] / "conf"
 JOBS = sorted(path.parent.name for path in CONF.glob("*/parameters.yml") if path.parent.name != "test")
 

@@ -22,6 +22,8 @@ from hindsight.params import ParameterError, as_dict, block_keys, build
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.scheduler_settings import SchedulerSettings
 
+pytestmark = pytest.mark.unit
+
 CONF = Path(__file__).resolve().parents[2] / "conf"
 LISTED_ONCE = {RLConfig: "parameters_training.yml"}
 """Nested settings listed in full in one file only; elsewhere their blocks may be partial."""

@@ -17,6 +17,8 @@ from hindsight.params import ParameterError, as_dict, block_keys, build
 from hindsight.policy.generation import SamplingConfig
 from hindsight.rollout.config import RolloutConfig
 
+pytestmark = pytest.mark.unit
+
 
 def test_the_rollout_block_is_the_engines_settings_key_for_key():
     project = build(ProjectConfig, {"rollout": {"sampling": {"temperature": 0.7, "max_batch_tokens": 512}, "max_parallel": 4, "prompt": {"history_window": 3}}})

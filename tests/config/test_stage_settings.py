@@ -28,6 +28,8 @@ from hindsight.evaluation.heldout import HeldoutConfig
 from hindsight.policy.logprobs import LOGPROB_TEMPERATURE
 from hindsight.rollout.config import RolloutConfig
 
+pytestmark = pytest.mark.unit
+
 CONF = Path(__file__).resolve().parents[2] / "conf"
 BASELINE = json.loads((Path(__file__).with_name("stage_settings_baseline.json")).read_text())
 ADDED_SINCE_BASELINE = {"experiments.first_look.heldout", "experiments.distillation_controls.heldout", "experiments.learning_methods.heldout"}

@@ -11,6 +11,8 @@ from hindsight.data import TrajectoryValidationError, load_external_trajectories
 from hindsight.data.external import MAX_LINE_BYTES
 from hindsight.envs.reward import RewardConfig
 
+pytestmark = pytest.mark.unit
+
 HERE = Path(__file__).parent
 MALFORMED = HERE / "malformed"
 EXAMPLES = HERE / "examples"

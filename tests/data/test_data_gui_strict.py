@@ -31,6 +31,8 @@ from hindsight.data.schema import TRAJECTORY_COLUMNS, TrajectoryValidationError
 from hindsight.params import build
 from hindsight.pipelines.ingestion.pipeline import create_pipeline
 
+pytestmark = pytest.mark.unit
+
 HERE = Path(__file__).resolve().parent
 STRICT = HERE / "malformed" / "gui_strict"
 PROJECT_ROOT = HERE.parents[1]

@@ -24,6 +24,8 @@ from hindsight.params import ParameterError, build
 
 from toy_screens import FormScreen
 
+pytestmark = pytest.mark.unit
+
 HERE = Path(__file__).resolve().parent
 EXAMPLE = HERE / "examples" / "gui_episodes.jsonl"
 MALFORMED_GUI = HERE / "malformed" / "gui"

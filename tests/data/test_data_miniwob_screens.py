@@ -22,6 +22,8 @@ from hindsight.evaluation.filmstrip import GAP, SCALE, replay_frames, write_film
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "envs"))
 from miniwob_checks import no_browser_left  # noqa: E402, F401  (fixture)
 
+pytestmark = pytest.mark.unit
+
 SPECS = [EnvironmentSpec("miniwob", "enter-text", max_steps=4), EnvironmentSpec("miniwob", "click-checkboxes", max_steps=8)]
 
 

@@ -6,6 +6,8 @@ import pytest
 from hindsight.data.outcomes import ingestion_counts, metric_key, summarize_episodes
 from hindsight.data.schema import EPISODE_SUMMARY_COLUMNS, empty_trajectory_table, validate_trajectories
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture()
 def table(make_rows):

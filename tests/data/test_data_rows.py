@@ -1,10 +1,13 @@
 """The one trajectory-row builder and ``episode_outcomes``, against known answers."""
 
 import pandas as pd
+import pytest
 
 from hindsight.data.outcomes import episode_outcomes
 from hindsight.data.rows import EpisodeFields, trajectory_row
 from hindsight.data.schema import EPISODE_OUTCOME_COLUMNS, TRAJECTORY_COLUMNS, validate_trajectories
+
+pytestmark = pytest.mark.unit
 
 EPISODE = EpisodeFields(
     episode_id="e1", group_id="textworldexpress/twc/train/4", env="textworldexpress", task_type="twc",

@@ -15,6 +15,8 @@ from hindsight.data.schema import (
     validate_trajectories,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def test_group_id_format():
     assert make_group_id("textworldexpress", "twc", "train", 17) == "textworldexpress/twc/train/17"

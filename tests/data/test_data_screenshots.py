@@ -28,6 +28,8 @@ from hindsight.envs.base import EnvironmentSpec
 
 from toy_screens import SPEC, WORDS, FormScreen
 
+pytestmark = pytest.mark.unit
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -1,7 +1,7 @@
 """docs/benchmarks.md's test tiers are what pytest collects: each tier's size and every file
-with slow tests (``tools.docgen.test_tiers``). It collects the whole suite in a subprocess
-(``--collect-only``, nothing runs; about 10 s of CPU), so it lives here, out of the unit
-tier; tests/tools/test_docgen_test_tiers.py checks the slow files from the sources alone."""
+marked slow or pipeline (``tools.docgen.test_tiers``). It collects the whole suite in a
+subprocess (``--collect-only``, nothing runs; about 10 s of CPU), so it lives here, out of the
+unit tier; tests/tools/test_docgen_test_tiers.py checks the listed files from the sources alone."""
 
 from __future__ import annotations
 

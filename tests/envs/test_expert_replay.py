@@ -144,7 +144,7 @@ def test_heldout_split_is_deterministic_and_disjoint():
 
 def test_empo_source_without_training_trajectories_is_a_clear_error():
     from hindsight.config import EmpoConfig
-    from hindsight.methods.empo_run import EmpoSource
+    from hindsight.runs.empo_run import EmpoSource
 
     table = _table(["x"], split="dev")
     with pytest.raises(EnvironmentConfigError, match="train fold"):

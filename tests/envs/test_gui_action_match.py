@@ -16,7 +16,7 @@ from hindsight.envs import EnvironmentSpec, make_env
 from hindsight.envs.expert_replay import ExpertReplayEnvironment, ReplaySet, expert_trajectories
 from hindsight.envs.miniwob.action_match import click_lands, gui_action_score, gui_match, is_page_view, page_elements
 from hindsight.envs.miniwob.solvers import by_coordinates
-from hindsight.methods.empo_run import gold_trajectories
+from hindsight.runs.empo_run import gold_trajectories
 from hindsight.rollout.tasks import TaskRef
 from miniwob_checks import no_browser_left  # noqa: F401  (fixture)
 

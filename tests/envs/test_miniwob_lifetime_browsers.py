@@ -37,7 +37,7 @@ from miniwob_checks import living, no_browser_left, wait_until  # noqa: F401  (f
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pipelines"))
 from kedro_project import PROJECT_ROOT, KedroProject  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.pipeline]
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = textwrap.dedent(

@@ -32,6 +32,8 @@ from hindsight.training.batch import RolloutBatch
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.update import update_policy
 
+pytestmark = pytest.mark.unit
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "seed_update.py"
 TOLERANCE = 1e-5
 TERMS = ("losses/ppo", "losses/opd", "kl/ref", "losses/entropy", "losses/total")

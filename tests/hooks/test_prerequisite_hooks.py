@@ -22,6 +22,8 @@ from hindsight.hooks.prerequisites import MissingInputError, missing_inputs, mis
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pipelines"))
 from kedro_project import KedroProject  # noqa: E402
 
+pytestmark = pytest.mark.pipeline
+
 
 def _identity(*args):
     return args[0] if args else None

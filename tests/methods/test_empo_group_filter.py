@@ -13,6 +13,8 @@ from hindsight.rollout.engine import RolloutConfig
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.rl_config import RLConfig
 
+pytestmark = pytest.mark.unit
+
 
 def _batch() -> RolloutBatch:
     # group "flat": two episodes matching every step (rewards 1, 1): step-0 returns 1.5 and 1.5.

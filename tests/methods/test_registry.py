@@ -16,6 +16,8 @@ from hindsight.params import ParameterError, build
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.rl_config import RLConfig, with_overrides
 
+pytestmark = pytest.mark.unit
+
 
 def test_the_built_in_methods_are_registered():
     assert {"grpo", "gigpo", "seed", "opid", "empo", "wmr1"} <= set(method_names())

@@ -15,6 +15,8 @@ from hindsight.methods import build_method
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.rl_config import RLConfig
 
+pytestmark = pytest.mark.unit
+
 TABLE = pd.DataFrame(
     {
         "episode_id": ["e1", "e1", "e1", "e2", "e2"],

@@ -17,6 +17,8 @@ from nbclient import NotebookClient
 
 from kedro_project import PROJECT_ROOT
 
+pytestmark = pytest.mark.pipeline
+
 
 NOTEBOOK = PROJECT_ROOT / "notebooks" / "walkthrough.ipynb"
 AGENTS = ("stage1-sampled", "stage1-greedy", "rl-sampled", "rl-greedy", "random")

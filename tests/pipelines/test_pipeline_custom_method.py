@@ -20,6 +20,8 @@ from hindsight.training.method import episode_return_scores
 
 from kedro_project import KedroProject
 
+pytestmark = pytest.mark.pipeline
+
 SEEN: list[pd.DataFrame] = []
 """What the method computed, one frame per update: its rows' group, episode and advantage."""
 

@@ -13,6 +13,8 @@ import torch
 from kedro_project import VERSION_PATTERN
 from hindsight.policy.model import load_policy
 
+pytestmark = pytest.mark.pipeline
+
 PPO_AND_KL_METRICS = ["ppo/clipfrac", "ppo/clipfrac_lower", "ppo/approx_kl", "kl/ref", "opd/skill_parse_rate"]
 REPORTS = ["08_reporting/evaluation.md", "08_reporting/evaluation.png", "08_reporting/evaluation_summary.csv",
            "08_reporting/training_curves.png"]

@@ -11,6 +11,8 @@ from hindsight.envs.dual_control import parse_call
 
 from kedro_project import KedroProject
 
+pytestmark = pytest.mark.pipeline
+
 RUNTIME_PARAMS = {
     "environment": {"env": "dual_control", "max_steps": 20, "games": [{"game": "telecom", "params": {}}]},
     "ingestion": {"expert_episodes": {"train": 6, "dev": 0, "test": 0}},

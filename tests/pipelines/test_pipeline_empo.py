@@ -15,6 +15,8 @@ import pytest
 
 from kedro_project import KedroProject
 
+pytestmark = pytest.mark.pipeline
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples"
 OUTPUTS = (
     "06_models/empo_policy",

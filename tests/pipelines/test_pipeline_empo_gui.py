@@ -19,6 +19,8 @@ from hindsight.envs.expert_replay import expert_trajectories
 
 from kedro_project import KedroProject
 
+pytestmark = pytest.mark.pipeline
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 PARAMS = {
     "environment": {"env": "toy_screens", "max_steps": 4, "games": [{"game": "enter-word"}]},

@@ -1,6 +1,7 @@
-"""The experiments pipeline on the quick preset (conf/test: tiny model): the grid runs every
-cell as an MLflow child run of the pipeline's run, the report has a row per method, the
-plots exist, and re-running the grid on the same data skips the finished cells."""
+"""The experiments pipeline on the quick preset (conf/test: tiny model) with the opt-in
+methods (``experiment_grid``, tests/pipelines/conftest.py: one grid for every grid test): the
+grid runs every cell as an MLflow child run of the pipeline's run, the report has a row per
+method, the plots exist, and re-running the grid on the same data skips the finished cells."""
 
 from __future__ import annotations
 
@@ -9,25 +10,15 @@ import json
 import pandas as pd
 import pytest
 
-from kedro_project import KedroProject
+pytestmark = [pytest.mark.slow, pytest.mark.pipeline]  # a multi-process or whole-grid test: `-m slow` (CI runs it)
 
-pytestmark = pytest.mark.slow  # a multi-process or whole-grid test: `-m slow` (CI runs it)
-
-QUICK_CELLS = 7 + 1  # all methods at 100% of the tasks, seed at 50%, one seed
-
-
-@pytest.fixture(scope="module")
-def experiments(trained_project, tmp_path_factory):
-    """The grid alone (``--from-nodes experiments.check_grid_inputs``) on a copy of the trained
-    project's catalog (its Stage-1 and base policies, its skills), twice."""
-    project = KedroProject.copy_of(trained_project[0], tmp_path_factory.mktemp("experiments_project"))
-    first = project.run(pipeline_names=["experiments"], from_nodes=["experiments.check_grid_inputs"])
-    rerun = project.run(pipeline_names=["experiments"], from_nodes=["experiments.check_grid_inputs"])
-    return project, first, rerun
+QUICK_METHODS = {"grpo", "gigpo", "opid", "seed", "seed_no_stage1", "seed_no_distill", "seed_fixed_bank"}
+OPT_IN_METHODS = {"wmr1", "grpo_state2state", "grpo_async"}
+QUICK_CELLS = len(QUICK_METHODS | OPT_IN_METHODS) + 1  # every method at 100% of the tasks, seed at 50%, one seed
 
 
-def test_grid_runs_every_cell_as_a_child_run(experiments):
-    project, first, _ = experiments
+def test_grid_runs_every_cell_as_a_child_run(experiment_grid):
+    project, first, _ = experiment_grid
     cells = pd.read_csv(first.outputs["07_model_output/experiment_cells.csv"])
     assert len(cells) == QUICK_CELLS
     assert set(cells["status"]) == {"finished"}
@@ -44,11 +35,11 @@ def test_grid_runs_every_cell_as_a_child_run(experiments):
     assert all("rollout/success_rate" in run.data.metrics for run in children)
 
 
-def test_results_table_report_and_plots(experiments):
-    _, first, _ = experiments
+def test_results_table_report_and_plots(experiment_grid):
+    _, first, _ = experiment_grid
     results = pd.read_csv(first.outputs["08_reporting/experiment_results.csv"])
     full = results[results["fraction"] == 1.0]
-    assert set(full["method"]) == {"grpo", "gigpo", "opid", "seed", "seed_no_stage1", "seed_no_distill", "seed_fixed_bank"}
+    assert set(full["method"]) == QUICK_METHODS | OPT_IN_METHODS
     assert set(full["split"]) == {"seen", "unseen"}
     assert {"cookingworld", "twc", "all"} <= set(full["task_type"])
     assert results["mean"].between(0, 1).all() and (results["episodes_per_seed"] > 0).all()
@@ -65,8 +56,8 @@ def test_results_table_report_and_plots(experiments):
         assert first.outputs[f"08_reporting/{plot}"].stat().st_size > 1000
 
 
-def test_every_method_is_paired_against_grpo_over_the_same_tasks(experiments):
-    _, first, _ = experiments
+def test_every_method_is_paired_against_grpo_over_the_same_tasks(experiment_grid):
+    _, first, _ = experiment_grid
     outcomes = pd.read_parquet(first.outputs["07_model_output/experiment_outcomes.parquet"])
     cells = pd.read_csv(first.outputs["07_model_output/experiment_cells.csv"])
     assert set(outcomes["cell"]) == set(cells.loc[cells["status"] == "finished", "cell"])  # every finished cell's end policy
@@ -78,8 +69,8 @@ def test_every_method_is_paired_against_grpo_over_the_same_tasks(experiments):
         assert f"| {method} | 1 |" in paired
 
 
-def test_learning_curves_start_at_update_zero(experiments):
-    _, first, _ = experiments
+def test_learning_curves_start_at_update_zero(experiment_grid):
+    _, first, _ = experiment_grid
     histories = pd.read_parquet(first.outputs["07_model_output/experiment_histories.parquet"])
     for _, history in histories.groupby("cell"):
         assert history["update"].tolist() == [0, 1, 2]
@@ -88,8 +79,8 @@ def test_learning_curves_start_at_update_zero(experiments):
         assert evaluated.index.tolist() == [0, 2]  # conf/test: eval_every 2, and always at the start
 
 
-def test_rerun_skips_finished_cells(experiments):
-    project, first, rerun = experiments
+def test_rerun_skips_finished_cells(experiment_grid):
+    project, first, rerun = experiment_grid
     again = pd.read_csv(rerun.outputs["07_model_output/experiment_cells.csv"])
     before = pd.read_csv(first.outputs["07_model_output/experiment_cells.csv"])
     assert set(again["status"]) == {"skipped"}

@@ -1,8 +1,9 @@
 """The grid's opt-in methods that need more than the experiments pipeline trains, in a
 KedroSession (conf/test): ``wmr1`` (the world model of ``kedro run --pipeline world_model``),
 ``grpo_state2state`` (the checkpoint of ``kedro run --pipeline state2state``) and
-``grpo_async`` (a rollout worker process), one cell each next to ``grpo`` at the same budget;
-and a preset listing them before those models exist stops before any training, naming the
+``grpo_async`` (a rollout worker process), one cell each next to ``grpo`` at the same budget
+(cells of the session's one grid, ``experiment_grid`` in tests/pipelines/conftest.py); and a
+preset listing them before those models exist stops before any training, naming the
 commands that make them."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pytest
 from hindsight.experiments.starts import MissingGridInput
 from kedro_project import KedroProject
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.pipeline]
 
 NEW_METHODS = ["wmr1", "grpo_state2state", "grpo_async"]
 
@@ -35,22 +36,19 @@ def test_listed_methods_without_their_models_stop_the_run_first(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def grid(trained_project, world_model_run, state2state_run):
-    """After the default run, the world model and the State2State checkpoint (all three
-    shared with other tests), the grid alone on the catalog (``--from-nodes
-    experiments.check_grid_inputs``)."""
-    project, _ = trained_project
-    record = project.run(
-        pipeline_names=["experiments"], from_nodes=["experiments.check_grid_inputs"], runtime_params=grid_of(["grpo", *NEW_METHODS])
-    )
-    return project, record
+def grid(experiment_grid):
+    """After the default run, the world model and the State2State checkpoint, the grid with
+    the new methods next to the quick preset's (their first run: project and record)."""
+    project, first, _ = experiment_grid
+    return project, first
 
 
 def test_each_new_method_runs_as_a_grid_cell(grid):
     _, record = grid
     cells = pd.read_csv(record.outputs["07_model_output/experiment_cells.csv"])
-    assert cells["method"].tolist() == ["grpo", *NEW_METHODS]
-    assert set(cells["status"]) == {"finished"}, cells[["method", "error"]]
+    ours = cells[cells["method"].isin(["grpo", *NEW_METHODS])]
+    assert sorted(ours["method"]) == sorted(["grpo", *NEW_METHODS]) and (ours["fraction"] == 1.0).all()
+    assert set(ours["status"]) == {"finished"}, ours[["method", "error"]]
     histories = pd.read_parquet(record.outputs["07_model_output/experiment_histories.parquet"])
     updates = histories.groupby("method")["update"].max()
     assert (updates == 2).all()  # the same RL budget (quick preset: 2 updates)

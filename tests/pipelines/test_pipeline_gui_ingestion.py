@@ -24,6 +24,8 @@ from hindsight.envs import registry
 from kedro_project import KedroProject
 from toy_screens import FormScreen
 
+pytestmark = pytest.mark.pipeline
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 MALFORMED_GUI = DATA / "malformed" / "gui"
 SCREENSHOTS = "03_primary/screenshots.parquet"

@@ -21,6 +21,8 @@ from hindsight.envs.gym_wrapper import TEXT_CHARSET
 
 from kedro_project import KedroProject
 
+pytestmark = pytest.mark.pipeline
+
 FIND_KEY = "test/FindKey-v0"
 ROOMS = ("hall", "kitchen", "garden")
 

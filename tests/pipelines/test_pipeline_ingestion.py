@@ -10,6 +10,8 @@ import pytest
 
 from kedro_project import KedroProject
 
+pytestmark = pytest.mark.pipeline
+
 TRAJECTORIES = "03_primary/trajectories.parquet"
 
 

@@ -25,6 +25,8 @@ from hindsight.envs.miniwob.processes import marked_processes
 from hindsight.world_model.transitions import FAILED_MARKER, ended_lost
 from kedro_project import KedroProject
 
+pytestmark = [pytest.mark.slow, pytest.mark.pipeline]  # the whole pipeline on 12 task types in Chromium (`-m slow`, CI runs it)
+
 ROOT = Path(__file__).resolve().parents[2]
 JOB = yaml.safe_load((ROOT / "conf" / "miniwob" / "parameters.yml").read_text())
 TRIALS = 2
@@ -60,7 +62,6 @@ def miniwob_run(tmp_path_factory):
     return record, project
 
 
-@pytest.mark.slow  # the whole pipeline on 12 task types in Chromium: 100-145 s at load 4-7 (`-m slow`, CI runs it)
 def test_every_planned_episode_is_played_and_gold_wins_them_all(miniwob_run):
     record, _ = miniwob_run
     episodes = pd.read_parquet(record.outputs["07_model_output/evaluation_episodes.parquet"])
@@ -76,7 +77,6 @@ def test_every_planned_episode_is_played_and_gold_wins_them_all(miniwob_run):
     assert gold["won"].all(), gold[~gold["won"]]
 
 
-@pytest.mark.slow
 def test_the_report_gives_pass_k_by_task_type_for_every_agent_and_seeds_mechanism(miniwob_run):
     record, _ = miniwob_run
     pass_k = pd.read_csv(record.outputs["08_reporting/evaluation_pass_k.csv"])
@@ -95,7 +95,6 @@ def test_the_report_gives_pass_k_by_task_type_for_every_agent_and_seeds_mechanis
     assert len(premise) > 0
 
 
-@pytest.mark.slow
 def test_gold_episodes_keep_their_screens_and_every_agent_gets_a_filmstrip(miniwob_run):
     record, project = miniwob_run
     trajectories = pd.read_parquet(record.outputs["03_primary/trajectories.parquet"])
@@ -108,13 +107,11 @@ def test_gold_episodes_keep_their_screens_and_every_agent_gets_a_filmstrip(miniw
     assert {f"filmstrips/{agent}" for agent in AGENTS} <= folders
 
 
-@pytest.mark.slow
 def test_no_browser_is_left_after_the_run_and_the_limits_are_put_back(miniwob_run):
     assert [process.pid for process in marked_processes(os.getpid())] == []
     assert browser_pool().browsers == [] and browser_pool().settings.idle_browsers == 0
 
 
-@pytest.mark.slow  # the world model and one WM-R1 update on the job's gold episodes and rollouts
 def test_wmr1_learns_the_page_and_trains_inside_it(miniwob_run):
     """``--pipeline world_model`` on the page views (held-out scores per action type), then
     ``--pipeline wmr1``: one update inside the world model, no browser left."""

@@ -12,6 +12,8 @@ import torch
 from hindsight.hooks.model_logging import load_logged_policy
 from hindsight.policy.model import load_policy
 
+pytestmark = pytest.mark.pipeline
+
 
 
 def test_the_run_logs_the_trained_policy_as_its_model(trained_project):

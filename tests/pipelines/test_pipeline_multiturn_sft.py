@@ -15,6 +15,8 @@ from hindsight.config import ProjectConfig, Stage1Config
 from hindsight.pipelines.stage1.nodes import own_rollout_examples, stage1_examples
 from hindsight.training.episode_sft import MULTITURN_COLUMNS
 
+pytestmark = pytest.mark.pipeline
+
 MULTITURN = {
     "rollout": {"layout": "multiturn"},
     "skills": {"validation": {"enabled": False}},

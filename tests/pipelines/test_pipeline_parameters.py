@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kedro_project import KedroProject
+
+pytestmark = pytest.mark.pipeline
 
 
 def test_kedro_run_with_a_misspelt_params_key_fails_naming_key_and_file(tmp_path):

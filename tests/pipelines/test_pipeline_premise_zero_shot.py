@@ -17,6 +17,8 @@ from hindsight.pipeline_registry import register_pipelines
 from kedro_project import KedroProject
 from tiny_gguf import write_tiny_gguf
 
+pytestmark = pytest.mark.pipeline
+
 ZERO_SHOT = {"stage1": {"premise_tasks_per_game": 2, "premise_tasks_per_piece": 1, "premise_copy_pairs": 20}}
 """conf/test's two games, 2 held-out tasks each: 4 pieces of one task."""
 PIECES = "data/07_model_output/premise_pieces"

@@ -19,7 +19,7 @@ import pytest
 from kedro_project import KedroProject
 from tiny_gguf import write_tiny_gguf
 
-pytestmark = pytest.mark.slow  # a multi-process or whole-grid test: `-m slow` (CI runs it)
+pytestmark = [pytest.mark.slow, pytest.mark.pipeline]  # a multi-process or whole-grid test: `-m slow` (CI runs it)
 
 LORA = {"rank": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj", "up_proj"], "last_layers": 1}
 PRETRAINED_RUN = {

@@ -6,7 +6,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import pytest
+
 from kedro_project import KedroProject
+
+pytestmark = pytest.mark.pipeline
 
 SECRET = "sk-hindsight-test-7f3a9c"
 

@@ -15,6 +15,8 @@ import pytest
 
 from hindsight.training.distillation import SCORES_COLUMNS
 
+pytestmark = pytest.mark.pipeline
+
 RUNTIME_PARAMS = {
     "skills": {"validation": {"enabled": False}},
     "training": {"rl": {"methods": {"seed": {"skill_source": "fixed_bank"}}}},

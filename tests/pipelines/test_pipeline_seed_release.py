@@ -21,7 +21,7 @@ import yaml
 from kedro_project import KedroProject
 from tiny_gguf import write_tiny_gguf
 
-pytestmark = pytest.mark.slow  # a whole pipeline on a converted model: `-m slow` (CI runs it)
+pytestmark = [pytest.mark.slow, pytest.mark.pipeline]  # a whole pipeline on a converted model: `-m slow` (CI runs it)
 
 PRESET = yaml.safe_load((Path(__file__).resolve().parents[2] / "conf" / "seed_release" / "parameters.yml").read_text())
 LORA = {"rank": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj"], "last_layers": 1}

@@ -5,11 +5,14 @@ goal task set -> RL on the goal tasks from the base policy -> a checkpoint; and 
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 import torch
 
 from hindsight.datasets.model_directory import ModelDirectoryDataset
 from hindsight.pipeline_registry import register_pipelines
 from hindsight.state2state.task_set import check_task_set
+
+pytestmark = pytest.mark.pipeline
 
 
 def _load_policy(path):

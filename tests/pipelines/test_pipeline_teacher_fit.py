@@ -13,6 +13,8 @@ import torch
 from hindsight.policy.model import load_policy
 from kedro_project import KedroProject
 
+pytestmark = pytest.mark.pipeline
+
 FIT_PARAMS = {
     "stage1": {
         "teacher_fit": {"episodes_per_game": 8, "sft": {"max_steps": 2, "log_every": 1, "bf16_autocast": False, "max_length": 768}}

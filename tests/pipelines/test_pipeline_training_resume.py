@@ -5,6 +5,9 @@ starting weights, across sessions."""
 from __future__ import annotations
 
 import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.pipeline
 
 
 def checkpoint_runs(project) -> set[str]:

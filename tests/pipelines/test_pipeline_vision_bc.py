@@ -22,6 +22,8 @@ from hindsight.policy.screen_model import ScreenEncoder
 
 from kedro_project import KedroProject
 
+pytestmark = pytest.mark.pipeline
+
 SCREENSHOTS = "03_primary/screenshots.parquet"
 BC_EXAMPLES = "05_model_input/bc_examples.parquet"
 VISION_BC = {

@@ -15,6 +15,8 @@ from hindsight.policy.constrained import (
     token_ids_containing,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def test_trie_allows_exactly_the_continuations_of_valid_actions(tokenizer):
     actions = ["take dirty teal dress", "take dirty green T-shirt", "look around", "look around"]

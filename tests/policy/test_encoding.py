@@ -7,6 +7,8 @@ import pytest
 from hindsight.policy.encoding import collate, encode_ids, encode_prompt, encode_response, encode_sample
 from hindsight.policy.prompts import PromptConfig, build_prompt
 
+pytestmark = pytest.mark.unit
+
 
 def test_mask_covers_exactly_the_response_and_eos(tokenizer, gold_steps):
     samples = [encode_sample(tokenizer, step["prompt"], step["action"]) for step in gold_steps[:5]]

@@ -7,6 +7,8 @@ from transformers import AutoTokenizer
 
 from hindsight.policy.tokenizer import EOS_TOKEN, PAD_TOKEN, train_tokenizer
 
+pytestmark = pytest.mark.unit
+
 
 def test_training_is_deterministic(gold_steps):
     texts = [step["prompt"] for step in gold_steps[:20]]

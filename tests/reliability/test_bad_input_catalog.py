@@ -42,6 +42,8 @@ from test_data_external import EXAMPLES, EXPECTED_ERRORS, FILE_LEVEL, MALFORMED,
 
 from hindsight.data import TrajectoryValidationError  # noqa: E402
 
+pytestmark = pytest.mark.pipeline
+
 GOOD_FILE = EXAMPLES / "sharegpt_alfworld.json"
 EXPERT_EPISODES = {"train": 1, "dev": 0, "test": 0}
 FROM_EXTERNAL = ["ingestion.load_external_trajectories"]

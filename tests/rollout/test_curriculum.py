@@ -15,6 +15,8 @@ from hindsight.rollout.pass_rates import PassRates, PassRateSettings
 from hindsight.rollout.tasks import make_tasks, sample_update_tasks
 from hindsight.training.rl_config import RLConfig
 
+pytestmark = pytest.mark.unit
+
 SPEC = EnvironmentSpec("textworldexpress", "twc", {"numLocations": 1})
 POOL = make_tasks(SPEC, "train", range(10))
 

@@ -7,12 +7,15 @@ import pickle
 import random
 
 import pandas as pd
+import pytest
 
 from hindsight.envs.base import EnvironmentSpec
 from hindsight.envs.infeasible import DECLARE_ACTION, infeasible_spec, is_infeasible
 from hindsight.rollout.curriculum import Curriculum, curriculum_draw
 from hindsight.rollout.pass_rates import PassRates, declared_metrics
 from hindsight.rollout.tasks import TaskRef, make_tasks
+
+pytestmark = pytest.mark.unit
 
 SPEC = EnvironmentSpec("textworldexpress", "twc", {"numLocations": 1})
 POOL = make_tasks(SPEC, "train", range(12))

@@ -2,7 +2,11 @@
 
 import json
 
+import pytest
+
 from hindsight.skills import build_analysis_prompt, parse_skill_json, skill_target_json
+
+pytestmark = pytest.mark.unit
 
 STEPS = [
     {"observation": "You are in the kitchen.", "response": "open fridge", "action_valid": True},

@@ -26,6 +26,8 @@ from hindsight.skills.compact import (
 )
 from hindsight.skills.compact_decoding import CompactPolicyTeacher, grammar_skill_outputs
 
+pytestmark = pytest.mark.unit
+
 SKILL_TOKEN_LIMIT = 40
 """A compact skill is at most about this many tokens (module docstring of skills.compact)."""
 PROMPT_TOKEN_LIMIT = 600

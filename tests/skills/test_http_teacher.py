@@ -11,6 +11,8 @@ import pytest
 from hindsight.skills import OpenAICompatibleTeacher, episodes_from_table, parse_rate
 from hindsight.skills.http_teacher import chat_completions_url
 
+pytestmark = pytest.mark.unit
+
 ANSWER = 'Sure:\n```json\n{"episode_summary": "Solved it.", "episode_skill": "take <object> before put",}\n```'
 
 

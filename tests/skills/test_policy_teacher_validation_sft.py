@@ -25,6 +25,8 @@ from hindsight.skills.analyzers import rule_teacher
 from hindsight.skills.compact import COMPACT_INTRODUCTION, parse_compact_skill, written_skill
 from hindsight.skills.sft_set import held_out_episodes
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture(scope="module")
 def table(recorded_tables):

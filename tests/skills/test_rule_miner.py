@@ -6,6 +6,8 @@ import pytest
 from hindsight.skills import RuleMinerTeacher, episodes_from_table, parse_rate
 from hindsight.skills.action_roles import abstract_action
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture(scope="module")
 def records(recorded_tables):

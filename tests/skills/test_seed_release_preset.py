@@ -22,6 +22,8 @@ from hindsight.skills.analyzers import policy_teacher
 from hindsight.skills.episode_views import episodes_from_table
 from hindsight.skills.teachers import episode_analysis_prompt
 
+pytestmark = pytest.mark.unit
+
 CONF = Path(__file__).resolve().parents[2] / "conf"
 STEPS = 15  # the preset's environment.max_steps
 FILLER = " The room is quiet; nothing else here has changed since the last look." * 12  # ~850 characters

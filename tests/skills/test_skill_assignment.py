@@ -13,6 +13,8 @@ import pytest
 from hindsight.skills.assignment import assigned_skills, unrelated_skills, unrelated_sources
 from hindsight.skills.episode_views import episodes_from_table
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture(scope="module")
 def real_episodes(recorded_tables):

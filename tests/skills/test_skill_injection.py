@@ -5,6 +5,8 @@ import pytest
 from hindsight.policy.prompts import TURN_LINE, build_prompt
 from hindsight.skills import inject_skill, injected_skill, remove_skill
 
+pytestmark = pytest.mark.unit
+
 BLOCK = (
     "**Episode-Level Skill**\n"
     "Refer to this episode-level skill when deciding what action to take in the current episode:\n"

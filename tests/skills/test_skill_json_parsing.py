@@ -4,6 +4,8 @@ import pytest
 
 from hindsight.skills import parse_skill_json
 
+pytestmark = pytest.mark.unit
+
 EXPECTED = {"episode_summary": "Took the apple.", "episode_skill": "take <object> before put <object> in <container>"}
 
 

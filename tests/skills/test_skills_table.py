@@ -8,6 +8,8 @@ import pytest
 from hindsight.data.schema import SKILLS_TABLE_COLUMNS
 from hindsight.skills.records import SkillRecord, skills_table
 
+pytestmark = pytest.mark.unit
+
 RECORDS = [
     SkillRecord("e1", "g1", True, "Took the apple.", "take before put", "rule_miner", True, "{...}"),
     SkillRecord("e2", "g1", False, "", "", "rule_miner", False, "no json"),

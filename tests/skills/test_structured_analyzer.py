@@ -17,6 +17,8 @@ from hindsight.skills.policy_teacher import policy_analyzer
 from hindsight.config import ProjectConfig
 from hindsight.params import ParameterError, build
 
+pytestmark = pytest.mark.unit
+
 PROMPTS = [
     "Task: put the apple in the fridge.\nepisode_success: failure\nStep 1\nObservation: You see a fridge.\n"
     "Response: take apple\nAction valid: true\nReturn only JSON with fields episode_summary, episode_skill.",

@@ -15,6 +15,10 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.unit
+
 ALGORITHMS = Path(__file__).resolve().parents[2] / "src" / "hindsight" / "algorithms"
 SOURCE = re.compile(
     r"|".join(

@@ -6,10 +6,14 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from hindsight.config import file_settings
 from tools.docgen.configuration import render
 from tools.docgen.fields import field_docs
 from hindsight.params import block_keys
+
+pytestmark = pytest.mark.unit
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 

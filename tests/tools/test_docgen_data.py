@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from hindsight.data.schema import TRAJECTORY_COLUMNS
 from hindsight.pipeline_registry import register_pipelines
 from tools.docgen.data import render
+
+pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from hindsight.config import ProjectConfig, WorldModelConfig
 from hindsight.params import block_keys
 from tools.docgen.duplicates import declarations, duplicates, markdown, reason, settings_classes
@@ -15,6 +17,8 @@ from hindsight.evaluation.heldout import HeldoutConfig, HeldoutPlay
 from hindsight.policy.generation import SamplingConfig
 from hindsight.rollout.config import RolloutConfig
 from hindsight.world_model.environment import WorldModelSettings
+
+pytestmark = pytest.mark.unit
 
 
 def test_every_name_declared_twice_says_why_in_a_docstring():

@@ -10,6 +10,8 @@ import pytest
 
 from tools.docgen.environments import TITLE, description, environments, render
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
 

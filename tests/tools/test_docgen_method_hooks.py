@@ -12,6 +12,8 @@ from hindsight.methods import Method
 from hindsight.methods.registry import BUILT_IN
 from tools.docgen.method_hooks import BEGIN, END, defining_class, embedded, hooks, render
 
+pytestmark = pytest.mark.unit
+
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "methods.md"
 
 

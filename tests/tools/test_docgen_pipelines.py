@@ -13,6 +13,8 @@ from hindsight.pipeline_registry import STAGES, register_pipelines
 from tools.docgen.blocks import embedded
 from tools.docgen.pipelines import BEGIN, DEFAULT, END, PIPELINES, in_default, render, stages
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -8,11 +8,15 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from hindsight.config.files import file_settings
 from hindsight.methods import method_class, method_names
 from hindsight.params import NOT_A_KEY
 from hindsight.training.rl_config import RLConfig
 from tools.docgen.rl_settings import GROUPS, RL_GROUPS, TRAINING_GROUPS, render
+
+pytestmark = pytest.mark.unit
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "rl_settings.md"
 

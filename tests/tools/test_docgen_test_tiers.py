@@ -1,5 +1,5 @@
-"""The test tiers block of docs/benchmarks.md, read without collecting: its files with slow
-tests are the test files whose source marks something slow, and each says how
+"""The test tiers block of docs/benchmarks.md, read without collecting: its files marked slow
+or pipeline are the test files whose ``pytestmark`` names those tiers, with the same tiers
 (``tools.docgen.test_tiers``; the counts are checked against pytest's collection in
 tests/docs/test_test_tier_counts.py)."""
 
@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tools.docgen.test_tiers import BEGIN, END, Collected, marked_by, render, slow_files_in_sources
+import pytest
+
+from tools.docgen.test_tiers import BEGIN, END, Collected, file_tiers, listed_files_in_sources, render
+
+pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -17,35 +21,39 @@ def block() -> str:
     return page[page.index(BEGIN):page.index(END)]
 
 
-def test_the_listed_slow_files_are_those_whose_source_marks_slow_tests():
-    rows = [line.split("|") for line in block().splitlines() if line.startswith("| `tests/")]
-    listed = [row[1].strip().strip("`") for row in rows]
-    assert listed == slow_files_in_sources(ROOT / "tests"), (
-        "docs/benchmarks.md's slow files differ from the tests' sources; regenerate the block with "
+def test_the_listed_files_are_those_whose_pytestmark_names_slow_or_pipeline():
+    rows = [[cell.strip() for cell in line.split("|")] for line in block().splitlines() if line.startswith("| `tests/")]
+    listed = {row[1].strip("`"): frozenset(row[3].split(", ")) for row in rows}
+    expected = {file: tiers & {"slow", "pipeline"} for file, tiers in listed_files_in_sources(ROOT / "tests").items()}
+    assert listed == expected, (
+        "docs/benchmarks.md's files marked slow or pipeline differ from the tests' sources; regenerate the block with "
         "`python -m tools.docgen.test_tiers docs/benchmarks.md`"
     )
-    for row in rows:
-        how = "file" if "pytestmark" in row[3] else "test"
-        assert how == marked_by((ROOT / row[1].strip().strip("`")).read_text()), row[1]
 
 
-def test_how_a_file_marks_its_slow_tests_is_read_from_its_source():
-    assert marked_by("import pytest\npytestmark = pytest.mark.slow\n") == "file"
-    assert marked_by("import pytest\npytestmark = [pytest.mark.slow, pytest.mark.skipif(True, reason='x')]\n") == "file"
-    assert marked_by("import pytest\n@pytest.mark.slow\ndef test_a():\n    pass\n") == "test"
+def test_a_files_tiers_are_read_from_its_module_level_pytestmark():
+    assert file_tiers("import pytest\npytestmark = pytest.mark.slow\n") == {"slow"}
+    assert file_tiers("import pytest\npytestmark = [pytest.mark.slow, pytest.mark.pipeline, pytest.mark.skipif(True, reason='x')]\n") == {
+        "slow", "pipeline"}
+    assert file_tiers("import pytest\npytestmark = pytest.mark.filterwarnings('ignore')\n") == set()
+    assert file_tiers("import pytest\n@pytest.mark.slow\ndef test_a():\n    pass\n") == set()  # not the file's mark
 
 
-def test_the_block_counts_each_tier(tmp_path):
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "test_a.py").write_text("import pytest\n@pytest.mark.slow\ndef test_x():\n    pass\n")
+def test_the_block_counts_each_tier_and_lists_the_slow_and_pipeline_files():
     collected = [
-        Collected("tests/test_a.py", frozenset({"slow"})),
-        Collected("tests/test_a.py", frozenset()),
+        Collected("tests/test_a.py", frozenset({"slow", "pipeline"})),
+        Collected("tests/test_a.py", frozenset({"slow", "pipeline"})),
         Collected("tests/test_b.py", frozenset({"unit"})),
+        Collected("tests/test_c.py", frozenset({"pipeline"})),
+        Collected("tests/test_d.py", frozenset()),
     ]
-    text = render(collected, tmp_path)
+    text = render(collected)
     assert text.startswith(BEGIN) and text.endswith(END)
-    assert "| `-m 'not slow'` (the `addopts` of `pyproject.toml`) | 2 |" in text
-    assert "| `-m unit` (`UNIT_TIER` in `tests/conftest.py`) | 1 |" in text
-    assert "| `-m slow` | 1 |" in text and '| `-m ""` | 3 |' in text
-    assert "| `tests/test_a.py` | 1 of 2 | test by test (`@pytest.mark.slow`) |" in text
+    assert "| `-m 'not slow'` (the `addopts` of `pyproject.toml`) | 3 |" in text
+    assert "| `-m unit` | 1 |" in text
+    assert "| `-m 'not slow and not pipeline'` | 2 |" in text
+    assert "| `-m pipeline` | 3 |" in text
+    assert "| `-m slow` | 2 |" in text and '| `-m ""` | 5 |' in text
+    assert "| `tests/test_a.py` | 2 | slow, pipeline |" in text
+    assert "| `tests/test_c.py` | 1 | pipeline |" in text
+    assert "test_b.py" not in text and "test_d.py" not in text

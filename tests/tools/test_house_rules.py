@@ -13,7 +13,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from hindsight.pipeline_registry import register_pipelines
+
+pytestmark = pytest.mark.unit
 
 SOURCE = Path(__file__).resolve().parents[2] / "src" / "hindsight"
 MAX_NODE_INPUTS = 5

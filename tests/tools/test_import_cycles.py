@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tools.import_cycles import cycles, import_graph
+
+pytestmark = pytest.mark.unit
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "hindsight"
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tools.module_names import common_package, repeated_names, unexplained
+
+pytestmark = pytest.mark.unit
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "hindsight"
 

@@ -3,7 +3,12 @@ its two walks (the calls carrying the settings, the paths to a field read) on th
 
 from __future__ import annotations
 
+
+import pytest
+
 from tools.settings_walk import SOURCE, Visit, figures, floors, read_walk, trace_walk
+
+pytestmark = pytest.mark.unit
 
 
 def _visit(file: str, floor: int, caller_floor: int | None) -> Visit:
@@ -14,20 +19,20 @@ def test_stays_climbs_and_returns_are_counted_as_defined():
     walk = [
         _visit("pipelines/training/nodes.py", 1, None),
         _visit("config/rl.py", 2, 1),
-        _visit("methods/run.py", 3, 2),
-        _visit("methods/run.py", 3, 3),  # same file: one stay
+        _visit("runs/rl_run.py", 3, 2),
+        _visit("runs/rl_run.py", 3, 3),  # same file: one stay
         _visit("training/schedule.py", 4, 3),
         _visit("methods/seed.py", 3, 4),  # a climb: training calls a method's hook
         _visit("training/schedule.py", 4, 3),  # a return to a file already left
     ]
     assert figures(walk) == {"calls": 7, "stays": 6, "files": 5, "climbs": 1, "rises": 1, "returns": 1, "climbs_back_up": 2}
-    walk.append(_visit("methods/run.py", 3, None))  # back up after training/schedule.py returned: a rise, no climb
+    walk.append(_visit("runs/rl_run.py", 3, None))  # back up after training/schedule.py returned: a rise, no climb
     assert figures(walk) == {"calls": 8, "stays": 7, "files": 5, "climbs": 1, "rises": 2, "returns": 2, "climbs_back_up": 3}
 
 
 def test_the_floors_are_the_import_contracts_layers():
     table = floors()
-    assert table["pipelines"] < table["config"] < table["methods"] < table["training"] < table["policy"] < table["params"]
+    assert table["pipelines"] < table["config"] < table["runs"] < table["methods"] < table["training"] < table["policy"] < table["params"]
     assert table["training"] == table["rollout"] and table["methods"] == table["skills"]
 
 

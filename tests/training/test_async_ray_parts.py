@@ -58,7 +58,7 @@ def test_parts_are_merged_in_part_order_with_their_faults_added_up():
 
 def test_ray_is_imported_only_by_its_engine():
     code = (
-        "import sys; import hindsight.methods.run, hindsight.training.async_rollouts;"
+        "import sys; import hindsight.runs.rl_run, hindsight.training.async_rollouts;"
         "assert 'ray' not in sys.modules, 'ray imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

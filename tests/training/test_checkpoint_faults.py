@@ -12,6 +12,8 @@ from hindsight.atomic import DirectoryWriteError
 from hindsight.training import checkpoint
 from hindsight.training.checkpoint import latest_checkpoint, load_training_state, save_checkpoint
 
+pytestmark = pytest.mark.unit
+
 
 def test_a_full_disk_keeps_the_last_good_checkpoint(tiny_policy, tmp_path, monkeypatch):
     optimizer = torch.optim.AdamW(tiny_policy.model.parameters(), lr=1e-3)

@@ -17,7 +17,7 @@ from hindsight.evaluation.semi_online import evaluate_semi_online, semi_online_m
 from hindsight.rollout.engine import RolloutConfig, run_rollouts
 from hindsight.rollout.tasks import make_tasks
 from hindsight.methods import build_method
-from hindsight.methods.empo_run import EmpoSource, run_empo, semi_online_table
+from hindsight.runs.empo_run import EmpoSource, run_empo, semi_online_table
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.rl_config import RLConfig
 from hindsight.policy.generation import SamplingConfig
@@ -92,9 +92,9 @@ def test_grid_cell_replays_the_training_tasks_gold_episodes_and_evaluates_online
     from hindsight.config import AnalyzerConfig
     from hindsight.evaluation.heldout import HeldoutConfig, HeldoutPlay
     from hindsight.experiments.grid import Cell, cell_rl_config
-    from hindsight.methods.empo_run import empo_grid_setup
-    from hindsight.methods.run import run_rl
-    from hindsight.methods.run_setup import RLSetup
+    from hindsight.runs.empo_run import empo_grid_setup
+    from hindsight.runs.rl_run import run_rl
+    from hindsight.training.run_setup import RLSetup
 
     rollout = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=1024), progress=False)
     heldout = HeldoutConfig(play=HeldoutPlay(episodes_per_game=1, splits=["seen"], decodings={"sampled": {"temperature": 1.0}}))

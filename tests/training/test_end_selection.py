@@ -96,8 +96,8 @@ def test_run_rl_ends_with_the_best_seen_point_and_marks_it(warm_policy, twc_spec
     update; the run's policy is the chosen point's, the history marks its row."""
     from hindsight.config import AnalyzerConfig
     from hindsight.evaluation.heldout import HeldoutConfig, HeldoutPlay
-    from hindsight.methods.run import run_rl
-    from hindsight.methods.run_setup import RLSetup
+    from hindsight.runs.rl_run import run_rl
+    from hindsight.training.run_setup import RLSetup
     from hindsight.policy.generation import SamplingConfig
     from hindsight.rollout.engine import RolloutConfig
 

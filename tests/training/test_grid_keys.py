@@ -3,7 +3,12 @@ memory settings (a progress bar, micro-batch sizes) do not, so they never retrai
 
 from __future__ import annotations
 
+
+import pytest
+
 from hindsight.experiments.grid import Cell, cell_key
+
+pytestmark = pytest.mark.unit
 
 SETTINGS = {
     "start_from": "stage1",

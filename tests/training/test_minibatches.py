@@ -4,10 +4,13 @@ the plain shuffle breaks that (the check can fail). No model."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from hindsight import algorithms
 from hindsight.training.minibatches import episodic_minibatches, epoch_minibatches, plain_minibatches
+
+pytestmark = pytest.mark.unit
 
 LENGTHS = [3, 1, 5, 2, 4, 1, 6, 2]
 EPISODES = [f"e{e}" for e, length in enumerate(LENGTHS) for _ in range(length)]

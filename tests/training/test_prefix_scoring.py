@@ -1,4 +1,4 @@
-"""Scoring with a shared prompt prefix read once (``training.prefix_scoring``) against a fresh
+"""Scoring with a shared prompt prefix read once (``policy.prefix_scoring``) against a fresh
 pass per sample: the same response log-probs (fp32, 1e-5), in the samples' order, whatever
 the micro-batches; each distinct prefix (task line + skill block) read once, not once per step."""
 
@@ -13,7 +13,7 @@ from hindsight.policy.logprobs import token_logprobs
 from hindsight.rollout import RolloutConfig, run_rollouts
 from hindsight.policy.skill_injection import inject_skill
 from hindsight.training.distillation import response_logprobs, skill_augmented_logprobs
-from hindsight.training.prefix_scoring import prefix_shared_logprobs, shared_prefix_lengths
+from hindsight.policy.prefix_scoring import prefix_shared_logprobs, shared_prefix_lengths
 from hindsight.policy.generation import SamplingConfig
 
 SKILLS = ["do: take the object; put it where it belongs", "avoid: look around"]

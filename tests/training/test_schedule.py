@@ -3,6 +3,8 @@ the combinations that cannot run refused by name."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pandas as pd
 import pytest
 import torch
@@ -13,10 +15,13 @@ from hindsight.rollout.pass_rates import PassRates
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.espo_update import EspoObjective
+from hindsight.training.loop import start_loop
 from hindsight.training.positive_replay import PositiveReplay
 from hindsight.training.schedule import Schedule
 from hindsight.training.stepo import EpisodeBalance, SampleWeights, ZeroVarianceFilter
 from hindsight.training.update_batch import GroupFilter
+
+pytestmark = pytest.mark.unit
 
 
 def _rl(**schedulers) -> RLConfig:
@@ -28,7 +33,7 @@ def test_the_default_schedule_is_the_plain_loop():
     schedule = Schedule.from_settings(RLConfig().schedulers)
     assert type(schedule.tasks) is TaskDraw and type(schedule.groups) is GroupFilter
     assert type(schedule.weights) is SampleWeights and not schedule.minibatches.episodic and schedule.asynchronous is None
-    assert schedule.objective is None and schedule.replay is None and schedule.pass_rates().smoothing == 0.5
+    assert schedule.objective is None and schedule.replay is None and schedule.rates.smoothing == 0.5
     assert schedule.describe() == "tasks=uniform, groups=every_group, weights=none, minibatches=shuffled, rollouts=synchronous"
 
 
@@ -39,8 +44,7 @@ def test_each_setting_picks_its_piece():
     ).schedulers)
     assert isinstance(schedule.tasks, PassRateBand) and schedule.tasks.band == (0.0, 1.0)
     assert isinstance(schedule.groups, ZeroVarianceFilter) and schedule.groups.extra_rounds == 3
-    assert isinstance(schedule.weights, EpisodeBalance) and schedule.minibatches.episodic
-    assert schedule.pass_rates().smoothing == 0.25
+    assert isinstance(schedule.weights, EpisodeBalance) and schedule.minibatches.episodic and schedule.rates.smoothing == 0.25
     curriculum = Schedule.from_settings(_rl(curriculum={"enabled": True, "hard_threshold": 0.4, "replay_weight_cap": 3.0}).schedulers)
     assert isinstance(curriculum.tasks, Curriculum) and curriculum.replay == PositiveReplay(0.4, 3.0)
     assert Schedule.from_settings(_rl(curriculum={"enabled": True, "positive_replay": False}).schedulers).replay is None
@@ -49,6 +53,14 @@ def test_each_setting_picks_its_piece():
     assert isinstance(espo.objective, EspoObjective)
     assert Schedule.from_settings(_rl(backend_correction={"weight_cap": None}).schedulers).correction.weight_cap is None
     assert Schedule.from_settings(RLConfig().schedulers).correction.weight_cap == 2.0
+
+
+def test_the_loop_starts_with_the_schedule_and_the_pass_rate_estimates_of_its_settings():
+    policy = SimpleNamespace(model=torch.nn.Linear(2, 2))
+    state = start_loop(policy, [], _rl(pass_rates={"smoothing": 0.25}, stepo={"filter_zero_variance": True}), 0, None)
+    assert isinstance(state.schedule.groups, ZeroVarianceFilter) and state.rates.smoothing == 0.25
+    plain = start_loop(policy, [], RLConfig(), 0, None)
+    assert type(plain.schedule.groups) is GroupFilter and plain.rates.smoothing == 0.5 and plain.run.update == 0
 
 
 def test_what_cannot_run_under_torchrun_is_refused_by_name():

@@ -10,6 +10,8 @@ from hindsight.experiments.grid import Cell, GridSpec, cell_rl_config
 from hindsight.experiments.methods import METHODS
 from hindsight.training.rl_config import RLConfig
 
+pytestmark = pytest.mark.unit
+
 
 def test_each_method_switches_on_its_option_only():
     base = RLConfig(updates=2, schedulers={"stepo": {"filter_max_rounds": 1}})

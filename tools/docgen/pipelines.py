@@ -80,8 +80,9 @@ PIPELINES: dict[str, tuple[str, tuple[str, ...]]] = {
     "training_from_state2state": ("the training stage started from the catalog's State2State checkpoint", ("rl_policy", "training_history")),
     "with_state2state": ("the default run with the State2State stage before training", ("state2state_policy", "rl_policy", "evaluation_table")),
     "world_model": (
-        "trains and scores WM-R1's world model on the trajectories and the skills stage's rollouts",
-        ("world_model", "world_model_evaluation"),
+        "trains and scores WM-R1's world model on the trajectories, the skills stage's rollouts and the start policy's own "
+        "episodes; calibrates its judgement on the held-out ones",
+        ("world_model", "world_model_evaluation", "world_model_calibration"),
     ),
     "wmr1": ("WM-R1: RL inside the world model; `evaluation` then scores the policy on the real environment", ("rl_policy", "training_history")),
     "pretrained_model": (

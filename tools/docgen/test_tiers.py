@@ -1,16 +1,17 @@
 """The test tiers block of ``docs/benchmarks.md``: how many tests each marker expression of
-the suite selects (the README's command, the unit tier, the slow tests, everything), and
-every file with slow tests and how it marks them, from pytest's own collection.
+the suite selects (the README's command, the unit tier, the pipeline tests, the slow tests,
+everything), and every file marked slow or pipeline, from pytest's own collection.
 
-``collect`` runs ``python -m pytest --collect-only -q -m ""`` in a subprocess with this
-module as a plugin (``-p tools.docgen.test_tiers``): after the collection, the plugin writes
-each test's file and markers (``slow``, and ``unit``, which ``tests/conftest.py`` adds by file)
-to the JSON file named by ``HINDSIGHT_TEST_TIERS_OUT``; nothing runs. How a file marks its slow
-tests (the whole file with ``pytestmark``, or test by test) is read from its source
-(``marked_by``). The block lives in ``docs/benchmarks.md`` between ``BEGIN`` and ``END``;
-``tests/docs/test_test_tier_counts.py`` collects the suite (about 10 s of CPU, out of the unit
-tier) and fails when the committed block differs, and ``tests/tools/test_docgen_test_tiers.py``
-checks the listed slow files against the sources alone. From the project root::
+A test file names its tiers once, in a module-level ``pytestmark`` (``file_tiers`` reads it
+from the source; ``tests/tools/test_test_tiers.py`` holds that no test is marked one by
+one and which files must be marked ``pipeline``). ``collect`` runs ``python -m pytest
+--collect-only -q -m ""`` in a subprocess with this module as a plugin (``-p
+tools.docgen.test_tiers``): after the collection, the plugin writes each test's file and tier
+markers to the JSON file named by ``HINDSIGHT_TEST_TIERS_OUT``; nothing runs. The block lives
+in ``docs/benchmarks.md`` between ``BEGIN`` and ``END``; ``tests/docs/test_test_tier_counts.py``
+collects the suite (about 10 s of CPU, out of the unit tier) and fails when the committed
+block differs, and ``tests/tools/test_docgen_test_tiers.py`` checks the listed files against
+the sources alone. From the project root::
 
     python -m tools.docgen.test_tiers docs/benchmarks.md
 """
@@ -33,7 +34,10 @@ BEGIN = (
     "(`--collect-only`); do not edit -->"
 )
 END = "<!-- end of the generated test tiers -->"
-MARKERS = ("slow", "unit")
+MARKERS = ("slow", "unit", "pipeline")
+"""The tier markers, declared in ``pyproject.toml``."""
+LISTED = ("slow", "pipeline")
+"""The tiers whose files the block lists."""
 
 
 @dataclass(frozen=True)
@@ -70,45 +74,49 @@ def collect(root: Path = ROOT) -> list[Collected]:
     return [Collected(row["file"], frozenset(row["markers"])) for row in rows]
 
 
-def marked_by(source: str) -> str:
-    """How a test file marks its slow tests: ``file`` when a module-level ``pytestmark``
-    names ``slow``, else ``test`` (each slow test or class decorated)."""
+def file_tiers(source: str) -> frozenset[str]:
+    """The tier markers (``MARKERS``) a test file's module-level ``pytestmark`` names
+    (``pytest.mark.slow``, or a list of marks)."""
     for statement in ast.parse(source).body:
         targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target] if isinstance(statement, ast.AnnAssign) else []
         if any(isinstance(target, ast.Name) and target.id == "pytestmark" for target in targets):
-            if any(isinstance(node, ast.Attribute) and node.attr == "slow" for node in ast.walk(statement)):
-                return "file"
-    return "test"
+            return frozenset(node.attr for node in ast.walk(statement) if isinstance(node, ast.Attribute) and node.attr in MARKERS)
+    return frozenset()
 
 
-def slow_files_in_sources(tests: Path) -> list[str]:
-    """The test files whose source marks something slow (``mark.slow``), relative to the
-    project root: what the collection should find, read without collecting."""
-    found = []
+def listed_files_in_sources(tests: Path) -> dict[str, frozenset[str]]:
+    """The test files whose ``pytestmark`` names a listed tier (``LISTED``), relative to the
+    project root, with their tiers: what the collection should find, read without collecting."""
+    found = {}
     for path in sorted(tests.rglob("test_*.py")):
-        tree = ast.parse(path.read_text())
-        if any(isinstance(node, ast.Attribute) and node.attr == "slow" and "mark" in ast.unparse(node.value) for node in ast.walk(tree)):
-            found.append(path.relative_to(tests.parent).as_posix())
+        tiers = file_tiers(path.read_text())
+        if tiers & set(LISTED):
+            found[path.relative_to(tests.parent).as_posix()] = tiers
     return found
 
 
-def render(collected: list[Collected], root: Path = ROOT) -> str:
+def render(collected: list[Collected]) -> str:
     """The block (``BEGIN`` and ``END`` lines included) for the ``collected`` tests."""
-    slow = [test for test in collected if "slow" in test.markers]
+
+    def count(*, having: tuple[str, ...] = (), lacking: tuple[str, ...] = ()) -> int:
+        return sum(all(m in test.markers for m in having) and not any(m in test.markers for m in lacking) for test in collected)
+
     tiers = (
-        ("the README's command", "`-m 'not slow'` (the `addopts` of `pyproject.toml`)", len(collected) - len(slow)),
-        ("the unit tier", "`-m unit` (`UNIT_TIER` in `tests/conftest.py`)", sum("unit" in test.markers for test in collected)),
-        ("the slow tests (`.ci/run`'s second set)", "`-m slow`", len(slow)),
+        ("the README's command", "`-m 'not slow'` (the `addopts` of `pyproject.toml`)", count(lacking=("slow",))),
+        ("the unit tier", "`-m unit`", count(having=("unit",))),
+        ("the README's command without the pipeline tests", "`-m 'not slow and not pipeline'`", count(lacking=("slow", "pipeline"))),
+        ("the pipeline tests (a Kedro project runs)", "`-m pipeline`", count(having=("pipeline",))),
+        ("the slow tests (`.ci/run`'s second set)", "`-m slow`", count(having=("slow",))),
         ("everything", '`-m ""`', len(collected)),
     )
     lines = [BEGIN, "", "| tier | selected by | tests |", "|---|---|---:|"]
-    lines += [f"| {name} | {selector} | {count} |" for name, selector, count in tiers]
-    lines += ["", "| file with slow tests | slow tests | marked |", "|---|---:|---|"]
-    for file in sorted({test.file for test in slow}):
+    lines += [f"| {name} | {selector} | {number} |" for name, selector, number in tiers]
+    lines += ["", "| file marked slow or pipeline (`pytestmark`) | tests | tiers |", "|---|---:|---|"]
+    files = sorted({test.file for test in collected if test.markers & set(LISTED)})
+    for file in files:
         of_file = [test for test in collected if test.file == file]
-        count = sum("slow" in test.markers for test in of_file)
-        how = "the whole file (`pytestmark`)" if marked_by((root / file).read_text()) == "file" else "test by test (`@pytest.mark.slow`)"
-        lines.append(f"| `{file}` | {count} of {len(of_file)} | {how} |")
+        marks = sorted(set().union(*(test.markers for test in of_file)) & set(LISTED), key=LISTED.index)
+        lines.append(f"| `{file}` | {len(of_file)} | {', '.join(marks)} |")
     lines += ["", END]
     return "\n".join(lines)
 

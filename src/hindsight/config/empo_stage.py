@@ -3,7 +3,7 @@ as the environment, how the Patch Module repairs a mismatch, the held-out share 
 semi-online, and the RL settings of the run.
 
 Kept in its own module so the stage adds one file to ``hindsight.config`` and one line to
-``STAGE_FILES``. What the stage does: ``hindsight.methods.empo_run`` (which reads these
+``STAGE_FILES``. What the stage does: ``hindsight.runs.empo_run`` (which reads these
 settings without importing this layer, ``EmpoSettings``) and ``kedro run --pipeline empo``.
 """
 

@@ -8,8 +8,10 @@ Defaults live here and only here; ``conf/base/parameters_experiments.yml`` resta
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from hindsight.config.stages import HeldoutPlay, TrainingConfig
+from hindsight.evaluation.heldout import KNOWN_SPLITS
 from hindsight.experiments.methods import METHODS
 from hindsight.methods.registry import check_method_settings
 from hindsight.training.rl_config import RLConfig, check_keys, with_overrides
@@ -76,8 +78,8 @@ def _default_presets() -> dict[str, GridPreset]:
         ),
         "learning_methods": GridPreset(
             methods=["grpo", "gigpo", "seed", "seed_no_distill", "seed_unrelated_skill"], seeds=[0, 1, 2], fractions=[1.0],
-            fraction_methods=[], rl={"updates": 40, "tasks_per_update": 4, "group_size": 8, "learning_rate": 3.0e-4, "ppo_epochs": 4,
-                                     "eval_every": 10, "end_policy": "best_seen"},
+            fraction_methods=[], rl={"updates": 40, "tasks_per_update": 8, "group_size": 8, "learning_rate": 3.0e-4, "ppo_epochs": 2,
+                                     "eval_every": 10, "end_policy": "last"},
             heldout=HeldoutPlay(episodes_per_game=100, decodings=curve_decodings()),
         ),
         "full": GridPreset(
@@ -89,6 +91,29 @@ def _default_presets() -> dict[str, GridPreset]:
 
 
 EXECUTORS = ("local", "ray")
+
+
+@dataclass
+class SuccessLevel:
+    """The held-out success level of the grid's "episodes to level" table
+    (``experiments.sample_efficiency``), fixed before the runs: per cell, the environment
+    episodes played until the first held-out point at or above it. Read on the seen split by
+    default, so that no figure of the unseen split picks anything."""
+
+    rate: float = 0.4
+    """The level, a success rate in (0, 1]. 0.4, fixed before any ``learning_methods`` run:
+    the learning configuration's start plays 32.5% of its seen tasks at T = 0.4 (docs/learning.md)."""
+    split: str = "seen"
+    """The held-out split whose curve is read."""
+    decoding: str = "sampled"
+    """The decoding whose curve is read (a name of the preset's ``heldout.decodings``; the
+    presets' ``sampled`` is T = 0.4)."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.rate <= 1.0:
+            raise ValueError(f"experiments.success_level.rate must be in (0, 1], got {self.rate}")
+        if self.split not in KNOWN_SPLITS:
+            raise ValueError(f"experiments.success_level.split={self.split!r} is not one of {list(KNOWN_SPLITS)}")
 
 
 @dataclass
@@ -131,7 +156,13 @@ class ExperimentsConfig:
     GRPO and SEED's two controls on 8 held-out episodes per game and split, about 10 minutes
     after the default run) or quick (a smoke check: 2 episodes per split, no result)."""
     cache_dir: str = "data/07_model_output/experiment_cells"
-    """Finished cells are kept here and skipped on re-runs."""
+    """This machine's records of finished cells (their whole history), skipped on re-runs."""
+    summaries_dir: str = "results/grid"
+    """The committed summaries of finished cells, one file per cell under ``<summaries_dir>/<preset>/``
+    (``experiments.summaries``): a cell whose summary holds the same settings hash is skipped,
+    on any machine, and the report is built from the summaries (docs/grid.md)."""
+    success_level: SuccessLevel = field(default_factory=SuccessLevel)
+    """The level of the "episodes to level" table, and the split and decoding it reads."""
     presets: dict[str, GridPreset] = field(default_factory=_default_presets)
     """The grids by name."""
     executor: str = "local"
@@ -151,11 +182,23 @@ class ExperimentsConfig:
             raise ValueError(f"experiments.executor={self.executor!r} is not one of {list(EXECUTORS)}")
         if self.preset not in self.presets:
             raise ValueError(f"experiments.preset={self.preset!r} is not one of the presets {sorted(self.presets)}")
+        level, heldout = self.success_level, self.grid.heldout
+        if level.split not in heldout.splits or level.decoding not in heldout.decodings:
+            raise ValueError(
+                f"experiments.success_level reads the {level.split!r} split at decoding {level.decoding!r}, which preset "
+                f"{self.preset!r} does not play (splits {heldout.splits}, decodings {sorted(heldout.decodings)}): set "
+                "experiments.success_level.split / .decoding to one it plays"
+            )
 
     @property
     def grid(self) -> GridPreset:
         """The chosen preset."""
         return self.presets[self.preset]
+
+    @property
+    def summaries_folder(self) -> Path:
+        """The chosen preset's summaries: ``<summaries_dir>/<preset>``."""
+        return Path(self.summaries_dir) / self.preset
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """The RL setup of a run from the project's settings: the environment's games, the rollout
-and held-out settings, the training-task pool and the analyzer (``methods.run_setup.RLSetup``)."""
+and held-out settings, the training-task pool and the analyzer (``training.run_setup.RLSetup``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import logging
 
 from hindsight.config.project import ProjectConfig
 from hindsight.config.stages import HeldoutPlay, TrainingConfig
-from hindsight.methods.run_setup import RLSetup
+from hindsight.training.run_setup import RLSetup
 from hindsight.envs.base import EnvironmentConfigError
 from hindsight.policy.logprobs import LOGPROB_TEMPERATURE
 from hindsight.rollout.tasks import seen_offset, split_tasks

@@ -5,9 +5,11 @@ of episodes) and is evaluated on the same held-out tasks; a method (``methods.ME
 a starting checkpoint and overrides of the RL settings.
 
 A cell's key hashes its settings and the fingerprint of its inputs (the starting weights
-and the skill bank), so a re-run skips the cells already finished on the same data and
-redoes them when the data changed; display and memory settings (``EXECUTION_ONLY_SETTINGS``)
-are not part of it. A failed cell is recorded as failed; the grid goes on. The cells run in
+and the skill bank), so a re-run skips the cells this machine's cache holds finished on the
+same data and redoes them when the data changed; display and memory settings
+(``EXECUTION_ONLY_SETTINGS``) are not part of it. Its settings hash (``settings_hash``) leaves
+the weights out: the committed summaries carry it, so a grid resumes on any machine
+(``experiments.resume``). A failed cell is recorded as failed; the grid goes on. The cells run in
 this process, or as Ray tasks on a local instance or a cluster (``ray_grid``); the process
 that runs the grid writes every record.
 """
@@ -18,7 +20,6 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
 import socket
 import time
 import traceback
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from hindsight.atomic import write_text_atomically
 from hindsight.experiments.methods import METHODS
 from hindsight.training.rl_config import RLConfig, with_overrides
 
@@ -91,6 +93,20 @@ def _without_execution_settings(value: Any) -> Any:
     return value
 
 
+def comparable_settings(settings: dict[str, Any]) -> Any:
+    """The settings as JSON values (tuples as lists, other objects as text), execution-only
+    settings left out: what a cell's settings hash covers and its summary keeps."""
+    return json.loads(json.dumps(_without_execution_settings(settings), sort_keys=True, default=str))
+
+
+def settings_hash(cell: Cell, settings: dict[str, Any]) -> str:
+    """Hash of the cell and its settings alone (``comparable_settings``), not of the weights it
+    starts from: the same on every machine, so a committed summary with this hash means the
+    cell is done (``experiments.resume``)."""
+    blob = json.dumps({"cell": cell.__dict__, "settings": comparable_settings(settings)}, sort_keys=True)
+    return hashlib.sha1(blob.encode()).hexdigest()[:16]
+
+
 def cell_key(cell: Cell, settings: dict[str, Any], input_fingerprint: str) -> str:
     """Hash of everything that decides a cell's result (execution-only settings left out)."""
     blob = json.dumps(
@@ -123,6 +139,7 @@ def run_grid(
     cache_dir: str | Path,
     start_child_run: Callable[..., Any] | None = None,
     executor: Executor | None = None,
+    on_record: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Run every cell not already finished; return one record per cell.
 
@@ -140,6 +157,8 @@ def run_grid(
         start_child_run: ``(cell, key, node) -> context manager`` opening the cell's MLflow
             child run (tagged with the node) and yielding its run id.
         executor: Where the cells run; None: here.
+        on_record: Called with each cell's record once it is final (skipped, or stored as it
+            ends), in this process: ``experiments.resume`` writes the cell's summary there.
 
     Returns:
         Records with ``cell`` fields, ``key``, ``status`` (finished / failed / skipped =
@@ -158,12 +177,16 @@ def run_grid(
             continue
         logger.info("[%d/%d] %s: finished earlier (run %s), skipped", index + 1, len(cells), cell.name, stored.get("run_id"))
         records[index] = {**stored, "status": "skipped"}
+        if on_record is not None:
+            on_record(records[index])
     outcomes = executor(jobs, run_cell, start_child_run) if executor is not None else (
         (job.index, run_cell_record(job, run_cell, start_child_run, {"node": socket.gethostname()})) for job in jobs
     )
     for index, record in outcomes:
         _store(cache / f"{record['key']}.json", record)
         records[index] = record
+        if on_record is not None:
+            on_record(record)
     return [records[index] for index in range(len(cells))]
 
 
@@ -176,9 +199,7 @@ def _stored_record(stored: Path) -> dict[str, Any] | None:
 
 
 def _store(stored: Path, record: dict[str, Any]) -> None:
-    partial = stored.with_suffix(f".json.{os.getpid()}.partial")
-    partial.write_text(json.dumps(record, default=str))
-    partial.replace(stored)
+    write_text_atomically(stored, json.dumps(record, default=str))
 
 
 def run_cell_record(job: CellJob, run_cell, start_child_run, node: dict[str, Any]) -> dict[str, Any]:

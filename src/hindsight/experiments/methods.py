@@ -1,7 +1,8 @@
 """The methods of the experiment grid, in report order: one list, with each method's label
 and what it changes (SEED's ablations and controls; docs/fidelity.md, SEED).
 
-A method is a starting checkpoint and a set of overrides of the RL settings:
+A grid method (``GridArm``: an arm of the experiment) is a starting checkpoint and a set of
+overrides of the RL settings:
 
     grpo              GRPO from the base (behaviour-cloned) policy
     gigpo             GiGPO from the base policy
@@ -52,8 +53,11 @@ from typing import Any
 
 
 @dataclass(frozen=True)
-class Method:
-    """One row of the grid's tables."""
+class GridArm:
+    """One arm of the grid: a row of its tables (a starting checkpoint and overrides of the RL
+    settings). Not ``training.method.Method``, the interface an RL algorithm implements: an arm
+    names one (``rl['algorithm']``) and adds a start and settings, so SEED's ablations and
+    controls are several arms of one algorithm."""
 
     name: str
     label: str
@@ -80,38 +84,38 @@ def _grpo(**schedulers: dict[str, Any]) -> dict[str, Any]:
 
 
 METHOD_LIST = (
-    Method("grpo", "GRPO", "base", {"algorithm": "grpo"}),
-    Method("gigpo", "GiGPO", "base", {"algorithm": "gigpo"}),
-    Method("opid", "OPID", "stage1", {"algorithm": "opid"}),
-    Method("seed", "SEED", "stage1", {"algorithm": "seed"}),
-    Method("seed_no_stage1", "SEED w/o Stage 1", "base", {"algorithm": "seed"}),
-    Method("seed_no_distill", "SEED w/o distillation", "stage1", _seed(distill=False)),
-    Method("seed_fixed_bank", "SEED w/o on-policy skills", "stage1", _seed(skill_source="fixed_bank")),
-    Method("seed_ungated", "SEED, ungated distillation", "stage1", _seed(distill_gate="ungated")),
-    Method("seed_unrelated_skill", "SEED, unrelated skill", "stage1", _seed(skill_assignment="unrelated")),
-    Method("seed_distill_weight_1", "SEED, distillation weight 1", "stage1", _seed(opd_coef=1.0), default_grid=False),
-    Method(
+    GridArm("grpo", "GRPO", "base", {"algorithm": "grpo"}),
+    GridArm("gigpo", "GiGPO", "base", {"algorithm": "gigpo"}),
+    GridArm("opid", "OPID", "stage1", {"algorithm": "opid"}),
+    GridArm("seed", "SEED", "stage1", {"algorithm": "seed"}),
+    GridArm("seed_no_stage1", "SEED w/o Stage 1", "base", {"algorithm": "seed"}),
+    GridArm("seed_no_distill", "SEED w/o distillation", "stage1", _seed(distill=False)),
+    GridArm("seed_fixed_bank", "SEED w/o on-policy skills", "stage1", _seed(skill_source="fixed_bank")),
+    GridArm("seed_ungated", "SEED, ungated distillation", "stage1", _seed(distill_gate="ungated")),
+    GridArm("seed_unrelated_skill", "SEED, unrelated skill", "stage1", _seed(skill_assignment="unrelated")),
+    GridArm("seed_distill_weight_1", "SEED, distillation weight 1", "stage1", _seed(opd_coef=1.0), default_grid=False),
+    GridArm(
         "seed_unrelated_skill_distill_weight_1", "SEED, unrelated skill, distillation weight 1", "stage1",
         _seed(skill_assignment="unrelated", opd_coef=1.0), default_grid=False,
     ),
-    Method("empo", "EMPO", "base", {"algorithm": "empo"}, default_grid=False),
-    Method("wmr1", "WM-R1", "stage1", {"algorithm": "wmr1"}, default_grid=False),
-    Method(
+    GridArm("empo", "EMPO", "base", {"algorithm": "empo"}, default_grid=False),
+    GridArm("wmr1", "WM-R1", "stage1", {"algorithm": "wmr1"}, default_grid=False),
+    GridArm(
         "grpo_stepo", "GRPO + STEPO", "base",
         _grpo(stepo={"step_weights": True, "filter_zero_variance": True, "pass_rate_band": (0.0, 1.0)}),
         default_grid=False,
     ),
-    Method("grpo_curriculum", "GRPO + curriculum", "base", _grpo(curriculum={"enabled": True}), default_grid=False),
-    Method("grpo_odysse", "GRPO + ODYSSE sampler", "base", _grpo(odysse={"episode_minibatches": True}), default_grid=False),
-    Method(
+    GridArm("grpo_curriculum", "GRPO + curriculum", "base", _grpo(curriculum={"enabled": True}), default_grid=False),
+    GridArm("grpo_odysse", "GRPO + ODYSSE sampler", "base", _grpo(odysse={"episode_minibatches": True}), default_grid=False),
+    GridArm(
         "grpo_espo", "GRPO + ODYSSE ESPO", "base",
         _grpo(odysse={"episode_minibatches": True, "objective": "espo"}), default_grid=False,
     ),
-    Method("grpo_state2state", "GRPO after State2State", "state2state", {"algorithm": "grpo"}, default_grid=False),
-    Method(
+    GridArm("grpo_state2state", "GRPO after State2State", "state2state", {"algorithm": "grpo"}, default_grid=False),
+    GridArm(
         "grpo_async", "GRPO + async rollouts", "base", _grpo(async_rollouts={"enabled": True, "max_staleness": 1}), default_grid=False,
     ),
 )
 
-METHODS: dict[str, Method] = {method.name: method for method in METHOD_LIST}
+METHODS: dict[str, GridArm] = {method.name: method for method in METHOD_LIST}
 """By name, in report order."""

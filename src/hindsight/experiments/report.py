@@ -174,6 +174,21 @@ def mechanism_table(histories: pd.DataFrame, fraction: float = 1.0) -> str:
     return "\n".join(lines) + "\n"
 
 
+def provenance_lines(cells: pd.DataFrame) -> list[str]:
+    """Where the finished cells' results come from (their summaries, ``experiments.summaries``):
+    the commits and machines, and a warning when they started from different weights."""
+    done = _completed(cells)
+    lines = []
+    for column, what in (("git_commit", "Commits"), ("cpu", "Machines")):
+        if column in done and done[column].notna().any():
+            counts = done[column].value_counts()
+            lines.append(f"{what}: " + "; ".join(f"`{value}` ({count} cells)" for value, count in counts.items()) + ".")
+    if "inputs" in done and done["inputs"].nunique() > 1:
+        lines.append(f"**The cells started from {done['inputs'].nunique()} different sets of weights and skill banks** "
+                     "(summaries from other machines' default runs): their comparison mixes starts.")
+    return ["", *lines] if lines else []
+
+
 def markdown_report(
     cells: pd.DataFrame, results: pd.DataFrame, preset: str, data_versions: dict | None = None, histories: pd.DataFrame | None = None
 ) -> str:
@@ -215,43 +230,13 @@ def markdown_report(
         node = getattr(row, "node", None)
         node_text = node if isinstance(node, str) and node else "-"
         lines.append(f"| {row.cell} | {row.status} | {node_text} | {row.run_id or '-'} | {seconds} | {steps_text} |")
+    lines += provenance_lines(cells)
     failed = cells[cells["status"] == "failed"]
     if len(failed):
         lines += ["", "Failed cells:", ""] + [f"- {row.cell}: {row.error}" for row in failed.itertuples(index=False)]
     if data_versions:
         lines += ["", "## Data versions", ""] + [f"- `{name}`: {version}" for name, version in sorted(data_versions.items())]
     return "\n".join(lines) + "\n"
-
-
-def learning_curves_plot(histories: pd.DataFrame):
-    """Held-out success (average over task types) against environment steps: one line per
-    method (fraction 1.0) through its evaluation points (by update), mean over seeds with a
-    min-max band, at the seeds' mean number of environment steps."""
-    splits = sorted({m["split"] for c in histories.columns if (m := _METRIC.match(str(c))) and m["task_type"] == "all"})
-    figure, axes = plt.subplots(1, max(len(splits), 1), figsize=(6 * max(len(splits), 1), 4), squeeze=False)
-    full = histories[histories["fraction"] == 1.0] if "fraction" in histories else histories
-    for axis, split in zip(axes[0], splits):
-        column = f"eval/{split}/all/success_rate"
-        for method in [m for m in METHODS if m in set(full.get("method", []))]:
-            points = full[(full["method"] == method) & full[column].notna()]
-            if points.empty:
-                continue
-            # seeds reach an evaluation point after different numbers of environment steps:
-            # align them by update, at the seeds' mean step count
-            by_update = points.groupby("update").agg(
-                steps=("charts/env_steps_total", "mean"),
-                mean=(column, "mean"),
-                low=(column, "min"),
-                high=(column, "max"),
-            )
-            axis.plot(by_update["steps"], 100 * by_update["mean"], marker="o", label=METHODS[method].label)
-            axis.fill_between(by_update["steps"], 100 * by_update["low"], 100 * by_update["high"], alpha=0.15)
-        axis.set_title(f"held-out ({split}) success vs environment steps")
-        axis.set_xlabel("environment steps")
-        axis.set_ylabel("success %")
-        axis.legend(fontsize=7)
-    figure.tight_layout()
-    return figure
 
 
 def data_efficiency_plot(cells: pd.DataFrame):

@@ -53,7 +53,7 @@ CATALOG_MODELS = {
         "world_model", "WM-R1's world model", "kedro run --pipeline world_model", "the catalog's trajectories and skill_rollouts"
     ),
 }
-"""By key: ``state2state`` is a ``Method.start_from``, ``world_model`` what ``wmr1`` trains in."""
+"""By key: ``state2state`` is a ``GridArm.start_from``, ``world_model`` what ``wmr1`` trains in."""
 
 
 class MissingGridInput(ValueError):
@@ -103,7 +103,7 @@ def catalog_models_for(methods: Sequence[str], found: dict[str, Any], where: str
 
 @dataclass
 class GridStarts:
-    """What the grid's cells start from: a policy per ``Method.start_from`` and, when a
+    """What the grid's cells start from: a policy per ``GridArm.start_from`` and, when a
     ``wmr1`` cell is listed, the world-model environment (``world_model.environment.WorldModelSimulator``)."""
 
     policies: dict[str, Any] = field(default_factory=dict)

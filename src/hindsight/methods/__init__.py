@@ -1,17 +1,15 @@
-"""RL methods: one module per method, and the registry that maps a name to its module.
+"""RL methods: one module per method, and the registry that maps a name to its module;
+nothing else (a run end to end is ``hindsight.runs``, one layer up).
 
 - the ``Method`` interface (its hooks default to GRPO) and ``MethodContext`` live in
   ``training.method``, in the engine layer below, with the core loop that calls the hooks
   (``training.loop``, ``training.update``; it names no method);
 - ``registry``: the built-in methods listed (``BUILT_IN``), ``@register("name")`` for a
-  method defined elsewhere, ``build_method(rl, context)``; a built-in method is its module
-  here plus its class in ``BUILT_IN``, and the pages generated from the classes regenerated
-  (docs/methods.md's hook table, docs/configuration.md: ``tools/docgen/``);
+  method defined elsewhere, ``build_method(rl, context)``, and the check of a method's
+  settings and of the core settings it requires when the parameters are read;
 - one module per method: ``grpo``, ``gigpo``, ``seed`` and ``opid`` (both over
-  ``skill_distillation``), ``empo`` (its run on expert replay: ``empo_run``), ``wmr1``;
-- ``run``: one RL run's setup (a private copy of the start, the reference, the method by
-  name, the held-out evaluator), then the loop (``training.loop.train_rl``) and the end
-  policy (``training.rl.end_policy``); ``run_setup``: what a run is given (``RLSetup``).
+  ``skill_distillation``), ``empo``, ``wmr1`` (over ``wmr1_replay`` and ``wmr1_rewards``);
+  docs/methods.md lists the files a built-in method touches (each list of them is tested).
 """
 
 from hindsight.training.method import Method, MethodContext, NoSettings

@@ -4,7 +4,7 @@ Transitions: the policy replays ingested expert trajectories (``envs.expert_repl
 step whose action matches the expert's moves on along the recorded trajectory, a
 mismatched one is patched (the Patch Module) or ends the episode; each step scores
 ``0.1 * format + 0.9 * action match`` (format: ``algorithms.empo_format_ok`` on the whole
-response, a thought included). The EMPO pipeline (``methods.empo_run``) passes the replay
+response, a thought included). The EMPO pipeline (``runs.empo_run``) passes the replay
 environments to the loop.
 
 Group filter (``min_group_score_std``, off at 0): as the released recipe's filter, a group

@@ -16,7 +16,7 @@ from hindsight.methods.grpo import GRPO
 from hindsight.methods.opid import OPID
 from hindsight.methods.seed import SEED
 from hindsight.methods.wmr1 import WMR1
-from hindsight.training.method import Method, MethodContext
+from hindsight.training.method import Method, MethodContext, unmet_requirements
 from hindsight.params import ParameterError, _source, build
 from hindsight.training.rl_config import RLConfig
 
@@ -61,14 +61,23 @@ def method_settings(rl: RLConfig, name: str | None = None, where: str = "trainin
     """The settings object of method ``name`` (default: ``rl.algorithm``) from
     ``rl.methods[name]``, its class defaults filling what is not given."""
     name = name or rl.algorithm
-    return build(method_class(name).Settings, rl.methods.get(name) or {}, f"{where}.methods.{name}")
+    cls = method_class(name)
+    return build(cls.Settings, rl.methods.get(name) or {}, f"{where}.methods.{name}")
 
 
 def check_method_settings(rl: RLConfig, where: str = "training.rl") -> None:
-    """Every ``rl.methods`` block names a registered method and holds only its keys, and
-    ``rl.algorithm`` is registered (run when the parameters are read, before training)."""
+    """Every ``rl.methods`` block names a registered method and holds only its keys,
+    ``rl.algorithm`` is registered, and the core settings it requires (``Method.requires``)
+    are set as it needs them (run when the parameters are read, before training)."""
     if rl.algorithm not in _METHODS:  # the error names the parameters file, as ``params.build``'s do
         raise ParameterError(f"{where}.algorithm must be one of {method_names()}, got {rl.algorithm!r} ({_source(where)})")
+    unmet = unmet_requirements(_METHODS[rl.algorithm], rl)
+    if unmet:
+        path, wanted, given = unmet[0]
+        raise ParameterError(
+            f"{where}.{path} must be {wanted!r} for {where}.algorithm={rl.algorithm!r} (the method requires it), "
+            f"got {given!r} ({_source(where)})"
+        )
     for name in rl.methods:
         if name not in _METHODS:
             raise ParameterError(

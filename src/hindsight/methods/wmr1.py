@@ -195,16 +195,15 @@ class WMR1(Method):
     Settings = WMR1Settings
     transition_source = "world_model"
     row_source = "world_model"
+    requires = {"schedulers.stepo.filter_zero_variance": False, "schedulers.async_rollouts.enabled": False}
 
     def check(self, rl: RLConfig, *, parallel: bool) -> None:
         if self.context.world_model is None:
             raise ValueError("training.rl.algorithm='wmr1' rolls out inside a trained world model: run `kedro run --pipeline wmr1`")
-        schedulers = rl.schedulers
-        curriculum = schedulers.curriculum
-        replays = curriculum.enabled and curriculum.positive_replay
-        if parallel or schedulers.stepo.filter_zero_variance or schedulers.async_rollouts.enabled or replays:
+        curriculum = rl.schedulers.curriculum
+        if parallel or (curriculum.enabled and curriculum.positive_replay):
             raise ValueError(
-                "training.rl.algorithm='wmr1' runs in one process, synchronously, without STEPO filtering or the "
+                "training.rl.algorithm='wmr1' runs in one process and without the "
                 "curriculum's positive replay (training.rl.schedulers.curriculum.positive_replay: its replay works on "
                 "whole groups; the world model lives in the learner)"
             )

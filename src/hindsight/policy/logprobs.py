@@ -45,7 +45,7 @@ PPO ratio and the distillation target on-policy (``config.rl.rl_setup`` warns ot
 @dataclass
 class CachedPrefix:
     """Key/value entries already computed for the ids that come before a batch's rows
-    (``training.prefix_scoring``): the batch's ids are read over them."""
+    (``policy.prefix_scoring``): the batch's ids are read over them."""
 
     cache: object
     """A transformers cache holding [B, heads, W, dim] entries per layer, left-padded."""

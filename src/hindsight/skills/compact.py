@@ -58,7 +58,7 @@ WRITTEN_TEMPLATE_END = " ;"
 """After each template in the written form (see the module docstring)."""
 MAX_TEMPLATES = 7
 """Most templates in one skill (a one-ingredient recipe has 7 stages). Measured on the default
-games' 120 expert episodes and 40 random failures (benchmarks/skill_premise.py) with a
+games. 120 expert episodes and 40 random failures (docs/journal/2026-12-01-compact-skills-route-a.md) with a
 tokenizer trained on the texts the policy reads and writes, compact skills included: skills
 17 tokens on average, 30 at most (the written form with EOS: 21, 36 at most). A tokenizer
 trained on the step prompts only splits the roles ("<object>") into bytes: about 2x longer."""

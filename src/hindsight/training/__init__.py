@@ -1,7 +1,8 @@
 """The engine's learner side: supervised fine-tuning (``sft``: behaviour cloning, Stage 1),
 the core RL loop (``loop``: ``train_rl``, the same for every method) and its update
-(``update``), and their pieces: the method
-interface (``method``), one ``batch.RolloutBatch``, the loss terms (``loss_terms.LossTerm``),
+(``update``), what a run of it is given (``run_setup.RLSetup``; the run end to end, which
+picks the method by name, is ``hindsight.runs`` above the methods), and their pieces: the method
+interface (``method``, with what a method requires of the core settings), one ``batch.RolloutBatch``, the loss terms (``loss_terms.LossTerm``),
 one update's rollout rounds (``update_batch``), the schedulers, each a piece with its settings
 under ``training.rl.schedulers`` (``schedule`` composes them: ``stepo``: which groups, how
 samples weigh; ``minibatches`` and ``espo_update``: ODYSSE's sampler and objective;

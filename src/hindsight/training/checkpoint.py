@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from hindsight.atomic import atomic_directory
+from hindsight.params import as_dict
 
 if TYPE_CHECKING:
     from hindsight.policy import Policy
@@ -223,10 +224,12 @@ def weights_fingerprint(model) -> str:
 
 def checkpoint_directory(root: str | Path, settings: dict[str, Any], start_model) -> Path:
     """Checkpoints of a run live under a fingerprint of its settings and starting weights:
-    a killed run restarted with the same inputs resumes; changed inputs start afresh."""
-    blob = json.dumps(settings, sort_keys=True, default=str)
-    fingerprint = hashlib.sha1((blob + weights_fingerprint(start_model)).encode()).hexdigest()[:12]
-    return Path(root) / fingerprint
+    a killed run restarted with the same inputs resumes; changed inputs start afresh.
+    ``settings`` may hold the settings dataclasses themselves (read as ``params.as_dict``
+    gives them: the same fingerprint as their plain dicts)."""
+    weights = weights_fingerprint(start_model)
+    blob = json.dumps(as_dict(settings), sort_keys=True, default=str)
+    return Path(root) / hashlib.sha1((blob + weights).encode()).hexdigest()[:12]
 
 
 def frozen_copy(model):

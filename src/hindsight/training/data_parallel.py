@@ -147,14 +147,27 @@ class DataParallel:
 
 
 def micro_batch_plan(
-    parallel: DataParallel | None, index: Sequence[int], lengths: Sequence[int], token_budget: int | None
+    parallel: DataParallel | None,
+    index: Sequence[int],
+    lengths: Sequence[int],
+    token_budget: int | None,
+    chains: Sequence[Sequence[int]] | None = None,
 ) -> list[tuple[list[int], float]]:
     """The micro-batches this process runs for one (mini-)batch ``index`` (sorted by length),
-    with their weights: all of them with weight 1 in one process; this rank's stripe, cut
-    into micro-batches and balanced across the ranks, under data parallelism."""
+    with their weights, within ``token_budget`` padded tokens each: all of them with weight 1
+    in one process; this rank's stripe, cut into micro-batches and balanced across the
+    ranks, under data parallelism.
+
+    With ``chains`` (the multi-turn layout: ``index`` grouped into its episodes' chains,
+    ``episode_batches.episode_chains``) each chain stays whole in one micro-batch: the
+    chains, sorted by the length of their last member (which holds the whole chain), are
+    what is striped and packed."""
     from hindsight.policy.batching import token_budget_chunks
 
+    units = [[i] for i in index] if chains is None else sorted((list(c) for c in chains), key=lambda c: lengths[c[-1]])
+    mine = units if parallel is None else parallel.stripe(units)
+    sizes = [lengths[unit[-1]] for unit in mine]
+    micro = [[i for part in chunk for i in mine[part]] for chunk in token_budget_chunks(range(len(mine)), sizes, token_budget)]
     if parallel is None:
-        return [(micro, 1.0) for micro in token_budget_chunks(index, lengths, token_budget)]
-    mine = token_budget_chunks(parallel.stripe(index), lengths, token_budget)
-    return parallel.balanced(mine, fallback=index)
+        return [(part, 1.0) for part in micro]
+    return parallel.balanced(micro, fallback=units[0] if units else [])

@@ -18,7 +18,7 @@ from hindsight.policy.encoding import StepSample, collate
 from hindsight.policy.logprobs import token_logprobs
 from hindsight.policy.skill_injection import inject_skill
 from hindsight.training.episode_batches import episode_response_logprobs, is_multiturn, with_skill_ids
-from hindsight.training.prefix_scoring import prefix_shared_logprobs, shared_prefix_lengths
+from hindsight.policy.prefix_scoring import prefix_shared_logprobs, shared_prefix_lengths
 
 SCORING_TOKEN_BUDGET = 8192
 """Padded tokens per no-grad scoring pass (batch rows x longest sequence)."""
@@ -74,7 +74,7 @@ def skill_augmented_logprobs(
     None for samples whose episode has no skill (no distillation signal for them).
 
     The step prompts of one episode share their start, the task line and the skill block:
-    each distinct such prefix is read once (``prefix_scoring``), the rest of each prompt
+    each distinct such prefix is read once (``policy.prefix_scoring``), the rest of each prompt
     over its cache; multi-turn samples get the skill's ids once per episode pass instead, and
     samples with a screenshot (vision policies) are read whole, their pixels in the pass."""
     with_skill = [i for i, sample in enumerate(samples) if has_skill(skill_of_episode.get(sample.episode_id))]

@@ -82,19 +82,6 @@ def chain_micro_batches(samples: Sequence[StepSample], indices: Sequence[int], t
     return [[i for c in part for i in chains[c]] for part in token_budget_chunks(order, lengths, token_budget)]
 
 
-def chain_micro_batch_plan(parallel, samples: Sequence[StepSample], indices: Sequence[int], token_budget: int | None) -> list[tuple[list[int], float]]:
-    """The (micro-batch, weight) pairs this process runs for one mini-batch of multi-turn
-    samples: whole chains per micro-batch (``chain_micro_batches``), all with weight 1 in one
-    process; under data parallelism (``parallel``, a ``data_parallel.DataParallel``) this
-    rank's stripe of the chains sorted by length, balanced across the ranks like step-wise
-    micro-batches (``DataParallel.balanced``)."""
-    if parallel is None:
-        return [(micro, 1.0) for micro in chain_micro_batches(samples, indices, token_budget)]
-    chains = sorted(episode_chains(samples, indices), key=lambda chain: len(samples[chain[-1]].input_ids))
-    mine = [index for chain in parallel.stripe(chains) for index in chain]
-    return parallel.balanced(chain_micro_batches(samples, mine, token_budget) if mine else [], fallback=chains[0])
-
-
 def chain_logprobs(
     model, samples: Sequence[StepSample], pad_token_id: int, pad_to_multiple_of: int | None = None
 ) -> list[torch.Tensor]:

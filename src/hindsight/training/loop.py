@@ -1,5 +1,5 @@
 """The RL loop, the same for every method, in the order it runs (``train_rl``): the module to
-open first after ``methods.run.run_rl``, which builds the method and calls it.
+open first after ``runs.rl_run.run_rl``, which builds the method and calls it.
 
 The loop (``train_rl``) is the same for every method: rollout -> batch -> the method's
 signals and advantages -> update -> checkpoint -> evaluation. It names no method: what a
@@ -19,11 +19,12 @@ One update:
      each micro-batch assembled in one function (``training.update.micro_batch_loss_terms``):
      PPO clip (dual clip) + the method's terms (SEED's gated distillation) + the entropy
      bonus + ``kl_coef`` * KL to the reference.
-The schedule (``training.schedule``) is chosen once from ``training.rl.schedulers``; the
-loop asks its pieces and reads none of their settings. The updated policy is the next
-update's actor (and, for SEED, its analyzer). With asynchronous rollouts a rollout worker
-process plays the rollouts of the next updates while this one trains, at most
-``max_staleness`` versions behind, and the loss is decoupled PPO (``training.async_rollouts``);
+The schedule (``training.schedule``) is chosen once from ``training.rl.schedulers`` as the
+loop starts (``start_loop``); the loop asks its pieces and reads none of their settings.
+The updated policy is the next update's actor (and, for SEED, its analyzer). With
+asynchronous rollouts a rollout worker process plays the rollouts of the next updates while
+this one trains, at most ``max_staleness`` versions behind, and the loss is decoupled PPO
+(``training.async_rollouts``);
 an inexact rollout backend makes it decoupled PPO too (``training.backend_correction``).
 
 Checkpoints hold everything a resumed run needs (model, optimizer, RNG states, update
@@ -54,7 +55,7 @@ from hindsight.rollout.tasks import TaskRef, training_task_pool
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.checkpoint import ResumedRun, resume_rl, save_rl_checkpoint
 from hindsight.training.data_parallel import DataParallel
-from hindsight.training.method import Method
+from hindsight.training.method import Method, check_requirements
 from hindsight.training.phase_timing import phase_seconds
 from hindsight.training.positive_replay import check_replayable
 from hindsight.training.rl_config import RLConfig
@@ -95,21 +96,22 @@ class LoopState:
     pool: list[TaskRef] = field(default_factory=list)
 
 
-def start_loop(
-    policy: Policy, train_tasks: Sequence[TaskRef], config: RLConfig, schedule: Schedule, seed: int, checkpoint_dir
-) -> LoopState:
-    """Seed everything, build the optimizer, and resume from the newest checkpoint if any."""
+def start_loop(policy: Policy, train_tasks: Sequence[TaskRef], config: RLConfig, seed: int, checkpoint_dir) -> LoopState:
+    """The loop's state from its settings: everything seeded, the optimizer, the newest
+    checkpoint resumed if any, the schedule (``training.rl.schedulers``) with the per-task
+    pass-rate estimates its pieces read (a resumed run's own), and the task pool."""
     torch.manual_seed(seed)
     generators = {"minibatch": torch.Generator().manual_seed(seed)}
     optimizer = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=config.learning_rate)
-    pool = training_task_pool(train_tasks, config.task_fraction, seed)
     run = resume_rl(checkpoint_dir, policy, optimizer, generators) or ResumedRun(0, [], pd.DataFrame(), pd.DataFrame())
-    rates = schedule.pass_rates()
-    if run.task_stats:
-        rates.load_state_dict(run.task_stats)
     if run.update:
         logger.info("Resuming RL from %s (update %d)", checkpoint_dir, run.update)
+    schedule = Schedule.from_settings(config.schedulers)
     logger.info("RL schedule: %s", schedule.describe())
+    rates = schedule.rates
+    if run.task_stats:
+        rates.load_state_dict(run.task_stats)
+    pool = training_task_pool(train_tasks, config.task_fraction, seed)
     return LoopState(run=run, optimizer=optimizer, generators=generators, rates=rates, schedule=schedule, pool=pool)
 
 
@@ -192,13 +194,13 @@ def train_rl(
     Returns:
         The trained policy, the per-update history, the last skills and rollout tables.
     """
-    schedule = Schedule.from_settings(config.schedulers)
-    schedule.check(method, parallel=parallel is not None)
-    if schedule.replay is not None:
-        check_replayable(policy)  # before any update, not at the first replay
+    check_requirements(method, config)  # checked as the parameters are read too; settings built in code, here
     method.check(config, parallel=parallel is not None)
     method.start(policy)
-    state = start_loop(policy, train_tasks, config, schedule, seed, checkpoint_dir)
+    state = start_loop(policy, train_tasks, config, seed, checkpoint_dir)
+    state.schedule.check(method, parallel=parallel is not None)  # before the first rollout
+    if state.schedule.replay is not None:
+        check_replayable(policy)  # before any update, not at the first replay
     if state.run.method_state:
         method.load_state_dict(state.run.method_state)
     max_steps = rollout_config.max_steps or max(task.spec.max_steps for task in state.pool)

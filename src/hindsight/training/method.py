@@ -5,7 +5,7 @@ schedulers: ``training.schedule``, ``training.stepo``, ``training.espo_update``)
 on no method; the methods (``hindsight.methods``) implement it one module each and import
 it as ``hindsight.methods.Method``. The loop that calls the hooks is in the same layer:
 ``training.loop`` (``train_rl``) and ``training.update`` (one update, a micro-batch's loss);
-``methods.run.run_rl`` builds the method that ``training.rl.algorithm`` names and runs it.
+``runs.rl_run.run_rl``, one layer above the methods, builds the method that ``training.rl.algorithm`` names and runs it.
 
 The core loop (``training.loop.train_rl``) is the same for every method: rollout -> batch
 -> advantages -> update -> checkpoint -> evaluation. A method changes it only through the
@@ -14,6 +14,9 @@ makes it different and reads top to bottom:
 
 - ``Settings``: its own small settings dataclass (``training.rl.methods.<name>`` in the
   parameters; an empty one when it has none);
+- ``requires``: the core settings it cannot train without, each with its value, checked
+  when the parameters are read (``methods.registry.check_method_settings``, naming the
+  parameter) and again before the first rollout (``unmet_requirements``);
 - ``transitions``: where its training transitions come from (the environment by default;
   a learned world model for WM-R1; EMPO's expert replay is chosen by its pipeline, which
   passes the replay environments as the environment, ``transition_source`` says so);
@@ -32,8 +35,9 @@ picks one.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
 import pandas as pd
 import torch
@@ -81,6 +85,10 @@ class Method:
     step_level: ClassVar[bool] = False
     """Whether its advantage adds a step-level term to the episode's (GiGPO, EMPO). STEPO's
     balance (``schedulers.stepo.step_weights``) works on episode-level advantages and refuses these."""
+    requires: ClassVar[Mapping[str, Any]] = {}
+    """The core settings it cannot train without: a path under ``training.rl`` -> the value it
+    must have (a method whose loss is a token sum: ``{"ppo.loss_agg": "seq-mean-token-sum"}``).
+    Refused, naming the parameter, when the parameters are read; none by default."""
 
     def __init__(self, settings: Any = None, context: MethodContext | None = None) -> None:
         self.settings = settings if settings is not None else self.Settings()
@@ -93,7 +101,9 @@ class Method:
         return False
 
     def check(self, rl: RLConfig, *, parallel: bool) -> None:
-        """Refuse a combination of settings it cannot train with (raise ``ValueError``)."""
+        """Refuse, before the first rollout, what it cannot train with and ``requires`` cannot
+        say: a combination of settings, ``torchrun`` (``parallel``), the run's context
+        (raise ``ValueError``)."""
 
     def start(self, policy: Policy) -> None:
         """Called once before the first update with the policy being trained."""
@@ -155,3 +165,33 @@ def episode_return_scores(table: pd.DataFrame) -> torch.Tensor:
     """Each step sample's score: its episode's return [N] (rows of ``table``, in order)."""
     returns = episode_outcomes(table).set_index("episode_id")["return"]
     return torch.tensor(table["episode_id"].map(returns).to_numpy(dtype="float64"), dtype=torch.float32)
+
+
+def required_setting(rl: RLConfig, path: str) -> Any:
+    """The value of the core setting ``path`` (``"ppo.loss_agg"``) in ``rl``; a path
+    ``RLConfig`` does not have is an error of the method that names it."""
+    value: Any = rl
+    for part in path.split("."):
+        if not dataclasses.is_dataclass(value) or part not in {f.name for f in dataclasses.fields(value)}:
+            raise ValueError(f"a method's requires names training.rl.{path}, which the core settings do not have")
+        value = getattr(value, part)
+    return value
+
+
+def unmet_requirements(method: type[Method] | Method, rl: RLConfig) -> list[tuple[str, Any, Any]]:
+    """The core settings ``method.requires`` asks for that ``rl`` does not have, as
+    (path under ``training.rl``, the value required, the value given)."""
+    return [
+        (path, wanted, given)
+        for path, wanted in method.requires.items()
+        if (given := required_setting(rl, path)) != wanted
+    ]
+
+
+def check_requirements(method: Method, rl: RLConfig) -> None:
+    """Refuse ``rl`` where it lacks a core setting the method requires (the run-time twin of
+    the check made when the parameters are read, for settings built in code)."""
+    unmet = unmet_requirements(method, rl)
+    if unmet:
+        path, wanted, given = unmet[0]
+        raise ValueError(f"training.rl.algorithm={method.name!r} requires training.rl.{path}: {wanted!r}, got {given!r}")

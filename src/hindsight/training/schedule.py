@@ -18,7 +18,8 @@ shuffles them, and plays its rollouts itself.
 | ``replay`` | ``replay`` | none; the curriculum's positive replay of hard successes (``curriculum.positive_replay``) |
 | ``correction`` | ``apply`` | decoupled PPO against an inexact rollout backend (``backend_correction.weight_cap``) |
 
-The pass-rate estimates the task draws read are ``pass_rates.smoothing``'s (``pass_rates()``).
+The pass-rate estimates the pieces read come with the schedule (``rates``, ``pass_rates.smoothing``);
+the loop keeps them up to date and hands them to the pieces.
 
 They compose, with these exceptions (refused when the settings are read,
 ``SchedulerSettings``, or before the first rollout, ``Schedule.check``): STEPO's balance and
@@ -68,8 +69,9 @@ class Schedule:
     asynchronous: AsyncSettings | None = None
     """Rollouts from a worker process with these settings (``training.async_rollouts``);
     None: played in-line."""
-    pass_rate_smoothing: float = 0.5
-    """The pass-rate estimates' EMA weight (``pass_rates()``)."""
+    rates: PassRates = field(default_factory=PassRates)
+    """The per-task pass-rate estimates the pieces read (``pass_rates.smoothing``), fresh: the
+    loop keeps them up to date and loads a resumed run's into them (``training.loop.start_loop``)."""
 
     @classmethod
     def from_settings(cls, settings: SchedulerSettings) -> "Schedule":
@@ -77,7 +79,6 @@ class Schedule:
         curriculum = settings.curriculum
         replay = curriculum.enabled and curriculum.positive_replay
         return cls(
-            tasks=task_draw(curriculum, settings.stepo.pass_rate_band),
             groups=group_filter(settings.stepo),
             weights=sample_weights(settings.stepo),
             minibatches=MinibatchOrder(settings.odysse.episode_minibatches),
@@ -85,12 +86,9 @@ class Schedule:
             replay=PositiveReplay(curriculum.hard_threshold, curriculum.replay_weight_cap) if replay else None,
             correction=BackendCorrection(settings.backend_correction.weight_cap),
             asynchronous=settings.async_rollouts if settings.async_rollouts.enabled else None,
-            pass_rate_smoothing=settings.pass_rates.smoothing,
+            rates=PassRates(settings.pass_rates.smoothing),
+            tasks=task_draw(curriculum, settings.stepo.pass_rate_band),
         )
-
-    def pass_rates(self) -> PassRates:
-        """Fresh per-task pass-rate estimates (the loop loads a checkpoint's into them)."""
-        return PassRates(self.pass_rate_smoothing)
 
     def check(self, method: Method, *, parallel: bool) -> None:
         """Refuse what cannot run under ``torchrun`` (``parallel``) or with ``method``."""

@@ -29,7 +29,7 @@ from hindsight.policy.encoding import StepSample
 from hindsight.training.batch import MicroBatch, RolloutBatch
 from hindsight.training.data_parallel import DataParallel, micro_batch_plan
 from hindsight.training.distillation import response_logprobs
-from hindsight.training.episode_batches import chain_micro_batch_plan, is_multiturn
+from hindsight.training.episode_batches import episode_chains, is_multiturn
 from hindsight.training.minibatches import MinibatchOrder
 from hindsight.training.loss_terms import LossTerm, MinibatchObjective, MinibatchTerm
 from hindsight.training.method import Method
@@ -236,11 +236,8 @@ def minibatch_step(
     scale = parallel.gradient_scale if parallel is not None else 1.0
     lengths = [len(sample.input_ids) for sample in batch.samples]
     index = sorted(members, key=lambda i: lengths[i])
-    plan = (
-        chain_micro_batch_plan(parallel, batch.samples, index, config.micro_batch_tokens)
-        if is_multiturn(batch.samples)
-        else micro_batch_plan(parallel, index, lengths, config.micro_batch_tokens)
-    )
+    chains = episode_chains(batch.samples, index) if is_multiturn(batch.samples) else None  # multi-turn: whole episodes
+    plan = micro_batch_plan(parallel, index, lengths, config.micro_batch_tokens, chains=chains)
     totals = _aggregation_totals(batch, index, config)
     episodes = (
         objective.measure(

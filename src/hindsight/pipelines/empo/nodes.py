@@ -1,4 +1,4 @@
-"""Nodes of the EMPO pipeline: a thin layer over ``hindsight.methods.empo_run``."""
+"""Nodes of the EMPO pipeline: a thin layer over ``hindsight.runs.empo_run``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hindsight import tracking
 from hindsight.config import EmpoConfig, ProjectConfig
 from hindsight.params import as_dict
 from hindsight.policy import Policy
-from hindsight.methods.empo_run import EmpoSource, run_empo, semi_online_table
+from hindsight.runs.empo_run import EmpoSource, run_empo, semi_online_table
 from hindsight.training.checkpoint import checkpoint_directory
 
 logger = logging.getLogger(__name__)

@@ -16,13 +16,17 @@ import pandas as pd
 
 from hindsight import tracking
 from hindsight.config import EmpoConfig, GridSettings, ProjectConfig, WorldModelConfig, rl_setup
-from hindsight.experiments.grid import Cell, GridSpec, cell_key, cell_rl_config, run_grid
+from hindsight.experiments.curves_plot import curve_metrics, learning_curves_plot
+from hindsight.experiments.grid import Cell, GridSpec, cell_key, cell_rl_config
 from hindsight.experiments.paired import OUTCOME_COLUMNS, paired_against_markdown
-from hindsight.experiments.report import data_efficiency_plot, learning_curves_plot, markdown_report, results_table
+from hindsight.experiments.provenance import cpu_model
+from hindsight.experiments.report import data_efficiency_plot, markdown_report, results_table
+from hindsight.experiments.resume import run_resumable_grid
+from hindsight.experiments.sample_efficiency import episodes_to_level_markdown
 from hindsight.experiments.starts import GridStarts, catalog_models_for
-from hindsight.methods.empo_run import empo_grid_setup
+from hindsight.runs.empo_run import empo_grid_setup
 from hindsight.methods.registry import method_class
-from hindsight.methods.run import run_rl
+from hindsight.runs.rl_run import run_rl
 from hindsight.training.checkpoint import weights_fingerprint
 from hindsight.training.end_selection import SELECTED_COLUMN
 from hindsight.evaluation.heldout import heldout_evaluator
@@ -159,7 +163,7 @@ def grid_world_model(catalog_models: dict[str, Any], trajectories: pd.DataFrame,
 
 
 def grid_starts(stage1_policy, base_policy, catalog_starts: dict[str, Any]) -> GridStarts:
-    """Every checkpoint a cell may start from (by ``Method.start_from``) and the world model."""
+    """Every checkpoint a cell may start from (by ``GridArm.start_from``) and the world model."""
     catalog = dict(catalog_starts)
     world_model = catalog.pop("world_model", None)
     return GridStarts(policies={"stage1": stage1_policy, "base": base_policy, **catalog}, world_model=world_model)
@@ -241,6 +245,7 @@ class GridRun:
             "env_steps": float(recorded_steps or result.history.iloc[-1].get("charts/env_steps_total", 0.0)),  # what the whole run played
             "end_update": int(final["update"]),
             "end_outcomes": None if outcomes is None else outcomes.to_dict("list"),  # the end policy's tasks, for pairing
+            "cpu": cpu_model(),  # the machine that ran it (a Ray worker's own)
         }
 
 
@@ -253,11 +258,14 @@ def end_row(history: pd.DataFrame) -> pd.Series:
 
 
 def run_experiment_grid(starts: GridStarts, skills: pd.DataFrame, project: ProjectConfig, settings: GridSettings):
-    """Run every cell of the preset's grid (skipping cells finished earlier on the same data).
+    """Run every cell of the preset's grid that no committed summary stands for
+    (``experiments.resume``), and read every finished cell back from its summary.
 
-    A cell's key covers the base and Stage-1 weights and the skill bank, plus the weights of
-    the catalog model it uses (the State2State checkpoint, the world model and its query
-    settings), so a new version of one retrains only the cells that use it.
+    A cell whose summary in ``experiments.summaries_dir/<preset>`` holds its settings hash is
+    skipped, whichever machine wrote it; a changed setting reruns the cell (the log names it).
+    The others go through this machine's cache of whole records, keyed by the settings and the
+    weights the cell reads (the base and Stage-1 weights, the skill bank, the catalog model it
+    uses), so a new version of one retrains only the cells that use it.
 
     The cells run here one after another, or as Ray tasks (``experiments.executor: ray``).
 
@@ -269,7 +277,8 @@ def run_experiment_grid(starts: GridStarts, skills: pd.DataFrame, project: Proje
     grid = GridRun(starts, skills, project, settings)
     executor = grid_executor(settings)
     child_runs = _child_run if executor is None else WorkerChildRun.of_active_run()
-    records = run_grid(_grid_spec(settings).cells(), grid.run_cell, key_of=grid.key, cache_dir=grid.cache, start_child_run=child_runs, executor=executor)
+    records = run_resumable_grid(_grid_spec(settings).cells(), grid.run_cell, grid, cache_dir=grid.cache,
+                                 summaries_dir=settings.experiments.summaries_folder, start_child_run=child_runs, executor=executor)
     cells_table, histories, outcomes = grid_tables(records)
     failed = int((cells_table["status"] == "failed").sum())
     tracking.log_metrics({"experiments/cells": float(len(cells_table)), "experiments/failed_cells": float(failed)})
@@ -287,7 +296,8 @@ def grid_tables(records: list[dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataFra
             played = pd.DataFrame(ended).rename(columns={"seed": "task_seed"})
             outcomes.append(played.assign(cell=record["cell"], method=record["method"], seed=record["seed"], fraction=record["fraction"]))
         result = record.get("result") or {}
-        row = {k: record.get(k) for k in ("cell", "method", "seed", "fraction", "status", "node", "run_id", "seconds", "key", "error")}
+        fields = ("cell", "method", "seed", "fraction", "status", "node", "run_id", "seconds", "key", "error", "settings_hash", "inputs", "git_commit", "cpu")
+        row = {k: record.get(k) for k in fields}
         row.update(result.get("final", {}))
         row["env_steps"] = result.get("env_steps")
         row["end_update"] = result.get("end_update")
@@ -301,15 +311,21 @@ def grid_tables(records: list[dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataFra
 def report_experiments(cells: pd.DataFrame, histories: pd.DataFrame, outcomes: pd.DataFrame, settings: GridSettings):
     """Results table (mean +- std over seeds), learning curves, data-efficiency plot, report.
 
-    The report ends with each method paired against GRPO over the same unseen tasks and
-    seeds (``experiments.paired``), when the grid ran GRPO.
+    The report ends with the episodes each method needs to reach ``experiments.success_level``
+    (``experiments.sample_efficiency``) and each method paired against GRPO over the same
+    unseen tasks and seeds (``experiments.paired``), when the grid ran GRPO. The methods' mean
+    held-out curves are logged to the grid's MLflow run against updates and against episodes
+    (``experiments.curves_plot.curve_metrics``).
 
     Returns:
         (results table, markdown report, learning-curves figure, data-efficiency figure).
     """
     results = results_table(cells)
     report = markdown_report(cells, results, preset=settings.experiments.preset, data_versions=tracking.data_versions(), histories=histories)
-    paired = paired_against_markdown(outcomes, baseline="grpo")
-    report = report + ("\n" + paired if paired else "")
+    level = settings.experiments.success_level
+    for section in (episodes_to_level_markdown(histories, level.rate, level.split, level.decoding), paired_against_markdown(outcomes, baseline="grpo")):
+        report = report + ("\n" + section if section else "")
+    for metrics, step in curve_metrics(histories):
+        tracking.log_metrics(metrics, step=step)
     print("\n" + report, flush=True)
     return results, report, learning_curves_plot(histories), data_efficiency_plot(cells)

@@ -1,4 +1,4 @@
-"""Nodes of the training pipeline: set up and run one RL run (``hindsight.methods.run.run_rl``)."""
+"""Nodes of the training pipeline: set up and run one RL run (``hindsight.runs.rl_run.run_rl``)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,9 @@ import pandas as pd  # noqa: E402
 from hindsight import tracking  # noqa: E402
 from hindsight.config import ProjectConfig, TrainingConfig, rl_setup  # noqa: E402
 from hindsight.evaluation.curves import curve_points, decodings, draw_health, draw_heldout_curves  # noqa: E402
-from hindsight.params import as_dict  # noqa: E402
 from hindsight.policy import Policy  # noqa: E402
 from hindsight.skills.skill_bank import skill_bank_from_table  # noqa: E402
-from hindsight.methods.run import run_rl  # noqa: E402
+from hindsight.runs.rl_run import run_rl  # noqa: E402
 from hindsight.training.checkpoint import checkpoint_directory
 
 logger = logging.getLogger(__name__)
@@ -34,8 +33,7 @@ def train_with_rl(stage1_policy: Policy, base_policy: Policy, skills: pd.DataFra
     """
     start = {"stage1": stage1_policy, "base": base_policy}[training.start_from]
     setup = rl_setup(project, training)
-    settings = {"project": as_dict(project), "training": as_dict(training)}
-    checkpoints = checkpoint_directory(training.checkpoint_root, settings, start.model)
+    checkpoints = checkpoint_directory(training.checkpoint_root, {"project": project, "training": training}, start.model)
     logger.info("RL (%s) checkpoints in %s", training.rl.algorithm, checkpoints)
     tracking.take_over_checkpoints(checkpoints)  # a killed earlier run's MLflow record: KILLED
     result = run_rl(

@@ -1,8 +1,9 @@
 """Nodes of the world-model stage and of WM-R1 training (docs/fidelity.md, WM-R1).
 
-World model: examples from the trajectories (and the base policy's rollouts, and random
-episodes on the real environment when ``world_model.random_episodes_per_game`` asks), a model
-(a local HF directory, or the embedded Qwen2 with a tokenizer trained on the examples),
+World model: examples from the trajectories (and the base policy's rollouts, random episodes
+on the real environment when ``world_model.random_episodes_per_game`` asks, and the start
+policy's own real episodes when ``world_model.policy_episodes`` asks: ``calibration_nodes``),
+a model (a local HF directory, or the embedded Qwen2 with a tokenizer trained on the examples),
 SFT on the training episodes, then exact match and token accuracy on held-out episodes.
 WM-R1: the policy is trained by GRPO inside the world model (``training.rl.algorithm:
 wmr1``); its held-out evaluation, like the evaluation pipeline's, is on the real environment.
@@ -23,13 +24,14 @@ from hindsight.params import as_dict
 from hindsight.policy import Policy
 from hindsight.policy.model import build_policy, count_parameters, load_policy
 from hindsight.policy.tokenizer import train_tokenizer
-from hindsight.methods.run import run_rl
+from hindsight.runs.rl_run import run_rl
 from hindsight.rollout.live_episode import TABLE_COLUMNS
 from hindsight.rollout.random_agent import run_random_agent
 from hindsight.rollout.tasks import split_tasks
 from hindsight.training.checkpoint import checkpoint_directory, weights_fingerprint
 from hindsight.training.sft import train_sft
 from hindsight.world_model.quality import heldout_quality
+from hindsight.rollout.policy_episodes import episode_sources, learnt_episodes
 from hindsight.world_model.transitions import FAILED_MARKER, SOLVED_MARKER, transition_examples
 
 logger = logging.getLogger(__name__)
@@ -53,30 +55,43 @@ def explore_for_world_model(project: ProjectConfig, settings: WorldModelConfig) 
     return table
 
 
-def world_model_examples(
-    trajectories: pd.DataFrame, skill_rollouts: pd.DataFrame, exploration: pd.DataFrame, project: ProjectConfig, settings: WorldModelConfig
+def world_model_episodes(
+    trajectories: pd.DataFrame, skill_rollouts: pd.DataFrame, exploration: pd.DataFrame, policy_episodes: pd.DataFrame, settings: WorldModelConfig
 ) -> pd.DataFrame:
-    """(prompt, response = next observation or outcome) examples of every episode (the
-    trajectories, the skills stage's rollouts and the random exploration), held-out ones marked.
+    """Every real episode the world model sees, by source (``rollout.policy_episodes``): the
+    gold ``trajectories`` (``gold_share``), the skills stage's rollouts (``use_rollouts``),
+    the random exploration and the start policy's own episodes (``policy_episodes.trained_share``;
+    the held-out episodes of every source are always kept, to be scored)."""
+    empty = trajectories.head(0)
+    return learnt_episodes(
+        gold=trajectories, rollouts=skill_rollouts if settings.use_rollouts else empty, random=exploration, policy=policy_episodes,
+        gold_share=settings.gold_share, policy_share=settings.policy_episodes.trained_share, heldout_fraction=settings.heldout_fraction,
+    )
+
+
+def world_model_examples(episodes: pd.DataFrame, project: ProjectConfig, settings: WorldModelConfig) -> pd.DataFrame:
+    """(prompt, response = next observation or outcome) examples of every episode the world
+    model sees (``world_model_episodes``), held-out ones marked, each with its source
+    (``expert``, ``rollout``, ``random``, ``policy``: ``rollout.policy_episodes.episode_sources``).
 
     Returns:
         ``world_model.transitions.EXAMPLE_COLUMNS``.
     """
-    sources = [trajectories, skill_rollouts, exploration] if settings.use_rollouts else [trajectories, exploration]
-    kept = [source for source in sources if len(source)]
-    episodes = pd.concat(kept, ignore_index=True) if kept else trajectories
     examples = transition_examples(
         episodes, history=settings.query.history, max_chars=settings.query.max_observation_chars,
         heldout_fraction=settings.heldout_fraction, max_steps=project.environment.max_steps,
     )
+    examples = examples.assign(source=episode_sources(examples))
     heldout = int(examples["heldout"].sum())
-    outcomes = examples.loc[~examples["heldout"], "response"]
-    logger.info("World model: %d training and %d held-out transitions", len(examples) - heldout, heldout)
-    tracking.log_metrics({
-        "world_model/train_examples": float(len(examples) - heldout), "world_model/heldout_examples_total": float(heldout),
-        "world_model/train_solved_endings": float((outcomes == SOLVED_MARKER).sum()),
-        "world_model/train_failed_endings": float((outcomes == FAILED_MARKER).sum()),
-    })
+    train = examples[~examples["heldout"]]
+    logger.info("World model: %d training and %d held-out transitions", len(train), heldout)
+    metrics = {
+        "world_model/train_examples": float(len(train)), "world_model/heldout_examples_total": float(heldout),
+        "world_model/train_solved_endings": float((train["response"] == SOLVED_MARKER).sum()),
+        "world_model/train_failed_endings": float((train["response"] == FAILED_MARKER).sum()),
+    }
+    metrics.update({f"world_model/train_examples/{source}": float(count) for source, count in train["source"].value_counts().items()})
+    tracking.log_metrics(metrics)
     return examples
 
 

@@ -1,9 +1,10 @@
-"""One RL run's setup (``run_rl``): a private copy of the starting policy, its frozen KL
-reference (``training.checkpoint.frozen_copy``), the method that ``training.rl.algorithm``
-names (``methods.registry``) and the held-out evaluator (``evaluation.heldout.heldout_evaluator``);
-then the loop (``training.loop.train_rl``, the same for every method). ``hindsight.config.rl_setup``
-builds the ``RLSetup`` (``methods.run_setup``) from the project's settings. The training
-pipeline runs one; the experiment grid runs one per cell.
+"""One RL run end to end (``run_rl``): the method that ``training.rl.algorithm`` names
+(``methods.registry``), a private copy of the starting policy, its frozen KL reference
+(``training.checkpoint.frozen_copy``) and the held-out evaluator
+(``evaluation.heldout.heldout_evaluator``); then the loop (``training.loop.train_rl``, the
+same for every method). ``hindsight.config.rl_setup`` builds the ``RLSetup``
+(``training.run_setup``) from the project's settings. The training pipeline runs one; the
+experiment grid runs one per cell.
 
 The run ends with its last update's policy, or with ``training.rl.end_policy: best_seen``
 the held-out point best on seen tasks (``training.end_selection``).
@@ -21,7 +22,7 @@ import pandas as pd
 from hindsight.envs import make_env
 from hindsight.evaluation.heldout import heldout_evaluator
 from hindsight.methods.registry import build_method
-from hindsight.methods.run_setup import RLSetup
+from hindsight.training.run_setup import RLSetup
 from hindsight.policy import Policy
 from hindsight.training.checkpoint import frozen_copy
 from hindsight.training.data_parallel import DataParallel
@@ -66,9 +67,9 @@ def run_rl(
     Returns:
         ``RLRunResult``; with ``evaluate_start`` the history's first row is update 0.
     """
+    method = build_method(config, MethodContext(analyzer=setup.analyzer, skill_bank=skill_bank, world_model=world_model))
     policy = copy.deepcopy(start_policy)
     reference = frozen_copy(start_policy.model)
-    method = build_method(config, MethodContext(analyzer=setup.analyzer, skill_bank=skill_bank, world_model=world_model))
     evaluate = evaluator = heldout_evaluator(setup.specs, method.rollout_settings(setup.rollout, heldout=True), setup.heldout)
     check_end_policy(config.end_policy, config.eval_every, setup.heldout.play.splits)
     writer = parallel is None or parallel.is_writer  # under torchrun only rank 0 evaluates, so only it picks

@@ -24,7 +24,7 @@ from hindsight.evaluation.semi_online import evaluate_semi_online
 from hindsight.rollout.engine import RolloutConfig
 from hindsight.rollout.tasks import TaskRef, make_tasks, spec_key
 from hindsight.methods.registry import build_method
-from hindsight.methods.run_setup import RLSetup
+from hindsight.training.run_setup import RLSetup
 from hindsight.training.checkpoint import frozen_copy
 from hindsight.training.loop import RLRunResult, train_rl
 from hindsight.training.rl_config import RLConfig

@@ -4,7 +4,7 @@ once, every sample's remaining ids read over its cache.
 The skill-augmented prompts of one episode all start with the same ids: the task line and
 the injected skill block (``policy.skill_injection``), about a third of a step prompt with a
 compact skill (and the episodes of one task with the same skill share them all). Scoring
-each prompt from its start (``distillation.response_logprobs``) reads that prefix once per
+each prompt from its start (``training.distillation.response_logprobs``) reads that prefix once per
 step; here it is read once:
 
 1. ``shared_prefix_lengths``: per sample, the length of the longest id prefix its group

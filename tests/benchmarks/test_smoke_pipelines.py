@@ -1,0 +1,43 @@
+"""The benchmarks that run Kedro, smoke-run at a tiny size on ``conf/test``
+(``conftest.run_benchmark``): ``rl_update_cost.py`` and ``profile_run.py`` run ``kedro run``
+in an isolated copy of the project (``tests/pipelines/kedro_project.py``) whose prerequisite
+stages ran once here; the reliability scripts build their own copies (bad input through
+ingestion sessions, a training run killed and resumed). Minutes of Kedro runs: the file is
+slow and ``pipeline``-marked."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pipelines"))
+from kedro_project import KedroProject  # noqa: E402
+
+pytestmark = [pytest.mark.slow, pytest.mark.pipeline]
+
+SMOKE = {
+    "rl_update_cost.py": (("--updates", "1", "--env", "test", "--config", "training.rl.algorithm=grpo"), "**one update**"),
+    "profile_run.py": (("--out", "{tmp}/profile.raw", "--", "--env", "test", "--pipeline", "ingestion"), "By phase over the whole run"),
+    "reliability_inputs.py": ((), "dataset versions written on bad input: 0"),
+    "reliability_resume.py": (("--kills", "1", "--updates", "2", "--seed", "0"), "identical resumes: 1/1"),
+}
+IN_PROJECT = ("rl_update_cost.py", "profile_run.py")
+"""The scripts that run ``kedro run`` in the current directory: they run in the project."""
+
+
+@pytest.fixture(scope="module")
+def stage1_project(tmp_path_factory) -> KedroProject:
+    """A project copy on ``conf/test`` with a Stage-1 checkpoint (what RL training starts from)."""
+    project = KedroProject(tmp_path_factory.mktemp("benchmark_project"))
+    project.run(pipeline_names=["ingestion", "behaviour_cloning", "skills", "stage1"])
+    return project
+
+
+@pytest.mark.parametrize("script", sorted(SMOKE))
+def test_the_script_prints_its_figures_at_a_tiny_size(script, run_benchmark, request):
+    cwd = request.getfixturevalue("stage1_project").path if script in IN_PROJECT else None
+    args, expected = SMOKE[script]
+    output = run_benchmark(script, args, cwd=cwd)
+    assert expected in output, f"{script} printed no {expected!r}:\n{output[-3000:]}"
