@@ -26,7 +26,7 @@ overrides of the RL settings:
     seed_unrelated_skill_distill_weight_1
                       its control: the unrelated skill, also at weight 1
     empo              EMPO from the base policy: the training tasks' gold episodes replayed
-                      as the environment (``methods.empo_run.empo_grid_setup``)
+                      as the environment (``runs.empo_run.empo_grid_setup``)
     wmr1              WM-R1 from the Stage-1 checkpoint: GRPO inside the learned world model
                       (the catalog's ``world_model``: ``kedro run --pipeline world_model``)
     grpo_stepo        GRPO + STEPO: 1/T_i step weights, zero-variance filter with refill,
