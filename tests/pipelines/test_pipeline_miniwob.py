@@ -121,7 +121,10 @@ def test_wmr1_learns_the_page_and_trains_inside_it(miniwob_run):
     assert examples["prompt"].str.contains(r"\[\d+\] [A-Z]").all()  # every prompt shows a page view
     explored = pd.read_parquet(world.outputs["02_intermediate/world_model_exploration.parquet"])
     assert explored["episode_id"].nunique() == len(TRAINED)  # one random episode per task type, in Chromium
-    steps = pd.concat([explored] + [pd.read_parquet(record.outputs[name]) for name in ("03_primary/trajectories.parquet", "04_feature/skill_rollouts.parquet")])
+    played = pd.read_parquet(world.outputs["02_intermediate/world_model_policy_episodes.parquet"])
+    assert played["episode_id"].str.startswith("policy/").all() and len(played)  # conf/test's policy_episodes: the start policy's own
+    recorded = [pd.read_parquet(record.outputs[name]) for name in ("03_primary/trajectories.parquet", "04_feature/skill_rollouts.parquet")]
+    steps = pd.concat([explored, played, *recorded])
     lost = sum(ended_lost(episode.sort_values("step"), JOB["environment"]["max_steps"]) for _, episode in steps.groupby("episode_id"))
     assert (examples["response"] == FAILED_MARKER).sum() == lost  # every episode the page ended lost, learnt as failed
     evaluation = pd.read_parquet(world.outputs["07_model_output/world_model_evaluation.parquet"])
