@@ -19,7 +19,7 @@ import hindsight.envs  # noqa: F401  (registers the ids)
 from hindsight.data.expert import play_gold_episode
 from hindsight.envs import EnvironmentConfigError, EnvironmentSpec, make_env
 from hindsight.envs.gym_ids import MINIWOB_GYM_TASKS, TWX_GAMES, builtin_gym_ids, register_gym_env
-from hindsight.envs.miniwob.tasks import MISSING_ACTIONS
+from hindsight.envs.miniwob.tasks import MISSING_ACTIONS, REAL_TIME_TASKS, task_names
 from hindsight.envs.gym_wrapper import REPLACEMENT_CHAR, TEXT_CHARSET, fold_size
 from hindsight.envs.textworldexpress import GAME_PARAMETERS
 from hindsight.skills.skill_bank import skill_bank_from_table
@@ -266,6 +266,14 @@ REFUSALS_OF_MINIWOB["hindsight/miniwob-click-pie-v0"] = "play 'click-pie-nodelay
 def test_every_registered_hindsight_id_is_a_builtin():
     registered = {env_id for env_id in gymnasium.registry if env_id.startswith("hindsight/")}
     assert registered == set(builtin_gym_ids())
+
+
+def test_only_the_real_time_miniwob_ids_are_registered_nondeterministic():
+    """Their page moves between a step's two plays (check_env skips its step-determinism
+    check for them); every other id keeps the check."""
+    flagged = {env_id for env_id in builtin_gym_ids() if gymnasium.spec(env_id).nondeterministic}
+    assert flagged == {f"hindsight/miniwob-{task}-v0" for task in REAL_TIME_TASKS}
+    assert set(REAL_TIME_TASKS) <= set(task_names())
 
 
 def _fast_ids() -> list[str]:

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import gymnasium
 
 from hindsight.envs.gym_wrapper import make_expert_replay_gym, make_family_gym, make_world_model_gym
-from hindsight.envs.miniwob.tasks import task_names
+from hindsight.envs.miniwob.tasks import REAL_TIME_TASKS, task_names
 
 TWX_GAMES = ("twc", "cookingworld", "coin", "mapreader", "arithmetic", "sorting", "simonsays", "peckingorder")
 """TextWorldExpress's games (``textworldexpress.GAME_PARAMETERS``; kept here so that
@@ -66,17 +66,22 @@ def builtin_gym_ids() -> dict[str, tuple[Callable[..., gymnasium.Env] | str, dic
     return ids
 
 
-def register_gym_env(env_id: str, factory: Callable[..., gymnasium.Env] | str, **default_kwargs: Any) -> None:
+def register_gym_env(
+    env_id: str, factory: Callable[..., gymnasium.Env] | str, *, nondeterministic: bool = False, **default_kwargs: Any
+) -> None:
     """Register ``factory`` (keyword arguments -> ``gymnasium.Env``, or its ``module:name``) under ``env_id``, so that
     ``gymnasium.make(env_id, **kwargs)`` builds it with ``default_kwargs`` updated by
-    ``kwargs``. Registering an id again replaces it (a module imported twice)."""
+    ``kwargs``; ``nondeterministic``: the same seed and actions need not give the same steps
+    (Gymnasium's spec flag; ``check_env`` then skips its step-determinism check). Registering
+    an id again replaces it (a module imported twice)."""
     gymnasium.registry.pop(env_id, None)
-    gymnasium.register(id=env_id, entry_point=factory, kwargs=dict(default_kwargs))
+    gymnasium.register(id=env_id, entry_point=factory, nondeterministic=nondeterministic, kwargs=dict(default_kwargs))
 
 
 def register_builtin_gym_envs() -> list[str]:
     """Register every id of ``builtin_gym_ids``; return them."""
     ids = builtin_gym_ids()
+    real_time = {f"hindsight/miniwob-{task}-v0" for task in REAL_TIME_TASKS}
     for env_id, (factory, defaults) in ids.items():
-        register_gym_env(env_id, factory, **defaults)
+        register_gym_env(env_id, factory, nondeterministic=env_id in real_time, **defaults)
     return list(ids)

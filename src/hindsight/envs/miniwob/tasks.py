@@ -61,6 +61,10 @@ MISSING_ACTIONS: dict[str, str] = {
 }
 """MiniWoB task -> the action it needs that the action set lacks (see the module docstring)."""
 ACTION_SET = 'click [ref], type [ref] "text" (text fields), press KEY, click x y'
+REAL_TIME_TASKS = ("chase-circle", "moving-items", "stock-market")
+"""Playable tasks whose page moves in real time: the same seed starts the same page, but what
+a step sees depends on when it lands (their Gymnasium ids are registered nondeterministic)."""
+
 UNSTEADY_TASKS: dict[str, str] = {
     "click-pie": "click-pie-nodelay",
 }
