@@ -286,8 +286,15 @@ def snapshot_source(project: Path) -> None:
     shutil.copytree(ROOT / "src" / "hindsight", project / "src" / "hindsight", ignore=shutil.ignore_patterns("__pycache__"))
 
 
-def prepare_project(directory: Path, params: str) -> Path:
-    """A project copy (with a snapshot of the code) with the prerequisite pipelines run once."""
+def prepare_project(directory: Path, params: str, prepared: Path | None = None) -> Path:
+    """A project copy (with a snapshot of the code) with the prerequisite pipelines run once,
+    or with the catalog of ``prepared`` (a project whose prerequisites ran; its training
+    checkpoints cleared, so that the reference run starts afresh)."""
+    if prepared is not None:
+        KedroProject.copy_of(prepared, directory)
+        snapshot_source(directory)
+        clear_checkpoints(directory)
+        return directory
     KedroProject(directory)
     snapshot_source(directory)
     attempt = kedro_run(directory, ["--pipelines", PREREQUISITES, "--params", params])
@@ -309,18 +316,21 @@ def run_until_done(project: Path, params: str, kill_when: KillRule | None = None
     return first, rerun
 
 
-def measure(kills: int = 5, seed: int = 0, updates: int = 6, workdir: str | None = None) -> list[tuple[str, str]]:
+def measure(
+    kills: int = 5, seed: int = 0, updates: int = 6, workdir: str | None = None, prepared: Path | None = None, params: str = ""
+) -> list[tuple[str, str]]:
     """Kill ``kills`` training runs at seeded random points (and one during a checkpoint
-    write), rerun each and compare with an uninterrupted run.
+    write), rerun each and compare with an uninterrupted run (``params``: more ``--params``
+    of every run; ``prepared``: ``prepare_project``'s).
 
     Returns:
         ``(figure, value)`` pairs; ``identical resumes`` is ``k/N`` over the kills that
         landed, ``kill during checkpoint write`` says how that trial went.
     """
-    params = f"training.rl.updates={updates}"
+    params = ",".join([f"training.rl.updates={updates}", *([params] if params else [])])
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="reliability_resume_", dir=workdir) as tmp:
-        project = prepare_project(Path(tmp) / "project", params)
+        project = prepare_project(Path(tmp) / "project", params, prepared)
         reference_run, _ = run_until_done(project, params)
         reference, shortest = final_outcome(project), min(final_outcome(project, wall_clock=True).history[WALL_CLOCK_COLUMNS[0]])
         points = sorted((rng.randint(1, updates), round(rng.uniform(0.0, shortest), 2)) for _ in range(kills))
@@ -366,8 +376,10 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--updates", type=int, default=6, help="RL updates of the test configuration's run")
+    parser.add_argument("--params", default="", help="more kedro --params of every run (e.g. training.rl.tasks_per_update=1)")
+    parser.add_argument("--prepared", type=Path, help="a project whose prerequisite pipelines ran: its catalog is copied instead")
     args = parser.parse_args()
-    figures = measure(kills=args.kills, seed=args.seed, updates=args.updates)
+    figures = measure(kills=args.kills, seed=args.seed, updates=args.updates, prepared=args.prepared, params=args.params)
     for label, value in figures:
         print(f"{label}: {value}")
     done, landed = (int(x) for x in dict(figures)["identical resumes"].split("/"))

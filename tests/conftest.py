@@ -1,5 +1,6 @@
-"""Fixtures for the whole suite: one thread for torch, and the real twc game with a tiny
-policy built on its gold episodes (each built once per session, shared by every directory);
+"""Fixtures for the whole suite: one thread for torch, the real twc game with a tiny policy
+built on its gold episodes, and the trained project (``trained_project``: the default
+pipeline on conf/test), each built once per worker and shared by every directory;
 and how the parallel run (``pytest -n 2 --dist loadfile``: two worker processes, one core
 each) splits the files: heaviest first, each worker with its own trained project.
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import functools
 import os
 import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,6 +38,9 @@ from hindsight.policy.tokenizer import train_tokenizer  # noqa: E402
 from hindsight.rollout.tasks import make_tasks  # noqa: E402
 
 from episodes import gold_steps as gold_steps_of  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "pipelines"))
+from kedro_project import KedroProject, RunRecord  # noqa: E402
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,30 +76,33 @@ the files that read them run on one worker, so each stage runs once (the world m
 State2State checkpoint, and the one experiment grid that the grid tests share)."""
 
 HEAVIEST_FIRST = [
-    # Test files (or the shared-stage group) by their measured wall time, slowest first
-    # (``python -m pytest -n 2 --dist loadfile --durations=0``, and with ``-m slow``): handed
-    # out first, so that the two workers end together instead of one starting the slowest
-    # file last.
-    "shared stages",  # -m slow: the trained project, the world model, State2State, the grid (11 cells) and its Ray run
-    "tests/pipelines/test_pipeline_miniwob.py",  # -m slow: about 150 s (the tiny MiniWoB++ job)
-    "tests/training/test_distributed.py",
-    "tests/reliability/test_kill_resume.py",
+    # Work units by their measured worker seconds in one session of every tier (``python -m
+    # pytest -n 2 --dist loadfile -m '' --durations=0``), slowest first: handed out first, so
+    # that the two workers end together instead of one starting the slowest file last. The
+    # README's command (``-m 'not slow'``) keeps the same order for the files it selects.
+    "shared stages",  # the trained project, the world model, State2State, the grid (11 cells), its Ray run: ~270 s
+    "tests/pipelines/test_pipeline_miniwob.py",  # ~150 s: the tiny MiniWoB++ job in Chromium, then WM-R1
+    "tests/benchmarks/test_smoke_processes.py",  # ~150 s: Ray, torchrun, JVMs, Chromium started by the scripts
     "tests/training/test_async_rollouts.py",
+    "tests/benchmarks/test_smoke_pipelines.py",
+    "tests/training/test_distributed.py",
     "tests/reliability/test_rollout_worker_faults.py",
-    "tests/training/test_async_schedulers.py",
-    "tests/pipelines/test_pipeline_pretrained.py",
-    "tests/pipelines/test_pipeline_seed_release.py",
-    "tests/pipelines/test_pipeline_seed_distillation.py",
-    "tests/training/test_rl_schedulers_resume.py",
-    "tests/training/test_seed_controls.py",
+    "tests/envs/test_gym.py",
+    "tests/reliability/test_kill_resume.py",
+    "tests/experiments/test_grid_ray_cluster.py",
+    "tests/envs/test_miniwob_env.py",
+    "tests/stage1/test_premise_pieces.py",
+    "tests/reliability/test_bad_input_catalog.py",
     "tests/training/test_rl_resume.py",
-    "tests/envs/test_scienceworld.py",
-    "tests/reliability/test_env_faults.py",
+    "tests/training/test_async_schedulers.py",
+    "tests/envs/test_gym_miniwob_ids.py",
+    "tests/training/test_gui_schedulers.py",
+    "tests/training/test_rl_schedulers_resume.py",
+    "tests/envs/test_miniwob_lifetime_browsers.py",
+    "tests/pipelines/test_pipeline_pretrained.py",
     "tests/world_model/test_world_model_env.py",
-    "tests/training/test_seed_gpt_oss.py",
-    "tests/training/test_stepo.py",
-    "tests/pipelines/test_pipeline_multiturn_sft.py",
-    "tests/pipelines/test_pipeline_empo.py",
+    "tests/envs/test_miniwob_solvers.py",
+    "tests/reliability/test_env_faults.py",
 ]
 
 
@@ -182,3 +190,15 @@ def tiny_policy(tokenizer):
     """The "tiny" preset, freshly initialised (seed 0), on CPU. Shared by the whole session:
     tests that train or change it work on a ``copy.deepcopy``."""
     return build_policy("tiny", tokenizer, seed=0, device="cpu")
+
+
+@pytest.fixture(scope="session")
+def trained_project(tmp_path_factory) -> tuple[KedroProject, RunRecord]:
+    """The whole default pipeline (ingestion -> behaviour_cloning -> skills -> stage1 ->
+    training -> evaluation) run once per worker on ``conf/test`` in a fresh project
+    (``tests/pipelines/kedro_project.py``). A test that runs a stage with settings of its own
+    works on ``KedroProject.copy_of(trained_project[0], tmp_path)``; the benchmarks' smoke
+    tests start their Kedro runs from such a copy too."""
+    project = KedroProject(tmp_path_factory.mktemp("trained_project"))
+    record = project.run()
+    return project, record

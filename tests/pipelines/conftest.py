@@ -1,6 +1,6 @@
-"""Fixtures of the pipeline tests: isolated project copies (``kedro_project``) and the
-whole default pipeline run once per session, with the stages that start from it
-(``world_model``, ``state2state``) run once on it for every test that reads them, and the
+"""Fixtures of the pipeline tests: the stages that start from the trained project
+(``trained_project`` of tests/conftest.py: the whole default pipeline run once per worker),
+``world_model`` and ``state2state``, run once on it for every test that reads them, and the
 experiment grid run once on it for every grid test.
 
 A test that runs a later stage with settings of its own works on
@@ -18,15 +18,6 @@ from kedro_project import PROJECT_ROOT, KedroProject, RunRecord
 OPT_IN_METHODS = ["wmr1", "grpo_state2state", "grpo_async"]
 """The grid's methods that start from the catalog's models (the world model, the State2State
 checkpoint) or run a rollout worker process, added to the quick preset's in ``experiment_grid``."""
-
-
-@pytest.fixture(scope="session")
-def trained_project(tmp_path_factory) -> tuple[KedroProject, RunRecord]:
-    """The whole default pipeline (ingestion -> behaviour_cloning -> skills -> stage1 ->
-    training -> evaluation) run once on ``conf/test`` in a fresh project."""
-    project = KedroProject(tmp_path_factory.mktemp("trained_project"))
-    record = project.run()
-    return project, record
 
 
 @pytest.fixture(scope="session")

@@ -11,10 +11,12 @@ versioned dataset and its MLflow run, read back from the project's own ``mlflow.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import shutil
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,18 @@ class RunRecord:
     """The id of an MLflow run still active in this process after the session, if any."""
 
 
+@functools.cache
+def empty_tracking_database() -> Path:
+    """An MLflow SQLite database with every table created and migrated and no run, made once
+    per process in a temporary folder: each project starts from a copy of it (about 30 ms)
+    instead of MLflow creating the schema afresh (about a second, over a thousand commits)."""
+    import mlflow
+
+    path = Path(tempfile.mkdtemp(prefix="mlflow_schema_")) / "mlflow.db"
+    mlflow.MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments()
+    return path
+
+
 class KedroProject:
     """An isolated copy of the project in a temporary directory."""
 
@@ -53,20 +67,21 @@ class KedroProject:
             shutil.copytree(PROJECT_ROOT / "conf" / part, path / "conf" / part)
         (path / "conf" / "local").mkdir()
         self._pin_tracking_database()
+        shutil.copy(empty_tracking_database(), path / "mlflow.db")
         shutil.copy(PROJECT_ROOT / "pyproject.toml", path / "pyproject.toml")
         (path / "src").mkdir()
         for layer in DATA_LAYERS:
             (path / "data" / layer).mkdir(parents=True)
 
     @classmethod
-    def copy_of(cls, source: "KedroProject", path: Path) -> "KedroProject":
-        """A new project at ``path`` whose ``data/`` is a copy of ``source``'s (every version
-        of every dataset; conf/test and conf/base copied afresh), with an MLflow database of
-        its own: a test runs one later stage on a trained project without training the
-        earlier stages again, and without touching ``source``."""
+    def copy_of(cls, source: "KedroProject | Path", path: Path) -> "KedroProject":
+        """A new project at ``path`` whose ``data/`` is a copy of ``source``'s (a project or
+        its folder; every version of every dataset; conf/test and conf/base copied afresh),
+        with an MLflow database of its own: a test runs one later stage on a trained project
+        without training the earlier stages again, and without touching ``source``."""
         project = cls(path)
         shutil.rmtree(path / "data")
-        shutil.copytree(source.path / "data", path / "data", symlinks=True)
+        shutil.copytree(getattr(source, "path", source) / "data", path / "data", symlinks=True)
         return project
 
     def _pin_tracking_database(self) -> None:

@@ -116,13 +116,14 @@ def test_wmr1_learns_the_page_and_trains_inside_it(miniwob_run):
     """``--pipeline world_model`` on the page views (held-out scores per action type), then
     ``--pipeline wmr1``: one update inside the world model, no browser left."""
     record, project = miniwob_run
-    world = project.run(pipeline_names=["world_model"], runtime_params={"world_model": {"random_episodes_per_game": 1}})
+    one_each = {"random_episodes_per_game": 1, "policy_episodes": {"tasks_per_game": 1, "episodes_per_task": 2}}
+    world = project.run(pipeline_names=["world_model"], runtime_params={"world_model": one_each})
     examples = pd.read_parquet(world.outputs["05_model_input/world_model_examples.parquet"])
     assert examples["prompt"].str.contains(r"\[\d+\] [A-Z]").all()  # every prompt shows a page view
     explored = pd.read_parquet(world.outputs["02_intermediate/world_model_exploration.parquet"])
     assert explored["episode_id"].nunique() == len(TRAINED)  # one random episode per task type, in Chromium
     played = pd.read_parquet(world.outputs["02_intermediate/world_model_policy_episodes.parquet"])
-    assert played["episode_id"].str.startswith("policy/").all() and len(played)  # conf/test's policy_episodes: the start policy's own
+    assert played["episode_id"].str.startswith("policy/").all() and len(played)  # the start policy's own, 2 per task type
     recorded = [pd.read_parquet(record.outputs[name]) for name in ("03_primary/trajectories.parquet", "04_feature/skill_rollouts.parquet")]
     steps = pd.concat([explored, played, *recorded])
     lost = sum(ended_lost(episode.sort_values("step"), JOB["environment"]["max_steps"]) for _, episode in steps.groupby("episode_id"))

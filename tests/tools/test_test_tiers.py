@@ -12,8 +12,8 @@ must not) when its syntax tree
 
 1. names ``KedroProject`` (``tests/pipelines/kedro_project.py``, or the benchmarks' copy of
    it), ``KedroSession`` or ``bootstrap_project``: imported, called, or as an attribute;
-2. takes one of the fixtures of ``tests/pipelines/conftest.py`` (the trained project and the
-   stages run on it, read from that file) as a parameter; or
+2. takes as a parameter the trained project (``tests/conftest.py``) or one of the stages run
+   on it (``tests/pipelines/conftest.py``), read from those files; or
 3. holds the string ``"kedro"`` as a whole constant: the ``kedro`` command of a
    ``subprocess`` (``[sys.executable, "-m", "kedro", "run"]``, ``with_name("kedro")``).
 
@@ -43,13 +43,17 @@ def syntax_tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text())
 
 
-def pipeline_fixtures(conftest: Path = TESTS / "pipelines" / "conftest.py") -> set[str]:
-    """The fixtures ``conftest`` defines (functions decorated with ``pytest.fixture``)."""
-    tree = ast.parse(conftest.read_text())
-    return {
-        node.name for node in tree.body
-        if isinstance(node, ast.FunctionDef) and any("fixture" in ast.unparse(decorator) for decorator in node.decorator_list)
-    }
+def pipeline_fixtures() -> set[str]:
+    """The fixtures that run Kedro: every fixture of tests/pipelines/conftest.py, and those of
+    tests/conftest.py that build a ``KedroProject`` (the trained project)."""
+    found = set()
+    for conftest, kedro_only in ((TESTS / "pipelines" / "conftest.py", False), (TESTS / "conftest.py", True)):
+        for node in ast.parse(conftest.read_text()).body:
+            if not isinstance(node, ast.FunctionDef) or not any("fixture" in ast.unparse(decorator) for decorator in node.decorator_list):
+                continue
+            if not kedro_only or "KedroProject" in ast.unparse(node):
+                found.add(node.name)
+    return found
 
 
 def is_module_pytestmark(statement: ast.stmt) -> bool:

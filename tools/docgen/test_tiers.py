@@ -106,8 +106,8 @@ def render(collected: list[Collected]) -> str:
         ("the unit tier", "`-m unit`", count(having=("unit",))),
         ("the README's command without the pipeline tests", "`-m 'not slow and not pipeline'`", count(lacking=("slow", "pipeline"))),
         ("the pipeline tests (a Kedro project runs)", "`-m pipeline`", count(having=("pipeline",))),
-        ("the slow tests (`.ci/run`'s second set)", "`-m slow`", count(having=("slow",))),
-        ("everything", '`-m ""`', len(collected)),
+        ("the slow tests (left out of the README's command)", "`-m slow`", count(having=("slow",))),
+        ("everything (`.ci/run`)", '`-m ""`', len(collected)),
     )
     lines = [BEGIN, "", "| tier | selected by | tests |", "|---|---|---:|"]
     lines += [f"| {name} | {selector} | {number} |" for name, selector, number in tiers]
