@@ -1,6 +1,7 @@
 """What the smoke tests of ``benchmarks/`` share: ``run_benchmark`` runs a script in this
 process as ``python benchmarks/<script>.py ARGS`` would (``runpy`` with ``__name__`` set to
-``"__main__"``, the scripts' folder first on ``sys.path``) and returns what it printed. In
+``"__main__"``, the scripts' folder first on ``sys.path``), checks that its output holds the
+expected text and returns it. In
 this process, so that a smoke run pays no interpreter start and no torch import of its own.
 Each test file declares ``SMOKE``: script -> (arguments, a text its output must hold); an
 argument may name ``{tmp}`` (the test's temporary folder) or a value the test passes in.
@@ -22,9 +23,10 @@ BENCHMARKS = ROOT / "benchmarks"
 
 @pytest.fixture
 def run_benchmark(monkeypatch, capsys, tmp_path):
-    """``run(script, args, cwd=None, **values)`` -> the script's standard output."""
+    """``run(script, args, expected, cwd=None, **values)`` -> the script's standard output,
+    which must hold ``expected`` (the figure the script exists for)."""
 
-    def run(script: str, args: tuple[str, ...], cwd: Path | None = None, **values) -> str:
+    def run(script: str, args: tuple[str, ...], expected: str, cwd: Path | None = None, **values) -> str:
         names = {"tmp": tmp_path, **values}
         argv = [functools.reduce(lambda text, name: text.replace(f"{{{name}}}", str(names[name])), names, arg) for arg in args]
         monkeypatch.setattr(sys, "argv", [str(BENCHMARKS / script), *argv])
@@ -36,11 +38,9 @@ def run_benchmark(monkeypatch, capsys, tmp_path):
             runpy.run_path(str(BENCHMARKS / script), run_name="__main__")
         except SystemExit as exit:
             assert exit.code in (None, 0), f"{script} {' '.join(argv)} exited with {exit.code}"
-        return capsys.readouterr().out
+        output = capsys.readouterr().out
+        assert expected in output, f"{script} printed no {expected!r}:\n{output[-3000:]}"
+        return output
 
     return run
 
-
-def check(output: str, expected: str, script: str) -> None:
-    """The smoke run printed the figure it exists for."""
-    assert expected in output, f"{script} printed no {expected!r}:\n{output[-3000:]}"

@@ -36,5 +36,4 @@ SMOKE = {
 @pytest.mark.parametrize("script", sorted(SMOKE))
 def test_the_script_prints_its_figures_at_a_tiny_size(script, run_benchmark):
     args, expected = SMOKE[script]
-    output = run_benchmark(script, args)
-    assert expected in output, f"{script} printed no {expected!r}:\n{output[-3000:]}"
+    run_benchmark(script, args, expected)

@@ -42,5 +42,4 @@ def benchmark_project(trained_project, tmp_path_factory) -> KedroProject:
 def test_the_script_prints_its_figures_at_a_tiny_size(script, run_benchmark, benchmark_project):
     cwd = benchmark_project.path if script in IN_PROJECT else None
     args, expected = SMOKE[script]
-    output = run_benchmark(script, args, cwd=cwd, project=benchmark_project.path)
-    assert expected in output, f"{script} printed no {expected!r}:\n{output[-3000:]}"
+    run_benchmark(script, args, expected, cwd=cwd, project=benchmark_project.path)

@@ -63,5 +63,4 @@ def test_the_script_prints_its_figures_at_a_tiny_size(script, run_benchmark, tmp
     if script == "skill_use.py":
         _stage1_examples(tmp_path / "data", request.getfixturevalue("gold_steps"))
     args, expected = SMOKE[script]
-    output = run_benchmark(script, args, **values)
-    assert expected in output, f"{script} printed no {expected!r}:\n{output[-3000:]}"
+    run_benchmark(script, args, expected, **values)

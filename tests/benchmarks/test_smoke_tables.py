@@ -80,5 +80,4 @@ def test_the_script_prints_its_figures_at_a_tiny_size(script, run_benchmark, tmp
     if script in INPUTS:
         INPUTS[script](tmp_path)
     args, expected = SMOKE[script]
-    output = run_benchmark(script, args)
-    assert expected in output, f"{script} printed no {expected!r}:\n{output[-3000:]}"
+    run_benchmark(script, args, expected)

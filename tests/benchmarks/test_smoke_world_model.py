@@ -25,6 +25,5 @@ SMOKE = {
 @pytest.mark.parametrize("script", sorted(SMOKE))
 def test_the_script_prints_its_tables_at_a_tiny_size(script, run_benchmark):
     args, expected = SMOKE[script]
-    output = run_benchmark(script, args)
-    assert expected in output, f"{script} printed no {expected!r}:\n{output[-3000:]}"
+    output = run_benchmark(script, args, expected)
     assert "outcome_agreement" in output and "imagined_won_share" in output
