@@ -104,7 +104,10 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, help="only the first N corpus files by name (and N whole-pipeline runs)")
-    for name, value in measure(parser.parse_args().files):
+    files = parser.parse_args().files
+    if files is not None and files < 1:
+        parser.error(f"--files must be at least 1 (got {files})")
+    for name, value in measure(files):
         print(f"{name}: {value}")
 
 
