@@ -1,7 +1,10 @@
 """Screens as data on real MiniWoB++ pages (Chromium): the gold episodes' screenshots, a
 filmstrip replay that sees the same pages, and a GUI trajectory file recorded from the
 environment's own element list that reads back as the environment's own view. No browser
-process is left after the module (counted by pid)."""
+process is left after the module (counted by pid).
+
+Not in the unit tier: it starts Chromium (about 16 s), as the other MiniWoB++ tests of
+tests/envs/ do; the default tier runs it."""
 
 from __future__ import annotations
 
@@ -21,8 +24,6 @@ from hindsight.evaluation.filmstrip import GAP, SCALE, replay_frames, write_film
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "envs"))
 from miniwob_checks import no_browser_left  # noqa: E402, F401  (fixture)
-
-pytestmark = pytest.mark.unit
 
 SPECS = [EnvironmentSpec("miniwob", "enter-text", max_steps=4), EnvironmentSpec("miniwob", "click-checkboxes", max_steps=8)]
 
