@@ -100,3 +100,19 @@ def test_the_controls_are_grid_methods_of_the_full_preset():
 def test_a_bad_control_setting_names_the_setting_and_the_choices(key, value):
     with pytest.raises((ParameterError, ValueError), match=rf"training\.rl\.methods\.seed\b.*\b{key} must be one of \("):
         method_settings(build(RLConfig, {"methods": {"seed": {key: value}}}, "training.rl"))
+
+
+def test_the_loop_labels_the_played_actions_and_seed_reads_them(runs):
+    """``training.rl.action_labels`` (on by default): the played steps labelled along the gold
+    sequence (twc and cookingworld: the gold solver's next action), the same labels for the
+    same rollouts, and SEED's gate read on the labelled samples."""
+    seed = runs["seed"][1]
+    assert 0.0 < seed["labels/labelled_step_share"] <= 1.0  # at least every episode's first step
+    assert 0.0 <= seed["labels/optimal_share"] <= 1.0
+    for name in CONTROLS:
+        for key in ("labels/labelled_step_share", "labels/optimal_share"):
+            assert runs[name][1][key] == seed[key], (name, key)
+    assert seed["opd/labelled_sample_share"] > 0.0
+    if "opd/gate_push" in runs["seed_ungated"][1]:  # both sides were played
+        assert runs["seed_ungated"][1]["opd/gate_push"] == 0.0
+        assert 0.0 <= seed["opd/shift_auroc"] <= 1.0

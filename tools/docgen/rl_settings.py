@@ -50,7 +50,8 @@ GROUPS = {
     ),
     "evaluation": (
         "Parameters that control evaluation and the end policy",
-        "The held-out curve during training and which policy the run ends with.",
+        "The held-out curve during training, which policy the run ends with, and whether the played "
+        "actions are labelled optimal or not where the environment can (the mechanism figures).",
     ),
     "checkpoints": (
         "Parameters that control checkpoints",
@@ -83,6 +84,7 @@ RL_GROUPS = {
     "rollout_weights": "rollouts",
     "eval_every": "evaluation",
     "end_policy": "evaluation",
+    "action_labels": "evaluation",
     "checkpoint_every": "checkpoints",
     "schedulers": "schedulers",
 }

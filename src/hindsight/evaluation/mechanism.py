@@ -4,8 +4,11 @@ The held-out tables say whether the trained agent wins more; these figures say w
 method did what it claims while it trained. For SEED: the share of the episodes' hindsight
 skills that parsed, the share of step samples distilled toward the skill-conditioned
 policy, the distillation loss, the gate (its mean, and the share of tokens whose teacher
-gap is positive: gate above 0.5) and the teacher gap itself; for every method the training
-rollouts' success and the PPO loss. They come from the training history
+gap is positive: gate above 0.5), the teacher gap itself, and where the environment labels
+the played actions optimal or not (``training.rl.action_labels``) the gate's push toward the
+optimal ones and the AUROC of the skill's shift; for every method the training rollouts'
+success, the share of its played actions that were optimal, and the PPO loss. They come
+from the training history
 (``training_history``: one row per update, the metrics the method logged to MLflow); a
 method without a distillation term shows only the columns it logged.
 """
@@ -22,11 +25,17 @@ MECHANISM_COLUMNS: dict[str, str] = {
     "opd/gate_mean": "gate mean",
     "opd/gate_active_ratio": "tokens with gate > 0.5",
     "opd/teacher_gap_mean": "teacher gap (nats)",
+    "labels/optimal_share": "played actions optimal",
+    "opd/gate_push": "gate push, optimal minus suboptimal",
+    "opd/shift_auroc": "shift AUROC, optimal vs suboptimal",
+    "labels/optimal_share": "played actions optimal",
+    "opd/gate_push": "gate push, optimal minus suboptimal",
+    "opd/shift_auroc": "shift AUROC, optimal vs suboptimal",
     "losses/ppo": "PPO loss",
     "kl/ref": "KL to reference",
 }
 """History column -> its label in the report, in the report's order."""
-SHARES = {"rollout/success_rate", "opd/skill_parse_rate", "opd/distilled_sample_ratio", "opd/gate_active_ratio"}
+SHARES = {"rollout/success_rate", "opd/skill_parse_rate", "opd/distilled_sample_ratio", "opd/gate_active_ratio", "labels/optimal_share"}
 """Columns shown as percentages."""
 
 
@@ -60,4 +69,6 @@ def _value(column: str, value) -> str:
         return "-"
     if column in SHARES:
         return f"{100 * float(value):.1f}%"
+    if column == "opd/gate_push":  # of the order of opd_coef times a gate difference
+        return f"{float(value):+.2e}"
     return f"{float(value):.4f}"

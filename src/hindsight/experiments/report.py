@@ -115,6 +115,9 @@ MECHANISM_METRICS = {
     "losses/opd": "distillation loss",
     "opd/gate_mean": "gate mean",
     "opd/teacher_gap_mean": "teacher gap (nats)",
+    "labels/optimal_share": "played actions optimal",
+    "opd/gate_push": "gate push, optimal minus suboptimal",
+    "opd/shift_auroc": "shift AUROC, optimal vs suboptimal",
     "opd/teacher_gap_positive_ratio": "gap > 0 share",
     "opd/skill_unrelated_share": "unrelated-skill share",
     "empo/match_rate": "EMPO match rate",
@@ -123,8 +126,9 @@ MECHANISM_METRICS = {
     "world_model/simulated_success_rate": "simulated success",
     "stepo/kept_sample_ratio": "STEPO kept samples",
 }
-"""The per-update metrics that show a method's own mechanism ran, by label: SEED's terms,
-EMPO's match and patch rates against the expert, WM-R1's world-model calls and the success
+"""The per-update metrics that show a method's own mechanism ran, by label: SEED's terms
+(with, where the environment labels the played actions, the share played optimal and the
+gate's push toward them), EMPO's match and patch rates against the expert, WM-R1's world-model calls and the success
 of its simulated episodes, the share of samples STEPO's zero-variance filter kept."""
 
 

@@ -19,6 +19,7 @@ unrelated``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -27,6 +28,8 @@ from hindsight import algorithms
 from hindsight.algorithms.losses import DISTILL_GATES
 from hindsight.methods.skill_distillation import SkillDistillation, SkillSettings
 from hindsight.methods.step_scores import STEP_SCORES, release_step_scores
+from hindsight.policy import Policy
+from hindsight.training.played_labels import LABEL_COLUMN
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.loss_terms import LossTerm
 from hindsight.training.rl_config import RLConfig
@@ -78,6 +81,14 @@ class SEED(SkillDistillation):
                 "puts an invalid action's penalty on its own step (set step_score: episode_return, or step_weights: false)"
             )
 
+    def analyze(self, policy: Policy, batch: RolloutBatch, rl: RLConfig) -> dict[str, float]:
+        """``SkillDistillation``'s figures, and where the loop labelled the played actions
+        (``training.rl.action_labels``) the gate on optimal against suboptimal ones."""
+        metrics = super().analyze(policy, batch, rl)
+        if self.uses_skills:
+            metrics.update(labelled_gate_figures(batch, self.settings.gate_beta, self.settings.opd_coef, self.settings.distill_gate))
+        return metrics
+
     def episode_scores(self, batch: RolloutBatch, rl: RLConfig, max_steps: int) -> torch.Tensor:
         if self.settings.step_score == "release":
             return release_step_scores(batch.table)
@@ -93,3 +104,42 @@ class SEED(SkillDistillation):
         # the gap is logged once, before the update, as l_skill - l_old (SkillDistillation.analyze)
         gate_metrics = {f"opd/{k}": float(v) for k, v in opd_metrics.items() if k != "teacher_gap_mean"}
         return [LossTerm("opd", opd, distill_mask, gate_metrics, coefficient=settings.opd_coef, rows="distilled")]
+
+
+def labelled_gate_figures(batch: RolloutBatch, gate_beta: float, coefficient: float, gate: str = "sigmoid") -> dict[str, float]:
+    """What SEED's gate makes of the played actions the loop labelled (``LABEL_COLUMN`` of
+    ``batch.table``; samples with a teacher only), before the update (gap = l_skill - l_old
+    over the tokens the policy chose):
+
+    - ``opd/labelled_sample_share``: the share of samples with a teacher and a label;
+    - ``opd/gate_optimal``, ``opd/gate_suboptimal``: the gate's token mean on each side;
+    - ``opd/gate_push``: ``coefficient`` times their difference (``algorithms.gate_push``): how
+      much more the distillation term weighs the optimal actions' tokens;
+    - ``opd/shift_auroc``: the AUROC of the action's summed gap, optimal against suboptimal,
+      pooled over the played actions (0.5: the skill's shift does not rank them).
+
+    The last three only when both sides have an action. Ungated (the control), the gate is 1.
+    """
+    if LABEL_COLUMN not in batch.table or len(batch.table) != len(batch.samples):
+        return {}
+    labels = batch.table[LABEL_COLUMN].to_numpy(dtype=float)
+    gaps: dict[bool, list[torch.Tensor]] = {True: [], False: []}
+    scores, optimal = [], []
+    for index, teacher in enumerate(batch.teacher_logp):
+        chosen = batch.samples[index].choice_positions
+        if teacher is None or math.isnan(labels[index]) or not len(chosen):
+            continue
+        gap = (teacher - batch.old_logp[index])[torch.tensor(chosen)]
+        gaps[labels[index] == 1.0].append(gap)
+        scores.append(float(gap.sum()))
+        optimal.append(labels[index] == 1.0)
+    figures = {"opd/labelled_sample_share": len(scores) / max(len(batch.samples), 1)}
+    if gaps[True] and gaps[False]:
+        sides = [torch.cat(gaps[side]) for side in (True, False)]
+        if gate == "ungated":  # g = 1 on every distilled token: no push
+            figures.update({"opd/gate_optimal": 1.0, "opd/gate_suboptimal": 1.0, "opd/gate_push": 0.0})
+        else:
+            figures["opd/gate_optimal"], figures["opd/gate_suboptimal"] = (float(torch.sigmoid(gate_beta * side).mean()) for side in sides)
+            figures["opd/gate_push"] = algorithms.gate_push(sides[0].tolist(), sides[1].tolist(), gate_beta, coefficient)
+        figures["opd/shift_auroc"] = algorithms.auroc(scores, optimal)
+    return figures

@@ -52,6 +52,7 @@ from hindsight.rollout.engine import RolloutConfig
 from hindsight.rollout.pass_rates import PassRates
 from hindsight.rollout.stats import rollout_metrics
 from hindsight.rollout.tasks import TaskRef, training_task_pool
+from hindsight.training.played_labels import action_labeller
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.checkpoint import ResumedRun, resume_rl, save_rl_checkpoint
 from hindsight.training.data_parallel import DataParallel
@@ -211,10 +212,11 @@ def train_rl(
     with state.schedule.producer(
         policy, env_factory, state.pool, state.rates, rollout_config, config.tasks_per_update, seed, start_update, end_update,
         group_size=config.group_size, batch_size=config.mini_batch_size, token_budget=config.micro_batch_tokens,
-    ) as producer:
+    ) as producer, action_labeller(env_factory, config.action_labels) as labeller:
         for update in range(start_update, end_update):
             started = time.perf_counter()
             batch = play_update(policy, method, producer, env_factory, state, rollout_config, config, seed, update, parallel)
+            labeller.annotate(batch, state.pool)
             played_at = time.perf_counter()
             metrics = {**batch.metrics, **score_batch(policy, method, batch, config, state.schedule, max_steps)}
             scored_at = time.perf_counter()

@@ -133,6 +133,12 @@ class RLConfig:
     the decodings; needs ``eval_every`` > 0 and the seen split: ``training.end_selection``)."""
     checkpoint_every: int = 1
     """Checkpoint every this many updates (resume continues from the last one)."""
+    action_labels: bool = True
+    """Label each update's played steps optimal or not where the environment can
+    (``training.played_labels``: exact on TextWorldExpress coin, the gold solver's next
+    action elsewhere, a proxy; one environment reset per episode): logs ``labels/optimal_share``
+    for every method, and SEED's gate on optimal against suboptimal actions
+    (``opd/gate_push``, ``opd/shift_auroc``). false: no labelling."""
     rollout_weights: RolloutWeights = field(default_factory=RolloutWeights)
     """The weights the update's rollouts decode with (``RolloutWeights``)."""
     schedulers: SchedulerSettings = field(default_factory=SchedulerSettings)
