@@ -85,6 +85,7 @@ def test_played_steps_are_labelled_along_the_gold_prefix_and_matched_onto_the_ta
     assert LABEL_COLUMN not in batch.played  # the kept rollout stays as the engine wrote it
     assert Silent.resets == 1  # a game without labels is asked once
     assert batch.metrics["labels/labelled_step_share"] == pytest.approx(5 / 8)
+    assert batch.metrics["time/labels_s"] >= 0.0
     assert batch.metrics["labels/optimal_share"] == pytest.approx(4 / 5)
 
 

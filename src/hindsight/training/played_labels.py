@@ -19,6 +19,7 @@ played inside a world model are not labelled.
 from __future__ import annotations
 
 import math
+import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
@@ -66,15 +67,17 @@ class ActionLabeller:
 
     def annotate(self, batch: RolloutBatch, tasks: Sequence[TaskRef]) -> None:
         """``LABEL_COLUMN`` on ``batch.table`` (every played step labelled, matched to the
-        table's rows by episode and step), and ``labels/...`` over every played step in
+        table's rows by episode and step), and ``labels/...`` over every played step and the
+        seconds it took (``time/labels_s``, also inside the rollout phase's) in
         ``batch.metrics``; nothing when off or simulated."""
         if self.env_factory is None or batch.simulated or batch.played.empty:
             return
-        played = batch.played
+        played, started = batch.played, time.perf_counter()
         try:
             labels = self.labels(played, tasks)
         finally:
             self.close()
+        batch.metrics["time/labels_s"] = time.perf_counter() - started
         keyed = pd.Series(labels.to_numpy(), index=pd.MultiIndex.from_frame(played[_STEP_KEY]))
         keyed = keyed[~keyed.index.duplicated()]
         table_keys = pd.MultiIndex.from_frame(batch.table[_STEP_KEY])
