@@ -18,8 +18,12 @@ SMOKE = {
     "dual_control_red_team.py": (("--tasks", "2", "--breakdown"), "| gold |"),
     "miniwob_page_overlap.py": (("--sample", "30", "--training-sample", "60", "--mappings", "hindsight", "digits"), "| digits | test |"),
     "screenshot_storage.py": (("--synthetic", "--count", "3"), "folder of PNG files"),
-    "learning_curves.py": (("{tmp}/history.parquet", "{tmp}/history.parquet", "--out", "{tmp}/curves.png"), "wrote"),
+    "learning_curves.py": (
+        ("{tmp}/history.parquet", "{tmp}/history.parquet", "--labels", "grpo 0", "seed 0", "--mean-over-seeds", "--out", "{tmp}/curves.png"),
+        "wrote",
+    ),
     "learning_control.py": (("{tmp}/start.parquet", "{tmp}/control.parquet"), "| unseen | stage1-greedy | control-greedy |"),
+    "paired_runs.py": (("grpo:0={tmp}/start.parquet", "seed:0={tmp}/control.parquet"), "| seed | 1 | 4 | 75.0 | 25.0 | +50.0"),
     "premise_pool.py": (("--last", "2", "--data", "{tmp}/data"), "minus unrelated"),
     "reliability_teacher.py": (("--case", "HTTP 500, 503, 429 then 200", "--case", "HTTP 400 (not retried)", "--down-episodes", "2"),
                                "teacher fault cases handled: 2/2"),
@@ -70,6 +74,7 @@ def _premise_versions(data) -> None:
 INPUTS = {
     "learning_curves.py": lambda tmp: _history(tmp / "history.parquet"),
     "learning_control.py": lambda tmp: (_evaluation(tmp / "start.parquet", [0, 0, 1, 0]), _evaluation(tmp / "control.parquet", [1, 1, 1, 0])),
+    "paired_runs.py": lambda tmp: (_evaluation(tmp / "start.parquet", [0, 0, 1, 0]), _evaluation(tmp / "control.parquet", [1, 1, 1, 0])),
     "premise_pool.py": lambda tmp: _premise_versions(tmp / "data"),
 }
 """Script -> what it reads, written into the test's temporary folder before it runs."""
