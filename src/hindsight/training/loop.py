@@ -52,12 +52,12 @@ from hindsight.rollout.engine import RolloutConfig
 from hindsight.rollout.pass_rates import PassRates
 from hindsight.rollout.stats import rollout_metrics
 from hindsight.rollout.tasks import TaskRef, training_task_pool
-from hindsight.training.played_labels import action_labeller
 from hindsight.training.batch import RolloutBatch
 from hindsight.training.checkpoint import ResumedRun, resume_rl, save_rl_checkpoint
 from hindsight.training.data_parallel import DataParallel
 from hindsight.training.method import Method, check_requirements
 from hindsight.training.phase_timing import phase_seconds
+from hindsight.training.played_labels import action_labeller
 from hindsight.training.positive_replay import check_replayable
 from hindsight.training.rl_config import RLConfig
 from hindsight.training.rl_parallel import gather_update_batch, mean_over_ranks, shard_tasks
