@@ -16,7 +16,7 @@ seeds' mean, with the seeds' range as its band.
 from __future__ import annotations
 
 GROUP = "methods"
-REPRODUCES = ("docs/learning.md#the-first-configuration-4-tasks-x-8-4-epochs-per-seed",)
+REPRODUCES = ("docs/learning.md#the-first-configuration-4-tasks-x-8-4-epochs-per-seed", "docs/results.md#seed-against-grpo-over-three-seeds")
 MEASURED = "seconds (it reads three histories and draws `docs/images/learning_curves.png`)"
 LAST_RUN = "2026-12-07 (git: docs/images/learning_curves.png last changed)"
 """The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
@@ -87,7 +87,7 @@ def draw(histories: list[pd.DataFrame], labels: list[str], mean_over_seeds: bool
         axis.set_xlabel("update")
         axis.set_ylim(0, 80)
         axis.legend(fontsize=8)
-    axes[0][0].set_ylabel("held-out success % " + ("(seeds' mean; band: their range)" if mean_over_seeds else "(95% Wilson band)"))
+    axes[0][0].set_ylabel("held-out success % " + ("\n(seeds' mean; band: their range)" if mean_over_seeds else "(95% Wilson band)"))
     figure.tight_layout()
     return figure
 

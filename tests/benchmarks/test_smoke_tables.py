@@ -23,7 +23,10 @@ SMOKE = {
         "wrote",
     ),
     "learning_control.py": (("{tmp}/start.parquet", "{tmp}/control.parquet"), "| unseen | stage1-greedy | control-greedy |"),
-    "paired_runs.py": (("grpo:0={tmp}/start.parquet", "seed:0={tmp}/control.parquet"), "| seed | 1 | 4 | 75.0 | 25.0 | +50.0"),
+    "paired_runs.py": (
+        ("grpo:0={tmp}/start.parquet", "seed:0={tmp}/control.parquet", "--save", "{tmp}/outcomes.parquet"),
+        "| seed | 1 | 4 | 75.0 | 25.0 | +50.0",
+    ),
     "premise_pool.py": (("--last", "2", "--data", "{tmp}/data"), "minus unrelated"),
     "reliability_teacher.py": (("--case", "HTTP 500, 503, 429 then 200", "--case", "HTTP 400 (not retried)", "--down-episodes", "2"),
                                "teacher fault cases handled: 2/2"),

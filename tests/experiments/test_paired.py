@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from hindsight.experiments.paired import OUTCOME_COLUMNS, paired_against, paired_against_markdown
+from hindsight.experiments.paired import OUTCOME_COLUMNS, evaluation_outcomes, paired_against, paired_against_markdown
 
 
 def cell(method: str, seed: int, wins: dict[tuple[str, str], list[int]]) -> list[dict]:
@@ -51,3 +51,32 @@ def test_the_report_section_says_whether_a_method_separates():
     assert "| seed | 2 | 20 | 70.0 | 40.0 | +30.0 (" in text and "| above |" in text
     assert paired_against_markdown(outcomes()[lambda t: t["method"] != "grpo"]) == ""
     assert paired_against_markdown(pd.DataFrame(columns=OUTCOME_COLUMNS)) == ""
+
+
+def evaluation(wins: dict[str, list[int]], agents=("stage1-greedy", "rl-greedy", "rl-t0.4")) -> pd.DataFrame:
+    """An evaluation run's episodes (two steps each, won on the last): per split the won flags
+    of tasks 0, 1, ..., the same for every agent."""
+    rows = [
+        {"episode_id": f"{agent}:{split}:{task}", "agent": agent, "eval_split": split, "env": "twx", "task_type": "twc",
+         "seed": task, "trial": 0, "step": step, "won": bool(won) and step == 1, "done": step == 1, "action_valid": True, "reward": float(bool(won) and step == 1)}
+        for agent in agents for split, flags in wins.items() for task, won in enumerate(flags) for step in (0, 1)
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_an_evaluation_run_outside_the_grid_is_one_cell():
+    """A standalone run's RL agents become the cell ``<method>-<seed>`` with the grid's
+    columns, its start the same under ``policy="stage1"``; both pair as the grid's cells do."""
+    episodes = evaluation({"seen": [1, 0], "unseen": [1, 1, 0, 0]})
+    cell = evaluation_outcomes(episodes, "seed", 7)
+    assert list(cell.columns) == OUTCOME_COLUMNS
+    assert set(cell["cell"]) == {"seed-7"} and set(cell["seed"]) == {7} and set(cell["fraction"]) == {1.0}
+    assert set(cell["agent"]) == {"policy-greedy", "policy-t0.4"}
+    assert sorted(cell.loc[(cell["eval_split"] == "unseen") & (cell["agent"] == "policy-greedy"), "won"]) == [0, 0, 1, 1]
+    start = evaluation_outcomes(episodes, "start", 7, policy="stage1")
+    assert set(start["agent"]) == {"policy-greedy"} and len(start) == 6
+    better = evaluation_outcomes(evaluation({"seen": [1, 1], "unseen": [1, 1, 1, 0]}), "seed", 7)
+    row = paired_against(pd.concat([better, cell.assign(method="grpo", cell="grpo-7")]), "grpo").iloc[0]
+    assert (row.method, row.pairs, row.method_only, row.baseline_only) == ("seed", 4, 1, 0)
+    with pytest.raises(ValueError, match="no episodes of agents gigpo-<decoding>"):
+        evaluation_outcomes(episodes, "gigpo", 7, policy="gigpo")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import pandas as pd
 
 from hindsight.algorithms.intervals import bootstrap_weighted_mean_interval
-from hindsight.evaluation.paired_gain import PICK_SPLIT, VERDICT_SPLIT, best_decoding
+from hindsight.evaluation.paired_gain import PICK_SPLIT, VERDICT_SPLIT, best_decoding, episode_outcomes
 
 OUTCOME_COLUMNS = ["cell", "method", "seed", "fraction", "agent", "eval_split", "env", "task_type", "task_seed", "trial", "won"]
 """The grid's outcome table: one row per cell and held-out task of its end policy."""
@@ -30,6 +30,23 @@ def _picked(cell: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     decoding = best_decoding(renamed, "policy", PICK_SPLIT)
     played = cell[(cell["agent"] == f"policy-{decoding}") & (cell["eval_split"] == VERDICT_SPLIT)]
     return decoding, played[[*_TASK, "won"]]
+
+
+def evaluation_outcomes(episodes: pd.DataFrame, method: str, seed: int, policy: str = "rl") -> pd.DataFrame:
+    """The grid's outcome table (``OUTCOME_COLUMNS``) of one evaluation run outside the grid:
+    the episodes of the agents ``<policy>-<decoding>`` (the evaluation pipeline's RL policy, or
+    ``stage1`` for its start) as the cell ``<method>-<seed>``, so that standalone ``kedro run``s
+    of several methods and seeds pair with ``paired_against`` as the grid's cells do.
+
+    Raises:
+        ValueError: The evaluation has no episodes of ``policy``.
+    """
+    played = episodes[episodes["agent"].astype(str).str.startswith(f"{policy}-")]
+    if played.empty:
+        raise ValueError(f"no episodes of agents {policy}-<decoding> (agents: {sorted(set(episodes['agent']))})")
+    table = episode_outcomes(played).rename(columns={"seed": "task_seed"})
+    table["agent"] = "policy-" + table["agent"].str.removeprefix(f"{policy}-")
+    return table.assign(cell=f"{method}-{seed}", method=method, seed=seed, fraction=1.0)[OUTCOME_COLUMNS]
 
 
 def paired_against(
