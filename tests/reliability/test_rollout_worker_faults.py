@@ -62,6 +62,7 @@ def run(policy, tasks, env_factory, **kwargs):
     engine = kwargs.pop("engine", {})
     config = RLConfig(
         algorithm="grpo", updates=3, tasks_per_update=1, group_size=2, mini_batch_size=8, kl_coef=0.0,
+        action_labels=False,  # the learner builds no environment of its own: the factory's count is the worker's
         schedulers={"async_rollouts": {"enabled": True, "max_staleness": kwargs.pop("max_staleness", 0), **engine}},
     )
     rollout = RolloutConfig(sampling=SamplingConfig(temperature=1.0, max_length=768), max_parallel=2, max_steps=3, progress=False)

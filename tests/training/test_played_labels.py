@@ -143,3 +143,21 @@ def test_without_both_sides_only_the_labelled_share_is_logged():
     unlabelled = labelled_batch(labels=[1.0], gaps=[[0.4]], teacher=[True])
     unlabelled.table = unlabelled.table.drop(columns=[LABEL_COLUMN])
     assert labelled_gate_figures(unlabelled, 5.0, 0.01) == {}
+
+
+class Broken(Counter):
+    """A game whose environment fails while labelling."""
+
+    def gold_actions(self) -> list[str]:
+        raise OSError("simulator jar vanished")
+
+
+def test_an_environment_failing_while_labelling_leaves_its_game_unlabelled_and_the_run_going(caplog):
+    broken, count = TaskRef(EnvironmentSpec("toy", "broken"), 0), TaskRef(COUNT, 0)
+    rows = played({"a": (broken, ["one"]), "b": (broken, ["one"]), "c": (count, ["one"])})
+    batch = RolloutBatch(table=rows, samples=[], played=rows)
+    with action_labeller(lambda spec: Broken() if spec.game == "broken" else Counter(), True) as labeller:
+        labeller.annotate(batch, [broken, count])
+    assert list(batch.table[LABEL_COLUMN].isna()) == [True, True, False]
+    assert "Action labels: broken failed (OSError: simulator jar vanished)" in caplog.text
+    assert caplog.text.count("Action labels:") == 1  # asked once, then skipped

@@ -86,7 +86,7 @@ def test_rl_config_holds_the_core_loops_settings_and_blocks():
 
     names = [field.name for field in dataclasses.fields(RLConfig)]
     assert not [name for name in names if name.startswith(("stepo_", "curriculum", "odysse_", "async_", "sampler_", "pass_rate"))]
-    assert {"methods", "schedulers", "ppo", "rollout_weights"} <= set(names) and len(names) <= 20  # 20: end_policy, the loop's own
+    assert {"methods", "schedulers", "ppo", "rollout_weights"} <= set(names) and len(names) <= 21  # 21: end_policy and action_labels, the loop's own
     config = with_overrides(RLConfig(), {"ppo": {"clip_high": 0.28}, "rollout_weights": {"dtype": "auto"}})
     assert (config.ppo.clip_high, config.ppo.clip_low, config.ppo.loss_agg) == (0.28, 0.2, "token-mean")
     assert (config.rollout_weights.dtype, config.rollout_weights.merge_lora) == ("auto", True)

@@ -12,12 +12,14 @@ policy played an optimal action (``labels/...``), for every method alike.
 
 One environment per game and update, closed before the next rollout (a MiniWoB++ window
 held across the run would count against the rollouts' browser limit); a game whose
-environment labels nothing (no gold sequence) is asked once and then skipped. Batches
-played inside a world model are not labelled.
+environment labels nothing (no gold sequence) is asked once and then skipped, and so is one
+whose environment fails while labelling (a warning names it: the labels are a diagnostic, and
+the run goes on without them). Batches played inside a world model are not labelled.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from contextlib import contextmanager
@@ -28,6 +30,8 @@ import pandas as pd
 from hindsight.envs.action_labels import label_episode
 from hindsight.rollout.tasks import TaskRef
 from hindsight.training.batch import RolloutBatch
+
+logger = logging.getLogger(__name__)
 
 LABEL_COLUMN = "action_optimal"
 """The step rows' label: 1.0 optimal, 0.0 not, NaN unlabelled."""
@@ -51,11 +55,16 @@ class ActionLabeller:
             game = repr(task.spec) if task is not None else None
             if task is None or game in self.unlabelled_games:
                 continue
-            if game not in self.envs:
-                self.envs[game] = self.env_factory(task.spec)
             rows = rows.sort_values("step")
             actions = [str(action) for action in rows["action"]]
-            found = label_episode(self.envs[game], task.seed, task.split, actions)
+            try:
+                if game not in self.envs:
+                    self.envs[game] = self.env_factory(task.spec)
+                found = label_episode(self.envs[game], task.seed, task.split, actions)
+            except Exception as error:  # a diagnostic: the run goes on, unlabelled on this game
+                logger.warning("Action labels: %s failed (%s: %s); its played actions stay unlabelled for the rest of the run",
+                               task.spec.game, type(error).__name__, error)
+                found = None
             if found is None:
                 self.unlabelled_games.add(game)
                 continue
