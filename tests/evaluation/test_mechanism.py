@@ -38,6 +38,18 @@ def test_one_row_per_update_in_order_and_the_means():
     assert lines[6] == "| mean | 37.5% | 87.5% | 100.0% | 0.0150 | 0.5000 | 50.0% | -0.0100 |"
 
 
+def test_the_labelled_actions_figures_show_where_the_run_logged_them():
+    """``training.rl.action_labels``: the share played optimal as a percentage, SEED's gate
+    push in scientific notation (it is of the order of opd_coef times a gate difference), the
+    shift's AUROC; an update whose sides were not both played shows "-"."""
+    history = HISTORY.assign(**{
+        "labels/optimal_share": [0.75, 0.5], "opd/gate_push": [1.9e-4, float("nan")], "opd/shift_auroc": [0.62, float("nan")],
+    })
+    lines = mechanism_markdown(history).splitlines()
+    assert lines[2].endswith("| teacher gap (nats) | played actions optimal | gate push, optimal minus suboptimal | shift AUROC, optimal vs suboptimal |")
+    assert lines[4].endswith("| 50.0% | - | - |") and lines[5].endswith("| 75.0% | +1.90e-04 | 0.6200 |")
+
+
 def test_a_history_without_the_figures_gives_no_section():
     assert mechanism_markdown(pd.DataFrame({"update": [0], "ppo/clipfrac": [0.1]})) == ""
     assert mechanism_markdown(pd.DataFrame()) == ""

@@ -28,9 +28,6 @@ MECHANISM_COLUMNS: dict[str, str] = {
     "labels/optimal_share": "played actions optimal",
     "opd/gate_push": "gate push, optimal minus suboptimal",
     "opd/shift_auroc": "shift AUROC, optimal vs suboptimal",
-    "labels/optimal_share": "played actions optimal",
-    "opd/gate_push": "gate push, optimal minus suboptimal",
-    "opd/shift_auroc": "shift AUROC, optimal vs suboptimal",
     "losses/ppo": "PPO loss",
     "kl/ref": "KL to reference",
 }
