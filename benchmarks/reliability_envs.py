@@ -194,6 +194,8 @@ def _hang_overshoot_ms(backend: JavaBackend, repeats: int = 3) -> float:
             backend.call(generation, nothing, 1, 2, timeout_s=0.5)
         except EnvironmentTimeoutError:
             overshoots.append((time.perf_counter() - started - 0.5) * 1000)
+        finally:  # never leave a stopped JVM for the next round to reuse: its first call would block for good
+            backend.kill()
     return statistics.median(overshoots)
 
 
