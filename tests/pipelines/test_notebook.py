@@ -80,6 +80,7 @@ def test_stages_show_their_outputs(executed):
     for phase in ("bc", "stage1"):
         assert re.search(rf"^{phase} +[\d.]+ +[\d.]+$", curves, re.M), phase
     assert "rollout/success_rate" in curves and "kl/ref" in curves
+    assert "..." not in curves  # pandas elides rows or columns past its display limits
     summary = text_of(executed["evaluation"])
     for agent in AGENTS:
         assert re.search(rf"^\d+ +{agent} +seen +all ", summary, re.M), agent
