@@ -6,11 +6,15 @@ any copy), and draws, per split (seen, unseen) and decoding (greedy, T = 0.4), e
 held-out success against the update with its Wilson 95% band (``hindsight.evaluation.curves``).
 Labels that share their first word (``--labels "grpo 6" "seed 6" ...``) share a colour: methods
 side by side, their seeds in line styles; ``--mean-over-seeds`` draws one line per method, the
-seeds' mean, with the seeds' range as its band.
+seeds' mean, with the seeds' range as its band. ``--level RATE`` also prints the grid's
+"episodes to level" table (``hindsight.experiments.sample_efficiency``): per method and seed,
+the environment episodes played until the first held-out point at or above RATE, read on the
+seen split at T = 0.4 by default (``experiments.success_level``), labels "METHOD SEED".
 
     python benchmarks/learning_curves.py HISTORY_SEED0 HISTORY_SEED1 HISTORY_SEED2 --out docs/images/learning_curves.png
     python benchmarks/learning_curves.py GRPO6 GRPO7 GRPO8 SEED6 SEED7 SEED8 \
-        --labels "grpo 6" "grpo 7" "grpo 8" "seed 6" "seed 7" "seed 8" --mean-over-seeds --out docs/images/seed_vs_grpo_curves.png
+        --labels "grpo 6" "grpo 7" "grpo 8" "seed 6" "seed 7" "seed 8" --mean-over-seeds --out docs/images/seed_vs_grpo_curves.png \
+        --level 0.4
 """
 
 from __future__ import annotations
@@ -29,7 +33,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from hindsight.config.experiments import SuccessLevel  # noqa: E402
 from hindsight.evaluation.curves import curve_points  # noqa: E402
+from hindsight.experiments.sample_efficiency import episodes_to_level_markdown  # noqa: E402
 
 
 STYLES = ("-", "--", ":", "-.")
@@ -92,6 +98,14 @@ def draw(histories: list[pd.DataFrame], labels: list[str], mean_over_seeds: bool
     return figure
 
 
+def level_table(histories: list[pd.DataFrame], labels: list[str], level: SuccessLevel) -> str:
+    """The grid's "episodes to level" section over these runs: each history a cell, its method
+    the label's first word and its seed the label's last (``hindsight.experiments.sample_efficiency``)."""
+    cells = [history.assign(method=label.split()[0], cell=label, seed=label.split()[-1]) for history, label in zip(histories, labels)]
+    table = episodes_to_level_markdown(pd.concat(cells, ignore_index=True), level.rate, level.split, level.decoding)
+    return table or f"no held-out points at {level.split}, {level.decoding} in these histories"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("histories", nargs="+", help="training_history.parquet files, one per seed")
@@ -99,13 +113,20 @@ def main() -> None:
     parser.add_argument("--out", default="learning_curves.png")
     parser.add_argument("--mean-over-seeds", action="store_true",
                         help="one line per method (the labels' first word): the seeds' mean, banded by their range")
+    parser.add_argument("--level", type=float, help="also print the episodes each run needs to first reach this held-out success (0-1)")
+    parser.add_argument("--level-split", default=SuccessLevel.split, help="the split the level is read on (default %(default)s)")
+    parser.add_argument("--level-decoding", default=SuccessLevel.decoding, help="the decoding it is read at (default %(default)s: T = 0.4)")
     args = parser.parse_args()
     labels = args.labels or [f"seed {i}" for i in range(len(args.histories))]
     if len(labels) != len(args.histories):
         parser.error(f"{len(labels)} labels for {len(args.histories)} histories")
-    figure = draw([pd.read_parquet(path) for path in args.histories], labels, args.mean_over_seeds)
+    histories = [pd.read_parquet(path) for path in args.histories]
+    figure = draw(histories, labels, args.mean_over_seeds)
     figure.savefig(args.out, dpi=110)
     print(f"wrote {args.out}")
+    if args.level is not None:
+        print()
+        print(level_table(histories, labels, SuccessLevel(args.level, args.level_split, args.level_decoding)))
 
 
 if __name__ == "__main__":

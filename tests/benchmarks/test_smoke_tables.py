@@ -19,8 +19,9 @@ SMOKE = {
     "miniwob_page_overlap.py": (("--sample", "30", "--training-sample", "60", "--mappings", "hindsight", "digits"), "| digits | test |"),
     "screenshot_storage.py": (("--synthetic", "--count", "3"), "folder of PNG files"),
     "learning_curves.py": (
-        ("{tmp}/history.parquet", "{tmp}/history.parquet", "--labels", "grpo 0", "seed 0", "--mean-over-seeds", "--out", "{tmp}/curves.png"),
-        "wrote",
+        ("{tmp}/history.parquet", "{tmp}/history.parquet", "--labels", "grpo 0", "seed 0", "--mean-over-seeds", "--out", "{tmp}/curves.png",
+         "--level", "0.3"),
+        "| GRPO | 40 (2) | 1/1 | 40 | 40 |",
     ),
     "learning_control.py": (("{tmp}/start.parquet", "{tmp}/control.parquet"), "| unseen | stage1-greedy | control-greedy |"),
     "paired_runs.py": (
@@ -38,6 +39,7 @@ def _history(path) -> None:
     pd.DataFrame({
         "update": [0, 2],
         "charts/env_steps_total": [0.0, 80.0],
+        "rollout/env_episodes": [0.0, 40.0],
         **{f"heldout/{split}/{decoding}/{key}": values
            for split in ("seen", "unseen") for decoding in ("greedy", "sampled")
            for key, values in (("success_rate", [0.2, 0.4]), ("ci_low", [0.1, 0.3]), ("ci_high", [0.3, 0.5]), ("episodes", [20, 20]))},
