@@ -27,6 +27,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from hindsight.envs.miniwob import processes
@@ -199,3 +200,23 @@ def test_the_clean_up_finds_a_driver_by_its_environment(stand_ins, tmp_path):
         if driver.poll() is None:
             driver.kill()
             driver.wait()
+
+
+def test_a_browser_on_a_reused_pid_is_found(stand_ins, tmp_path):
+    """psutil.process_iter keeps one handle per pid; once that pid belongs to a new process, the
+    old handle reads as not running for one call. A browser started on a reused pid must still
+    be found (seen once in the suite: the fork test above missed one of its four processes)."""
+    gone = dead_pid()
+    marker = str(tmp_path / f"{MARKER_PREFIX}{gone}-{start_ticks(os.getpid())}-abcd1234")
+    driver = subprocess.Popen([str(stand_ins / "chromedriver"), "600"], env={MARKER_VARIABLE: marker, "HOME": marker}, start_new_session=True)
+    try:
+        earlier = psutil.Process(driver.pid)  # a handle as if on an earlier process of the same pid
+        earlier._ident = (driver.pid, earlier.create_time() - 1.0)
+        psutil.process_iter.cache_clear()
+        psutil._pmap[driver.pid] = earlier
+        assert driver.pid not in {process.pid for process in psutil.process_iter() if process.is_running()}  # the hazard
+        assert [process.pid for process in marked_processes(gone)] == [driver.pid]
+    finally:
+        psutil.process_iter.cache_clear()
+        driver.kill()
+        driver.wait()

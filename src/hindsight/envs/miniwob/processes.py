@@ -46,7 +46,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, Iterator
 
 import psutil
 
@@ -136,12 +136,24 @@ def is_browser_process(process: psutil.Process) -> bool:
     return any(name.startswith(known[:15]) for known in PROCESS_NAMES) and _alive(process)
 
 
+def _running_processes() -> Iterator[psutil.Process]:
+    """A fresh handle on every process now running. Not ``psutil.process_iter``: it hands back
+    the handle it cached for a pid, and when that pid has since been reused by another process
+    (a browser started after the last call) the handle reads as not running for that one call,
+    so the browser would be missed."""
+    for pid in psutil.pids():
+        try:
+            yield psutil.Process(pid)
+        except psutil.Error:  # gone since the listing
+            continue
+
+
 def _marked(python_pid: int | None = None) -> list[tuple[psutil.Process, tuple[int, int | None]]]:
     """(process, owner) of every living browser process that carries a marker of
     ``python_pid`` (any Python process when None), by pid. The marker is read once: a
     process may exit between two reads."""
     found = []
-    for process in psutil.process_iter():
+    for process in _running_processes():
         if not is_browser_process(process):
             continue
         owner = _owner(_marker_text(process))
@@ -221,7 +233,7 @@ def clean_up_dead_runs() -> tuple[list[int], list[str]]:
 def _browser_processes(marker: str, group: int) -> dict[int, psutil.Process]:
     """Living browser processes in process group ``group`` (0: none) or carrying ``marker``."""
     found = {}
-    for process in psutil.process_iter():
+    for process in _running_processes():
         if not is_browser_process(process):
             continue
         try:
