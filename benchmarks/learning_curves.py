@@ -20,7 +20,8 @@ seen split at T = 0.4 by default (``experiments.success_level``), labels "METHOD
 from __future__ import annotations
 
 GROUP = "methods"
-REPRODUCES = ("docs/learning.md#the-first-configuration-4-tasks-x-8-4-epochs-per-seed", "docs/results.md#seed-against-grpo-over-three-seeds")
+REPRODUCES = ("docs/learning.md#the-first-configuration-4-tasks-x-8-4-epochs-per-seed", "docs/results.md#seed-against-grpo-over-three-seeds",
+              "docs/results.md#seeds-distillation-coefficient-picked-on-seen-tasks-seed-6")
 MEASURED = "seconds (it reads three histories and draws `docs/images/learning_curves.png`)"
 LAST_RUN = "2026-12-07 (git: docs/images/learning_curves.png last changed)"
 """The index's fields (``benchmarks/README.md``, ``python -m tools.docgen.benchmarks``)."""
