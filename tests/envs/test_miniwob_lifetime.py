@@ -30,11 +30,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from hindsight.envs.miniwob import processes
-from hindsight.envs.miniwob.processes import (
-    MARKER_PREFIX, MARKER_VARIABLE, leftover_directories, marked_directories, marked_processes, orphans_of_dead_runs,
-    start_ticks,
-)
+from hindsight.envs.miniwob import dead_runs
+from hindsight.envs.miniwob.dead_runs import leftover_directories, marked_directories, orphans_of_dead_runs
+from hindsight.envs.miniwob.processes import MARKER_PREFIX, MARKER_VARIABLE, marked_processes, start_ticks
 from hindsight.envs.miniwob.reaper import BrowserReaper
 from miniwob_checks import living, wait_until
 
@@ -182,8 +180,8 @@ def test_only_this_projects_directories_of_dead_owners_are_leftovers(tmp_path, m
     expected = {names[key] for key in ("dead owner", "dead owner, older format", "my pid, another start")}
     assert {os.path.basename(path) for path in leftover_directories()} == expected
     assert {os.path.basename(path) for path in marked_directories(me)} == {names[key] for key in ("mine", "mine, older format", "my pid, another start")}
-    monkeypatch.setattr(processes, "orphans_of_dead_runs", lambda: [])
-    assert {os.path.basename(path) for path in processes.clean_up_dead_runs()[1]} == expected
+    monkeypatch.setattr(dead_runs, "orphans_of_dead_runs", lambda: [])
+    assert {os.path.basename(path) for path in dead_runs.clean_up_dead_runs()[1]} == expected
     assert set(os.listdir(tmp_path)) == set(names.values()) - expected | {f"{MARKER_PREFIX}{gone}-1-file"}
 
 
@@ -194,7 +192,7 @@ def test_the_clean_up_finds_a_driver_by_its_environment(stand_ins, tmp_path):
     try:
         assert driver.pid in {process.pid for process in orphans_of_dead_runs()}
         assert [process.pid for process in marked_processes(gone)] == [driver.pid]
-        killed, _ = processes.clean_up_dead_runs()
+        killed, _ = dead_runs.clean_up_dead_runs()
         assert driver.pid in killed and driver.wait(timeout=10) == -signal.SIGKILL
     finally:
         if driver.poll() is None:

@@ -31,7 +31,8 @@ import psutil
 import pytest
 
 from hindsight.envs import EnvironmentCrashedError, EnvironmentSpec, make_env
-from hindsight.envs.miniwob.processes import clean_up_dead_runs, marked_directories, marked_processes
+from hindsight.envs.miniwob.dead_runs import clean_up_dead_runs, marked_directories
+from hindsight.envs.miniwob.processes import marked_processes
 from miniwob_checks import living, no_browser_left, wait_until  # noqa: F401  (fixture)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pipelines"))

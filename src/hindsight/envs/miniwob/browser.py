@@ -27,7 +27,7 @@ directory of their own as ``HOME``, ``TMPDIR`` and profile parent, which ``kill`
 each browser is registered with the process's ``reaper.BrowserReaper`` before chromedriver starts,
 so a SIGKILL of Python (or its death in any other way, from any thread) kills the browser and
 removes the directory within about a second; the first browser start of a process kills and
-removes what dead runs left (``processes.clean_up_dead_runs``). ``launch`` starts a browser
+removes what dead runs left (``dead_runs.clean_up_dead_runs``). ``launch`` starts a browser
 (``start_browser``: its directory, chromedriver's session, ``CHROMIUM_FLAGS``).
 """
 

@@ -2,7 +2,7 @@
 session of its own, registered with the reaper before chromedriver starts.
 
 ``start_browser`` cleans up after dead runs at this process's first browser start
-(``processes.clean_up_dead_runs``), makes the browser's directory (``processes.new_marker``:
+(``dead_runs.clean_up_dead_runs``), makes the browser's directory (``processes.new_marker``:
 its profile parent and the ``HOME`` and ``TMPDIR`` of chromedriver and Chromium), watches it
 with the reaper (``reaper.browser_reaper``), and starts chromedriver in a new session with
 ``CHROMIUM_FLAGS``. A start past its time limit, or one that fails, is killed as a whole
@@ -20,7 +20,8 @@ from typing import Any
 import psutil
 
 from hindsight.envs.base import EnvironmentCrashedError
-from hindsight.envs.miniwob.processes import MARKER_VARIABLE, BrowserProcesses, clean_up_dead_runs, new_marker
+from hindsight.envs.miniwob.dead_runs import clean_up_dead_runs
+from hindsight.envs.miniwob.processes import MARKER_VARIABLE, BrowserProcesses, new_marker
 from hindsight.envs.miniwob.reaper import browser_reaper
 
 CHROMIUM_FLAGS = (
@@ -55,7 +56,7 @@ _clean_up_lock = threading.Lock()
 
 def _clean_up_dead_runs_once() -> None:
     """At this process's first browser start: kill what dead runs left and remove their
-    directories (``processes.clean_up_dead_runs``)."""
+    directories (``dead_runs.clean_up_dead_runs``)."""
     global _cleaned_up_in
     with _clean_up_lock:
         if _cleaned_up_in != os.getpid():

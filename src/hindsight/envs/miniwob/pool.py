@@ -19,7 +19,7 @@ with ``atexit`` (a normal exit, an exception, Ctrl-C: Python's KeyboardInterrupt
 it; the browsers run in their own session, so the terminal's SIGINT does not reach them)
 and, in the main thread, as a SIGTERM handler that kills them and then lets the signal do
 what it did before. The first start also kills the browsers of dead runs of this project
-(``processes.orphans_of_dead_runs``: a run killed with SIGKILL, which nothing can catch).
+(``dead_runs.orphans_of_dead_runs``: a run killed with SIGKILL, which nothing can catch).
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from typing import Any, Callable
 
 from hindsight.envs.base import EnvironmentConfigError
 from hindsight.envs.miniwob.browser import Browser, BrowserSettings
-from hindsight.envs.miniwob.processes import kill_processes, orphans_of_dead_runs
+from hindsight.envs.miniwob.dead_runs import orphans_of_dead_runs
+from hindsight.envs.miniwob.processes import kill_processes
 from hindsight.envs.miniwob.system import check_chromium
 from hindsight.envs.watchdog import CallWatchdog, Deadline
 

@@ -26,11 +26,8 @@ reads the parent's living browsers from a pipe and, at end-of-file (the parent i
 kills every browser still listed (``kill_browser``) and removes its directory.
 
 What a reaper cannot do (it was killed too, or the machine rebooted) the next browser start
-does: ``clean_up_dead_runs()`` kills the marked processes whose Python process is gone
-(``orphans_of_dead_runs``) and removes the directories of dead owners
-(``leftover_directories``: only ``hindsight-chromium-*`` directories of this user whose
-owner no longer runs). ``marked_processes(pid)`` and ``marked_directories(pid)`` list what a
-given Python process left (the tests count them by pid before and after).
+does (``dead_runs.clean_up_dead_runs``). ``marked_processes(pid)`` lists the browser
+processes a given Python process left (the tests count them by pid before and after).
 
 This module imports nothing of ``hindsight``: the reaper runs it as a script.
 """
@@ -109,22 +106,12 @@ def new_marker() -> str:
     return tempfile.mkdtemp(prefix=f"{MARKER_PREFIX}{owner}")
 
 
-def _owner(text: str) -> tuple[int, int | None] | None:
+def marker_owner(text: str) -> tuple[int, int | None] | None:
     """(pid, start ticks or None) of the Python process named by the first marker in ``text``."""
     match = _MARKER_PATTERN.search(text)
     if match is None:
         return None
     return int(match.group(1)), (int(match.group(2)) if match.group(2) else None)
-
-
-def _owner_alive(owner: tuple[int, int | None]) -> bool:
-    """Whether the Python process ``owner`` still runs (a reused pid with another start time
-    does not count)."""
-    pid, ticks = owner
-    if not psutil.pid_exists(pid):
-        return False
-    now = start_ticks(pid)
-    return ticks is None or now is None or now == ticks
 
 
 def is_browser_process(process: psutil.Process) -> bool:
@@ -148,7 +135,7 @@ def _running_processes() -> Iterator[psutil.Process]:
             continue
 
 
-def _marked(python_pid: int | None = None) -> list[tuple[psutil.Process, tuple[int, int | None]]]:
+def marked_with_owners(python_pid: int | None = None) -> list[tuple[psutil.Process, tuple[int, int | None]]]:
     """(process, owner) of every living browser process that carries a marker of
     ``python_pid`` (any Python process when None), by pid. The marker is read once: a
     process may exit between two reads."""
@@ -156,7 +143,7 @@ def _marked(python_pid: int | None = None) -> list[tuple[psutil.Process, tuple[i
     for process in _running_processes():
         if not is_browser_process(process):
             continue
-        owner = _owner(_marker_text(process))
+        owner = marker_owner(_marker_text(process))
         if owner is not None and (python_pid is None or owner[0] == python_pid):
             found.append((process, owner))
     return sorted(found, key=lambda pair: pair[0].pid)
@@ -165,39 +152,7 @@ def _marked(python_pid: int | None = None) -> list[tuple[psutil.Process, tuple[i
 def marked_processes(python_pid: int | None = None) -> list[psutil.Process]:
     """Living browser processes that carry a marker of ``python_pid`` (any Python process
     when None) in their command line or environment, by pid."""
-    return [process for process, _ in _marked(python_pid)]
-
-
-def orphans_of_dead_runs() -> list[psutil.Process]:
-    """Marked browser processes whose Python process no longer runs."""
-    return [process for process, owner in _marked() if owner[0] == process.pid or not _owner_alive(owner)]
-
-
-def marked_directories(python_pid: int | None = None) -> list[str]:
-    """This user's browser directories in the temporary directory (of ``python_pid`` only,
-    unless None), sorted."""
-    root = tempfile.gettempdir()
-    try:
-        names = os.listdir(root)
-    except OSError:
-        return []
-    found = []
-    for name in names:
-        path = os.path.join(root, name)
-        owner = _owner(name) if name.startswith(MARKER_PREFIX) else None
-        if owner is None or (python_pid is not None and owner[0] != python_pid):
-            continue
-        try:
-            if os.path.isdir(path) and not os.path.islink(path) and os.stat(path).st_uid == os.getuid():
-                found.append(path)
-        except OSError:
-            pass
-    return sorted(found)
-
-
-def leftover_directories() -> list[str]:
-    """Browser directories of this user whose Python process no longer runs."""
-    return [path for path in marked_directories() if not _owner_alive(_owner(os.path.basename(path)))]
+    return [process for process, _ in marked_with_owners(python_pid)]
 
 
 def kill_processes(processes: list[psutil.Process], timeout_s: float = 10.0) -> list[int]:
@@ -215,19 +170,6 @@ def kill_processes(processes: list[psutil.Process], timeout_s: float = 10.0) -> 
     while any(_alive(process) for process in processes) and time.monotonic() < deadline:
         time.sleep(0.01)
     return killed
-
-
-def clean_up_dead_runs() -> tuple[list[int], list[str]]:
-    """Kill the browser processes of dead runs, then remove their directories (see the
-    module docstring). Returns (pids killed, directories removed)."""
-    orphans = orphans_of_dead_runs()
-    killed = kill_processes(orphans)
-    removed = leftover_directories()
-    for path in removed:
-        shutil.rmtree(path, ignore_errors=True)
-    if killed or removed:
-        logger.warning("Cleaned up after dead runs: killed browser processes %s, removed %d browser directories", killed, len(removed))
-    return killed, removed
 
 
 def _browser_processes(marker: str, group: int) -> dict[int, psutil.Process]:

@@ -14,7 +14,7 @@ forked worker does not keep its parent's browsers alive.
 
 A reaper that died is replaced at the next ``watch`` or ``forget`` and told every browser
 watched then. What no reaper could clean (it was killed too) the next browser start does
-(``processes.clean_up_dead_runs``).
+(``dead_runs.clean_up_dead_runs``).
 """
 
 from __future__ import annotations
